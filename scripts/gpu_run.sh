@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# One call on an H100/H200 (device tool): CUDA tests at real sizes + `baracuda bench --quick`,
+# then a short table. Usage: bash scripts/gpu_run.sh [family ...]   (no family = all)
+# Wheels that the GPU machine lacks (nvmath-python, nvidia-cudnn-frontend) travel in .whl/.
+set -u
+cd "$(dirname "$0")/.."
+export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
+OUTDIR="${OUT:-/tmp/baracuda_out}"; mkdir -p "$OUTDIR"
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl && export PYTHONPATH="$PYTHONPATH:/tmp/site"
+fi
+python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__,
+  torch.cuda.get_device_name(0))'
+FAMS=("$@")
+KEXPR=""
+if [ ${#FAMS[@]} -gt 0 ]; then KEXPR=$(printf " or %s" "${FAMS[@]}"); KEXPR=${KEXPR:4}; fi
+TESTS=(tests/test_contract.py tests/test_core.py)
+for f in "${FAMS[@]:-}"; do [ -n "$f" ] && [ -f "tests/families/test_$f.py" ] && TESTS+=("tests/families/test_$f.py"); done
+[ ${#FAMS[@]} -eq 0 ] && TESTS=(tests)
+echo "== CUDA tests: ${TESTS[*]} ${KEXPR:+(-k $KEXPR)}"
+python3 -m pytest -q -x -p no:cacheprovider ${KEXPR:+-k "$KEXPR"} "${TESTS[@]}" \
+  -o addopts="" --maxfail=20 -rfE 2>&1 | tee "$OUTDIR/tests.log" | tail -40
+echo "== bench"
+BENCH_ARGS=(--quick --json "$OUTDIR/bench.json" --png "$OUTDIR/bench.png")
+if [ ${#FAMS[@]} -gt 0 ]; then
+  for f in "${FAMS[@]}"; do python3 -m baracuda.cli bench --family "$f" "${BENCH_ARGS[@]/bench./bench_$f.}"; done
+else
+  python3 -m baracuda.cli bench "${BENCH_ARGS[@]}"
+fi

@@ -1,0 +1,1 @@
+"""Backends: plumbing only (launch helpers, shared Triton functions, library handles); no op math."""

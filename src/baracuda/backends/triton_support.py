@@ -1,0 +1,99 @@
+"""Triton plumbing shared by every family: interpreter detection, shared `tl` helpers,
+device properties and launch-size helpers.
+
+`INTERPRET` is read once, at import: the Triton interpreter must be chosen before any
+`@triton.jit` module is imported (tests/conftest.py sets TRITON_INTERPRET=1 on CPU machines).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+INTERPRET: bool = os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+#: Constexpr twin of INTERPRET for kernels: branches on it compile away on the GPU.
+INTERP = tl.constexpr(INTERPRET)
+
+
+@functools.lru_cache(maxsize=8)
+def sm_count(device_index: int | None = None) -> int:
+    """Multiprocessors on the device (a small stand-in under the interpreter)."""
+    if INTERPRET or not torch.cuda.is_available():
+        return 4
+    return torch.cuda.get_device_properties(device_index).multi_processor_count
+
+
+def next_pow2(n: int) -> int:
+    return 1 if n <= 1 else triton.next_power_of_2(n)
+
+
+def triton_dtype(dtype: torch.dtype) -> str:
+    """Signature string of a torch dtype for AOT compiles ("*bf16" is the pointer form)."""
+    return {
+        torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16",
+        torch.float64: "fp64", torch.int32: "i32", torch.int64: "i64", torch.int8: "i8",
+        torch.int16: "i16", torch.uint8: "u8", torch.bool: "i1",
+    }[dtype]
+
+
+@triton.jit
+def tanh_f32(x):
+    """tanh through exp (Triton 3.6's tl.math has no tanh; libdevice breaks the interpreter)."""
+    # 2*sigmoid(2x) - 1 loses accuracy near 0; use the odd form with |x| for stability.
+    ax = tl.abs(x)
+    e = tl.exp(-2.0 * ax)
+    t = (1.0 - e) / (1.0 + e)
+    return tl.where(x < 0, -t, t)
+
+
+@triton.jit
+def dot_acc(a, b, acc, INTERPRETING: tl.constexpr):
+    """acc + a @ b; under the interpreter bf16 dots are wrong, so upcast there only."""
+    if INTERPRETING:
+        return tl.dot(a.to(tl.float32), b.to(tl.float32), acc)
+    return tl.dot(a, b, acc)
+
+
+#: Outer dims a line-wise kernel addresses directly; more are split into launches on the host.
+MAX_OUTER_DIMS = 4
+
+
+@triton.jit
+def line_offset(row, S1, S2, S3, st0, st1, st2, st3):
+    """Element offset of line `row` (int64) in a tensor whose outer dims, after collapsing,
+    are [S0, S1, S2, S3] (S0 implied) with strides st0..st3."""
+    i3 = row % S3
+    r = row // S3
+    i2 = r % S2
+    r = r // S2
+    i1 = r % S1
+    i0 = r // S1
+    return i0 * st0 + i1 * st1 + i2 * st2 + i3 * st3
+
+
+def outer_launch_groups(view, tensors):
+    """Yield (tensor views, outer shape[4], per-tensor strides[4]) covering all lines of an
+    AxisView, padding to MAX_OUTER_DIMS dims; extra leading dims become separate launches."""
+    shape = list(view.outer_shape)
+    strides = [list(s) for s in view.outer_strides]
+    extra = len(shape) - MAX_OUTER_DIMS
+    if extra <= 0:
+        pad = MAX_OUTER_DIMS - len(shape)
+        yield (tensors, [1] * pad + shape, [[0] * pad + s for s in strides])
+        return
+    lead, rest = shape[:extra], shape[extra:]
+    for idx in itertools.product(*[range(d) for d in lead]):
+        offs = [sum(i * s[k] for k, i in enumerate(idx)) for s in strides]
+        views = [_shifted(t, o) for t, o in zip(tensors, offs)]
+        yield (views, rest, [s[extra:] for s in strides])
+
+
+def _shifted(t: torch.Tensor, offset: int) -> torch.Tensor:
+    """A flat view of `t`'s storage starting `offset` elements after t's first element."""
+    return t.as_strided((1,), (1,), t.storage_offset() + offset)

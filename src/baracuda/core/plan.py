@@ -1,0 +1,250 @@
+"""Descriptor / Args / Candidate / Plan bases: the contract every op follows.
+
+    desc = SoftmaxDescriptor(...)                  # frozen, hashable: the only cache key
+    plan = SoftmaxPlan.select(desc, preference)    # validates desc, picks a candidate
+    plan.can_implement(args)                       # typed error, or None
+    ws = torch.empty(plan.workspace_size(), dtype=torch.uint8, device=...)
+    plan.run(args, workspace=ws, stream=None)      # None = torch's current stream
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+import torch
+
+from . import validate as V
+from .errors import BaracudaError, InvalidProblem, Unsupported
+from .vocab import ArchSku, BackendKind, ElementKind, KernelSku, OpCategory, PlanPreference
+from .vocab import PrecisionGuarantee
+
+
+def _normalize(value: Any) -> Any:
+    """Lists become tuples and torch dtypes become ElementKinds, so descriptors hash."""
+    if isinstance(value, torch.dtype):
+        return ElementKind.of(value)
+    if isinstance(value, (list, tuple, torch.Size)):
+        return tuple(_normalize(v) for v in value)
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class Descriptor:
+    """Base of every descriptor: a frozen dataclass holding everything that shapes the kernel.
+
+    Subclasses override `validate(who)`, which `select` calls; it raises typed errors and may
+    return nothing. Field values are normalized on construction (lists -> tuples,
+    torch dtypes -> ElementKind); string element names are accepted for fields named
+    ``element`` / ``*_element``.
+    """
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = _normalize(getattr(self, f.name))
+            if (f.name == "element" or f.name.endswith("_element")) and isinstance(value, str):
+                value = ElementKind.of(value)
+            object.__setattr__(self, f.name, value)
+
+    def validate(self, who: str) -> None:  # pragma: no cover - overridden
+        """Raise InvalidProblem / Unsupported for malformed descriptors."""
+
+
+@dataclasses.dataclass
+class Args:
+    """Base of every args bundle: torch tensors (outputs written in place) and None."""
+
+    OUTPUTS: ClassVar[tuple[str, ...]] = ()
+
+    def tensors(self) -> dict[str, torch.Tensor]:
+        return {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if isinstance(getattr(self, f.name), torch.Tensor)
+        }
+
+    def outputs(self) -> dict[str, torch.Tensor]:
+        return {n: getattr(self, n) for n in self.OUTPUTS if getattr(self, n) is not None}
+
+
+class Candidate:
+    """One implementation of a plan. Subclass, set the class attributes, register with
+    `@register_candidate(PlanClass)`.
+
+    `supports` answers with the reason it can't run a descriptor (or None); `launch` runs it.
+    """
+
+    name: ClassVar[str] = "candidate"
+    backend: ClassVar[BackendKind] = BackendKind.TRITON
+    priority: ClassVar[int] = 0  # lower is tried first
+
+    def supports(self, desc: Descriptor, pref: PlanPreference, arch: ArchSku) -> str | None:
+        return None
+
+    def guarantee(self, desc: Descriptor, pref: PlanPreference) -> PrecisionGuarantee:
+        return PrecisionGuarantee.for_element(desc.element)  # type: ignore[attr-defined]
+
+    def workspace_size(self, desc: Descriptor) -> int:
+        return 0
+
+    def can_implement(self, desc: Descriptor, args: Args) -> None:
+        """Candidate-specific argument checks (strides, alignment); raise typed errors."""
+
+    def launch(self, desc: Descriptor, args: Args, workspace: torch.Tensor | None) -> None:
+        raise NotImplementedError
+
+
+def interpreter_active() -> bool:
+    from ..backends.triton_support import INTERPRET
+
+    return INTERPRET
+
+
+@functools.lru_cache(maxsize=16)
+def _arch_for(device_index: int | None) -> ArchSku:
+    return ArchSku.current(device_index)
+
+
+class Plan:
+    """Base of every plan. Subclasses set the class attributes, implement `check_args`, and are
+    registered with `@register_plan`.
+    """
+
+    family: ClassVar[str] = ""
+    category: ClassVar[OpCategory]
+    descriptor_type: ClassVar[type[Descriptor]]
+    args_type: ClassVar[type[Args]]
+    #: Name of the partner plan: the backward of a forward plan, or the forward of a backward.
+    partner: ClassVar[str | None] = None
+    is_backward: ClassVar[bool] = False
+    candidates: ClassVar[list[Candidate]]
+
+    def __init__(self, desc: Descriptor, candidate: Candidate, preference: PlanPreference,
+                 arch: ArchSku):
+        self.desc = desc
+        self.candidate = candidate
+        self.preference = preference
+        self.arch = arch
+        guarantee = candidate.guarantee(desc, preference)
+        self._sku = KernelSku(
+            category=self.category,
+            op=self.op_name(desc),
+            element=getattr(desc, "element", ElementKind.F32),
+            aux_element=getattr(desc, "aux_element", None),
+            layout=None,
+            epilogue=None,
+            arch=arch,
+            backend=candidate.backend,
+            precision_guarantee=guarantee,
+            candidate=candidate.name,
+        )
+        self._workspace = int(candidate.workspace_size(desc))
+
+    # -- selection ---------------------------------------------------------------------------
+    @classmethod
+    def op_name(cls, desc: Descriptor) -> str:
+        kind = getattr(desc, "kind", None)
+        return kind.value if hasattr(kind, "value") else cls.__name__
+
+    @classmethod
+    def select(cls, desc: Descriptor, preference: PlanPreference | None = None,
+               stream: Any = None) -> Plan:
+        """Validate `desc` and pick the first candidate that supports it (cached per desc)."""
+        if not isinstance(desc, cls.descriptor_type):
+            raise InvalidProblem(
+                f"{cls.__name__}: descriptor must be {cls.descriptor_type.__name__}, "
+                f"got {type(desc).__name__}"
+            )
+        preference = preference or PlanPreference()
+        device = getattr(stream, "device", None)
+        index = device.index if isinstance(device, torch.device) else None
+        return _select_cached(cls, desc, preference, _arch_for(index))
+
+    @classmethod
+    def _select(cls, desc: Descriptor, pref: PlanPreference, arch: ArchSku) -> Plan:
+        desc.validate(cls.__name__)
+        reasons = []
+        for cand in cls.candidates:
+            reason = cls._exclusion(cand, desc, pref, arch)
+            if reason is None:
+                return cls(desc, cand, pref, arch)
+            reasons.append(f"{cand.name} [{cand.backend.value}]: {reason}")
+        listing = "; ".join(reasons) if reasons else "no candidates registered"
+        raise Unsupported(f"{cls.__name__}: no candidate supports {desc}: {listing}")
+
+    @staticmethod
+    def _exclusion(cand: Candidate, desc: Descriptor, pref: PlanPreference,
+                   arch: ArchSku) -> str | None:
+        if pref.prefer_backend is not None and cand.backend is not pref.prefer_backend:
+            return f"backend is {cand.backend.value}, preference asks for {pref.prefer_backend.value}"
+        reason = cand.supports(desc, pref, arch)
+        if reason is not None:
+            return reason
+        if pref.require_deterministic and not cand.guarantee(desc, pref).deterministic:
+            return "not deterministic and the preference requires determinism"
+        if pref.max_workspace_bytes is not None:
+            need = cand.workspace_size(desc)
+            if need > pref.max_workspace_bytes:
+                return f"needs {need} workspace bytes > max_workspace_bytes {pref.max_workspace_bytes}"
+        return None
+
+    # -- contract ----------------------------------------------------------------------------
+    @property
+    def sku(self) -> KernelSku:
+        return self._sku
+
+    @property
+    def precision_guarantee(self) -> PrecisionGuarantee:
+        return self._sku.precision_guarantee
+
+    def workspace_size(self) -> int:
+        return self._workspace
+
+    def check_args(self, args: Args) -> None:
+        """Plan-level checks of tensors against the descriptor (override)."""
+
+    def can_implement(self, args: Args) -> None:
+        who = type(self).__name__
+        if not isinstance(args, self.args_type):
+            raise InvalidProblem(
+                f"{who}: args must be {self.args_type.__name__}, got {type(args).__name__}"
+            )
+        tensors = args.tensors()
+        V.check_one_device(who, tensors, allow_cpu=interpreter_active())
+        self.check_args(args)
+        for out_name, out in args.outputs().items():
+            V.check_output_writable(who, out_name, out)
+            for in_name, inp in tensors.items():
+                if in_name != out_name:
+                    V.check_no_overlap(who, out_name, out, in_name, inp)
+        self.candidate.can_implement(self.desc, args)
+
+    def is_empty(self, args: Args) -> bool:
+        """True when there is nothing to compute (every output is empty)."""
+        outs = args.outputs()
+        return bool(outs) and all(t.numel() == 0 for t in outs.values())
+
+    def run(self, args: Args, workspace: torch.Tensor | None = None, stream: Any = None) -> None:
+        self.can_implement(args)
+        if self.is_empty(args):
+            return
+        V.check_workspace(type(self).__name__, workspace, self._workspace)
+        if stream is None:
+            self.candidate.launch(self.desc, args, workspace)
+            return
+        with torch.cuda.stream(stream):
+            self.candidate.launch(self.desc, args, workspace)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.desc}, candidate={self.candidate.name})"
+
+
+@functools.lru_cache(maxsize=4096)
+def _select_cached(cls: type[Plan], desc: Descriptor, pref: PlanPreference, arch: ArchSku) -> Plan:
+    return cls._select(desc, pref, arch)
+
+
+def iter_errors() -> Iterator[type[BaracudaError]]:
+    yield from BaracudaError.__subclasses__()

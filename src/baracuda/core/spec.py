@@ -1,0 +1,171 @@
+"""What each family declares about its plans so one test, one checker and one bench cover all.
+
+- `Case`: a descriptor, a way to build fresh args (random inputs, poisoned outputs) and a float64
+  reference. `run_case` selects, runs, compares; `rerun_bitwise` checks determinism.
+- `PlanSpec`: a plan's cases (small for the interpreter, real for the GPU), its malformed
+  descriptors and args with the typed error each must raise, its AOT compile variants.
+- `BenchCase`: one benchmark row: ours vs torch eager (and torch.compile of it) on the same
+  inputs, with the bytes or FLOPs the op must move or do.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import torch
+
+from .plan import Args, Descriptor, Plan
+from .tolerance import Comparison, Tolerance, compare, tolerance_for
+from .vocab import PlanPreference
+
+
+@dataclasses.dataclass
+class Case:
+    name: str
+    desc: Descriptor
+    #: (device, generator) -> Args with fresh random inputs and poisoned outputs.
+    make_args: Callable[[torch.device, torch.Generator], Args]
+    #: Args -> {output name: float64 (or exact) expected tensor}.
+    reference: Callable[[Args], dict[str, torch.Tensor]]
+    #: Per-output tolerance overrides (a reason belongs in a comment where it is set).
+    tol: dict[str, Tolerance] = dataclasses.field(default_factory=dict)
+    preference: PlanPreference = dataclasses.field(default_factory=PlanPreference)
+
+    def tolerance(self, output: str) -> Tolerance:
+        return self.tol.get(output) or tolerance_for(self.desc.element)  # type: ignore[attr-defined]
+
+
+@dataclasses.dataclass
+class CaseResult:
+    case: Case
+    comparisons: dict[str, Comparison]
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.comparisons.values())
+
+    def summary(self) -> str:
+        return "; ".join(c.message for c in self.comparisons.values() if not c.ok) or "ok"
+
+
+def _workspace(plan: Plan, device: torch.device) -> torch.Tensor | None:
+    n = plan.workspace_size()
+    return torch.empty(n, dtype=torch.uint8, device=device) if n else None
+
+
+def execute(plan_cls: type[Plan], case: Case, args: Args) -> Plan:
+    plan = plan_cls.select(case.desc, case.preference)
+    device = next(iter(args.tensors().values())).device
+    plan.run(args, workspace=_workspace(plan, device))
+    return plan
+
+
+def run_case(plan_cls: type[Plan], case: Case, device: torch.device, seed: int = 0) -> CaseResult:
+    gen = torch.Generator().manual_seed(seed)
+    args = case.make_args(device, gen)
+    expected = case.reference(args)
+    execute(plan_cls, case, args)
+    outs = args.outputs()
+    comparisons = {
+        name: compare(outs[name], ref, case.tolerance(name), name)
+        for name, ref in expected.items()
+    }
+    return CaseResult(case, comparisons)
+
+
+def rerun_bitwise(plan_cls: type[Plan], case: Case, device: torch.device, seed: int = 0,
+                  reruns: int = 3) -> bool:
+    """Run the same inputs several times (outputs re-poisoned); True when all bit-identical."""
+    gen = torch.Generator().manual_seed(seed)
+    args = case.make_args(device, gen)
+    first = None
+    for _ in range(reruns):
+        for out in args.outputs().values():
+            out.fill_(float("nan") if out.is_floating_point() else 0)
+        execute(plan_cls, case, args)
+        snap = {k: v.clone() for k, v in args.outputs().items()}
+        if first is None:
+            first = snap
+            continue
+        for k in first:
+            a = first[k].contiguous().flatten().view(torch.uint8)
+            b = snap[k].contiguous().flatten().view(torch.uint8)
+            if not torch.equal(a, b):
+                return False
+    return True
+
+
+@dataclasses.dataclass
+class Malformed:
+    """Something invalid and the typed error it must raise."""
+
+    name: str
+    build: Callable[[], Any]
+    error: type[Exception]
+
+
+@dataclasses.dataclass
+class AotVariant:
+    """One Triton kernel specialization to compile ahead of time for sm_90a."""
+
+    name: str
+    kernel: Any  # a triton.jit function
+    signature: dict[str, str]
+    constexprs: dict[str, Any]
+    num_warps: int = 4
+    num_stages: int = 3
+
+    @classmethod
+    def auto(cls, name: str, kernel: Any, pointers: dict[str, str], constexprs: dict[str, Any],
+             scalars: dict[str, str] | None = None, num_warps: int = 4,
+             num_stages: int = 3) -> AotVariant:
+        """Signature from the kernel's parameter list: `pointers` ("*bf16"), `constexprs`,
+        per-name `scalars` overrides, and "i32" (what the JIT picks for small ints) otherwise."""
+        scalars = scalars or {}
+        sig: dict[str, str] = {}
+        for arg in kernel.arg_names:
+            if arg in pointers:
+                sig[arg] = pointers[arg]
+            elif arg in constexprs:
+                sig[arg] = "constexpr"
+            else:
+                sig[arg] = scalars.get(arg, "i32")
+        return cls(name, kernel, sig, dict(constexprs), num_warps, num_stages)
+
+
+class PlanSpec:
+    """Subclass per plan (or share one across a plan family) and `register_spec` an instance."""
+
+    plan: type[Plan]
+
+    def cases(self, scale: str) -> Iterable[Case]:
+        """scale: "small" (interpreter, CI) or "real" (GPU sizes)."""
+        return ()
+
+    def malformed_descriptors(self) -> Iterable[Malformed]:
+        return ()
+
+    def malformed_args(self, case: Case, device: torch.device) -> Iterable[Malformed]:
+        """Args built for `case.desc` but wrong; `build()` returns the bad Args."""
+        return ()
+
+    def aot_variants(self) -> Iterable[AotVariant]:
+        return ()
+
+
+@dataclasses.dataclass
+class BenchCase:
+    """One benchmark row; `setup(device)` builds one input set (called for each rotation)."""
+
+    name: str
+    shape: str
+    setup: Callable[[torch.device], dict[str, Any]]
+    ours: Callable[..., Any]
+    torch_eager: Callable[..., Any] | None = None
+    bytes: int = 0
+    flops: int = 0
+    compile_peer: bool = True
+    extra_peers: dict[str, Callable[..., Any]] = dataclasses.field(default_factory=dict)
+    quick: bool = True

@@ -1,0 +1,11 @@
+"""`baracuda.errors`: the typed error hierarchy (see core/errors.py)."""
+
+from .core.errors import (  # noqa: F401
+    BackendError,
+    BaracudaError,
+    BufferTooSmall,
+    InvalidProblem,
+    MisalignedOperand,
+    Unsupported,
+    WorkspaceTooSmall,
+)

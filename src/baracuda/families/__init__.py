@@ -1,0 +1,1 @@
+"""One package per op family; each registers its plans on import (see core.registry.discover)."""

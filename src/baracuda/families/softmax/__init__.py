@@ -1,0 +1,15 @@
+"""Softmax family: softmax and log_softmax, forward and backward."""
+
+from .descriptors import (
+    SoftmaxArgs,
+    SoftmaxBackwardArgs,
+    SoftmaxBackwardDescriptor,
+    SoftmaxDescriptor,
+    SoftmaxKind,
+)
+from .plans import SoftmaxBackwardPlan, SoftmaxPlan
+
+__all__ = [
+    "SoftmaxArgs", "SoftmaxBackwardArgs", "SoftmaxBackwardDescriptor", "SoftmaxBackwardPlan",
+    "SoftmaxDescriptor", "SoftmaxKind", "SoftmaxPlan",
+]

@@ -1,0 +1,1 @@
+"""Frontends: framework-facing functions over the plans (torch now, JAX later)."""

@@ -1,0 +1,22 @@
+"""Torch frontend: every family's torch-facing functions, collected from
+`baracuda.families.<family>.torch_api` modules (discovered, not listed)."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+
+from ...core.registry import families as _families
+from .factory import define_op, normalize_dim, run_plan
+
+__all__: list[str] = []
+for _fam in _families():
+    _name = f"baracuda.families.{_fam}.torch_api"
+    if importlib.util.find_spec(_name) is None:
+        continue
+    _mod = importlib.import_module(_name)
+    for _sym in getattr(_mod, "__all__", ()):
+        globals()[_sym] = getattr(_mod, _sym)
+        __all__.append(_sym)
+
+__all__ += ["define_op", "normalize_dim", "run_plan"]

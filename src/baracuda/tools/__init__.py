@@ -1,0 +1,1 @@
+"""Command implementations behind `baracuda ops | check | bench | demo` and the AOT check."""
