@@ -12,12 +12,12 @@ import itertools
 
 import pytest
 import torch
-from conftest import DEVICE, SCALES
 
 import baracuda as bc
 from baracuda.core import registry
 from baracuda.core.errors import BaracudaError, Unsupported, WorkspaceTooSmall
 from baracuda.core.spec import rerun_bitwise, run_case
+from conftest import DEVICE, SCALES
 
 PLANS = registry.plans()
 SPECS = {p.__name__: registry.spec_for(p) for p in PLANS}
@@ -29,7 +29,8 @@ def _cases(scale):
         if spec is None:
             continue
         for i, case in enumerate(spec.cases(scale)):
-            yield pytest.param(plan, case, id=f"{plan.family}-{plan.__name__}-{scale}-{i}-{case.name}")
+            case_id = f"{plan.family}-{plan.__name__}-{scale}-{i}-{case.name}"
+            yield pytest.param(plan, case, id=case_id)
 
 
 ALL_CASES = [c for s in SCALES for c in _cases(s)]

@@ -1,1 +1,3 @@
-"""Backends: plumbing only (launch helpers, shared Triton functions, library handles); no op math."""
+"""Backends: plumbing only (launch helpers, shared Triton functions, library handles).
+
+No op math lives here."""

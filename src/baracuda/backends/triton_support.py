@@ -15,6 +15,10 @@ import torch
 import triton
 import triton.language as tl
 
+# Without CUDA the interpreter is the only way to run a kernel, so it is the default there;
+# an explicit TRITON_INTERPRET (e.g. 0 for the ahead-of-time compile check) is respected.
+if "TRITON_INTERPRET" not in os.environ and not torch.cuda.is_available():
+    os.environ["TRITON_INTERPRET"] = "1"
 INTERPRET: bool = os.environ.get("TRITON_INTERPRET", "0") == "1"
 
 #: Constexpr twin of INTERPRET for kernels: branches on it compile away on the GPU.

@@ -65,7 +65,10 @@ def axis_view(shape: Sequence[int], tensors: Sequence[torch.Tensor], axis: int) 
     others = [i for i in range(len(shape)) if i != axis]
     o_shape = [shape[i] for i in others]
     o_strides = [[t.stride(i) for i in others] for t in tensors]
-    c_shape, c_strides = collapse_dims(o_shape, o_strides) if others else ((1,), ((0,),) * len(tensors))
+    if others:
+        c_shape, c_strides = collapse_dims(o_shape, o_strides)
+    else:
+        c_shape, c_strides = (1,), ((0,),) * len(tensors)
     return AxisView(
         outer_shape=c_shape,
         outer_strides=c_strides,

@@ -18,8 +18,15 @@ import torch
 
 from . import validate as V
 from .errors import BaracudaError, InvalidProblem, Unsupported
-from .vocab import ArchSku, BackendKind, ElementKind, KernelSku, OpCategory, PlanPreference
-from .vocab import PrecisionGuarantee
+from .vocab import (
+    ArchSku,
+    BackendKind,
+    ElementKind,
+    KernelSku,
+    OpCategory,
+    PlanPreference,
+    PrecisionGuarantee,
+)
 
 
 def _normalize(value: Any) -> Any:
@@ -152,7 +159,7 @@ class Plan:
     def select(cls, desc: Descriptor, preference: PlanPreference | None = None,
                stream: Any = None) -> Plan:
         """Validate `desc` and pick the first candidate that supports it (cached per desc)."""
-        if not isinstance(desc, cls.descriptor_type):
+        if type(desc) is not cls.descriptor_type:
             raise InvalidProblem(
                 f"{cls.__name__}: descriptor must be {cls.descriptor_type.__name__}, "
                 f"got {type(desc).__name__}"
@@ -178,7 +185,8 @@ class Plan:
     def _exclusion(cand: Candidate, desc: Descriptor, pref: PlanPreference,
                    arch: ArchSku) -> str | None:
         if pref.prefer_backend is not None and cand.backend is not pref.prefer_backend:
-            return f"backend is {cand.backend.value}, preference asks for {pref.prefer_backend.value}"
+            want = pref.prefer_backend.value
+            return f"backend is {cand.backend.value}, preference asks for {want}"
         reason = cand.supports(desc, pref, arch)
         if reason is not None:
             return reason
@@ -187,7 +195,8 @@ class Plan:
         if pref.max_workspace_bytes is not None:
             need = cand.workspace_size(desc)
             if need > pref.max_workspace_bytes:
-                return f"needs {need} workspace bytes > max_workspace_bytes {pref.max_workspace_bytes}"
+                cap = pref.max_workspace_bytes
+                return f"needs {need} workspace bytes > max_workspace_bytes {cap}"
         return None
 
     # -- contract ----------------------------------------------------------------------------

@@ -85,6 +85,10 @@ def discover() -> None:
             warnings.warn(f"baracuda: family {info.name!r} failed to import: {exc}", stacklevel=2)
 
 
+def record_import_error(name: str, message: str) -> None:
+    _IMPORT_ERRORS[name] = message
+
+
 def import_errors() -> dict[str, str]:
     discover()
     return dict(_IMPORT_ERRORS)

@@ -48,7 +48,8 @@ class Comparison:
 def compare(got: torch.Tensor, ref: torch.Tensor, tol: Tolerance, name: str = "out") -> Comparison:
     """Compare `got` (any dtype) with a float64 (or exact) reference."""
     if tuple(got.shape) != tuple(ref.shape):
-        return Comparison(False, float("inf"), f"{name}: shape {tuple(got.shape)} != {tuple(ref.shape)}")
+        msg = f"{name}: shape {tuple(got.shape)} != {tuple(ref.shape)}"
+        return Comparison(False, float("inf"), msg)
     if got.numel() == 0:
         return Comparison(True, 0.0, f"{name}: empty")
     if not ref.is_floating_point():

@@ -11,7 +11,13 @@ from collections.abc import Iterable, Sequence
 
 import torch
 
-from .errors import BufferTooSmall, InvalidProblem, MisalignedOperand, Unsupported, WorkspaceTooSmall
+from .errors import (
+    BufferTooSmall,
+    InvalidProblem,
+    MisalignedOperand,
+    Unsupported,
+    WorkspaceTooSmall,
+)
 from .vocab import ElementKind
 
 MAX_RANK = 8
@@ -59,7 +65,8 @@ def check_suffix_axes(who: str, name: str, axes: Sequence[int], rank: int) -> tu
     return norm
 
 
-def check_element(who: str, name: str, element: ElementKind, allowed: Iterable[ElementKind]) -> None:
+def check_element(who: str, name: str, element: ElementKind,
+                  allowed: Iterable[ElementKind]) -> None:
     allowed = tuple(allowed)
     if element not in allowed:
         names = ", ".join(k.value for k in allowed)

@@ -76,7 +76,8 @@ def compile_variant(variant) -> tuple[int, int, int]:
 
 def run(family: str | None = None, verbose: bool = True) -> list[AotResult]:
     if os.environ.get("TRITON_INTERPRET") == "1":
-        raise SystemExit("baracuda.tools.aot: unset TRITON_INTERPRET (it replaces @triton.jit)")
+        raise SystemExit("baracuda.tools.aot: run with TRITON_INTERPRET=0 (the interpreter "
+                         "replaces @triton.jit functions)")
     from ..core import registry
 
     results = []

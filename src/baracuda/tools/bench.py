@@ -1,0 +1,242 @@
+"""`baracuda bench`: the one timing protocol.
+
+- CUDA events around batches of calls; the median over many batches (sub-100 µs single-call
+  events are dominated by event overhead, so each sample times a batch).
+- Rotating input sets whose total size exceeds 3× the L2 cache, so repeated calls don't
+  measure the cache.
+- Effective GB/s from the family's cost model (`BenchCase.bytes`: the fewest bytes the op must
+  move) or TFLOP/s (`BenchCase.flops`).
+- Peers in the same run: torch eager, torch.compile of the same eager function, and any extra
+  peers (e.g. Liger-Kernel when installed). Ratios are peer time / our time (>1: we're faster).
+- Our output is compared once with torch eager's (a benchmark of a wrong answer is void).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+
+from ..core import registry
+from ..core.spec import BenchCase
+
+L2_BYTES = 50 * 1024 * 1024
+
+
+@dataclass
+class Timing:
+    ms: float
+    rate: float  # GB/s or TFLOP/s
+    error: str = ""
+
+
+@dataclass
+class BenchRow:
+    family: str
+    name: str
+    shape: str
+    unit: str
+    ours: Timing
+    peers: dict[str, Timing] = field(default_factory=dict)
+    matches_torch: bool | None = None
+
+    def ratio(self, peer: str) -> float | None:
+        p = self.peers.get(peer)
+        if p is None or p.error or not p.ms or self.ours.error:
+            return None
+        return p.ms / self.ours.ms
+
+
+def _outputs_match(a: Any, b: Any) -> bool:
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        if a.shape != b.shape:
+            return False
+        a64, b64 = a.detach().double(), b.detach().double()
+        finite = torch.isfinite(b64)
+        if not torch.equal(torch.isnan(a64), torch.isnan(b64)):
+            return False
+        scale = float(b64[finite].abs().max()) if bool(finite.any()) else 1.0
+        tol = 2e-2 if a.dtype in (torch.bfloat16, torch.float16) else 1e-3
+        return bool(((a64 - b64)[finite].abs() <= tol * max(scale, 1e-30)).all())
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(_outputs_match(x, y) for x, y in zip(a, b))
+    return True
+
+
+def _set_bytes(inputs: dict[str, Any]) -> int:
+    return sum(v.numel() * v.element_size() for v in inputs.values() if isinstance(v, torch.Tensor))
+
+
+def time_fn(fn, input_sets: list[dict[str, Any]], budget_s: float) -> float:
+    """Median milliseconds per call over batches of calls that rotate through input_sets."""
+    for s in input_sets[:2]:
+        fn(**s)  # warm up: compile, autotune, handles
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    fn(**input_sets[0])
+    torch.cuda.synchronize()
+    one = max(time.perf_counter() - t0, 1e-6)
+    batch = max(1, min(len(input_sets) * 4, int(0.002 / one)))
+    samples = max(5, min(50, int(budget_s / (one * batch))))
+    start = [torch.cuda.Event(enable_timing=True) for _ in range(samples)]
+    end = [torch.cuda.Event(enable_timing=True) for _ in range(samples)]
+    k = 0
+    for i in range(samples):
+        start[i].record()
+        for _ in range(batch):
+            fn(**input_sets[k % len(input_sets)])
+            k += 1
+        end[i].record()
+    torch.cuda.synchronize()
+    times = sorted(s.elapsed_time(e) / batch for s, e in zip(start, end))
+    return times[len(times) // 2]
+
+
+def _rate(case: BenchCase, ms: float) -> float:
+    if case.flops:
+        return case.flops / (ms * 1e-3) / 1e12
+    return case.bytes / (ms * 1e-3) / 1e9
+
+
+def _measure(case: BenchCase, fn, sets, budget_s) -> Timing:
+    try:
+        ms = time_fn(fn, sets, budget_s)
+        return Timing(ms, _rate(case, ms))
+    except Exception as exc:  # noqa: BLE001 - a peer failing is a result, not a crash
+        return Timing(float("nan"), float("nan"), f"{type(exc).__name__}: {str(exc)[:200]}")
+
+
+def run_case(family: str, case: BenchCase, device: torch.device, budget_s: float) -> BenchRow:
+    first = case.setup(device)
+    per_set = max(_set_bytes(first), 1)
+    n_sets = max(2, min(16, math.ceil(3 * L2_BYTES / per_set)))
+    free = torch.cuda.mem_get_info(device)[0]
+    n_sets = max(1, min(n_sets, int(0.5 * free // per_set)))
+    sets = [first] + [case.setup(device) for _ in range(n_sets - 1)]
+    unit = "TFLOP/s" if case.flops else "GB/s"
+    matches = None
+    if case.torch_eager is not None:
+        try:
+            matches = _outputs_match(case.ours(**first), case.torch_eager(**first))
+        except Exception:  # noqa: BLE001
+            matches = False
+    row = BenchRow(family, case.name, case.shape, unit, _measure(case, case.ours, sets, budget_s),
+                   matches_torch=matches)
+    if case.torch_eager is not None:
+        row.peers["torch"] = _measure(case, case.torch_eager, sets, budget_s)
+        if case.compile_peer:
+            compiled = torch.compile(case.torch_eager)
+            row.peers["torch.compile"] = _measure(case, compiled, sets, budget_s)
+    for name, fn in case.extra_peers.items():
+        row.peers[name] = _measure(case, fn, sets, budget_s)
+    del sets, first
+    torch.cuda.empty_cache()
+    return row
+
+
+def commit_id() -> str:
+    env = os.environ.get("BARACUDA_COMMIT")
+    if env:
+        return env
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    except Exception:  # noqa: BLE001
+        here = os.path.dirname(__file__)
+        path = os.path.join(here, "..", "..", "..", ".commit")
+        return open(path).read().strip() if os.path.exists(path) else "unknown"
+
+
+def format_table(rows: list[BenchRow]) -> str:
+    head = (f"{'family':13} {'bench':22} {'shape':26} {'ours':>10} {'torch':>10} "
+            f"{'compile':>10} {'vs eager':>8} {'vs comp':>8} ok")
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        def cell(t: Timing | None) -> str:
+            if t is None:
+                return "-"
+            return "err" if t.error else f"{t.rate:.1f}"
+
+        def rat(x):
+            return "-" if x is None else f"{x:.2f}x"
+
+        ok = {True: "yes", False: "NO", None: "-"}[r.matches_torch]
+        lines.append(
+            f"{r.family:13} {r.name[:22]:22} {r.shape[:26]:26} {cell(r.ours):>10} "
+            f"{cell(r.peers.get('torch')):>10} {cell(r.peers.get('torch.compile')):>10} "
+            f"{rat(r.ratio('torch')):>8} {rat(r.ratio('torch.compile')):>8} {ok}"
+        )
+    lines.append("(rates in GB/s, or TFLOP/s for matmul-bound rows; ratios = peer time / ours)")
+    return "\n".join(lines)
+
+
+def plot(rows: list[BenchRow], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [f"{r.name} {r.shape}" for r in rows]
+    fig, ax = plt.subplots(figsize=(10, max(3, 0.35 * len(rows))))
+    ys = range(len(rows))
+    for off, peer in ((-0.2, "torch"), (0.2, "torch.compile")):
+        vals = [r.ratio(peer) or 0 for r in rows]
+        ax.barh([y + off for y in ys], vals, height=0.4, label=f"vs {peer}")
+    ax.axvline(1.0, color="k", lw=0.8)
+    ax.set_yticks(list(ys), labels, fontsize=7)
+    ax.set_xlabel("speed-up (peer time / baracuda time)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(family: str | None, quick: bool, json_path: str | None, png_path: str | None,
+         budget_s: float = 0.5) -> int:
+    if not torch.cuda.is_available():
+        print("baracuda bench: no CUDA device; benchmarks need a GPU (see scripts/gpu_run.sh)")
+        return 2
+    device = torch.device("cuda")
+    work = [(fam, c) for fam, fn in registry.benches(family).items() for c in fn(quick)
+            if c.quick or not quick]
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover
+        def tqdm(it, **_):
+            return it
+    rows = []
+    bar = tqdm(work, desc="bench", unit="case")
+    for fam, case in bar:
+        if hasattr(bar, "set_postfix_str"):
+            bar.set_postfix_str(f"{case.name} {case.shape}")
+        rows.append(run_case(fam, case, device, budget_s))
+    meta = {
+        "device": torch.cuda.get_device_name(device),
+        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "commit": commit_id(),
+        "torch": torch.__version__,
+        "triton": __import__("triton").__version__,
+    }
+    print(f"\n{meta['device']}  {meta['date']}  commit {meta['commit']}  torch {meta['torch']}")
+    print(format_table(rows))
+    results_dir = os.path.join("bench", "results")
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    json_path = json_path or os.path.join(results_dir, f"bench-{stamp}.json")
+    png_path = png_path or os.path.join(results_dir, f"bench-{stamp}.png")
+    os.makedirs(os.path.dirname(json_path) or ".", exist_ok=True)
+    with open(json_path, "w") as fh:
+        json.dump({"meta": meta, "rows": [asdict(r) for r in rows]}, fh, indent=1)
+    try:
+        os.makedirs(os.path.dirname(png_path) or ".", exist_ok=True)
+        plot(rows, png_path)
+    except Exception as exc:  # noqa: BLE001 - a missing matplotlib must not lose the numbers
+        print(f"(plot skipped: {exc})")
+    print(f"results: {json_path} {png_path}")
+    return 1 if any(r.matches_torch is False for r in rows) else 0

@@ -1,0 +1,180 @@
+"""Core mechanics: vocabulary, validators, layout collapsing, tolerance comparison, selection."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import baracuda as bc
+from baracuda.core import validate as V
+from baracuda.core.errors import (
+    BaracudaError,
+    BufferTooSmall,
+    InvalidProblem,
+    MisalignedOperand,
+    Unsupported,
+    WorkspaceTooSmall,
+)
+from baracuda.core.layout import axis_view, collapse_dims
+from baracuda.core.tolerance import Tolerance, compare
+
+
+def test_error_hierarchy_matches_python_conventions():
+    assert issubclass(bc.InvalidProblem, ValueError)
+    assert issubclass(bc.InvalidProblem, BaracudaError)
+    assert issubclass(bc.Unsupported, NotImplementedError)
+    assert issubclass(bc.BackendError, RuntimeError)
+    e = WorkspaceTooSmall("P", needed=10, got=3)
+    assert (e.needed, e.got) == (10, 3) and "10" in str(e) and "3" in str(e)
+    b = BufferTooSmall("P: x", 8, 4)
+    assert (b.needed, b.got) == (8, 4)
+    assert bc.errors.InvalidProblem is InvalidProblem
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64,
+                                   torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8,
+                                   torch.bool])
+def test_element_kind_round_trips_torch_dtypes(dtype):
+    kind = bc.ElementKind.of(dtype)
+    assert kind.torch_dtype is dtype and bc.ElementKind.of(kind.value) is kind
+    assert kind.itemsize == dtype.itemsize
+
+
+def test_element_kind_rejects_unknown():
+    with pytest.raises(Unsupported, match="complex64"):
+        bc.ElementKind.of(torch.complex64)
+    with pytest.raises(InvalidProblem):
+        bc.ElementKind.of("f17")
+
+
+def test_compute_kind_and_guarantee_defaults():
+    assert bc.ElementKind.BF16.compute_kind is bc.ElementKind.F32
+    assert bc.ElementKind.F64.compute_kind is bc.ElementKind.F64
+    g = bc.PrecisionGuarantee.for_element(bc.ElementKind.F16)
+    assert g.accumulator is bc.ElementKind.F32 and g.deterministic
+    exact = bc.PrecisionGuarantee.for_element(bc.ElementKind.I32).math_precision
+    assert exact is bc.MathPrecision.EXACT
+
+
+def test_validators_raise_typed_errors_with_what_expected_got():
+    with pytest.raises(InvalidProblem, match=r"P: shape\[1\] must be >= 0, got -2"):
+        V.check_shape("P", "shape", (3, -2))
+    with pytest.raises(InvalidProblem, match="must be an int"):
+        V.check_shape("P", "shape", (3, 2.0))
+    with pytest.raises(Unsupported, match="rank"):
+        V.check_rank("P", "shape", (1,) * 9)
+    assert V.check_axis("P", "axis", -1, 3) == 2
+    with pytest.raises(InvalidProblem, match=r"\[-3, 3\)"):
+        V.check_axis("P", "axis", 3, 3)
+    assert V.check_suffix_axes("P", "norm_axes", (-1, 2), 4) == (2, 3)
+    with pytest.raises(InvalidProblem, match="suffix"):
+        V.check_suffix_axes("P", "norm_axes", (1,), 4)
+    with pytest.raises(InvalidProblem, match="suffix"):
+        V.check_suffix_axes("P", "norm_axes", (), 4)
+    for bad in (float("nan"), float("inf"), "1", True):
+        with pytest.raises(InvalidProblem, match="finite"):
+            V.check_finite("P", "eps", bad)
+    with pytest.raises(InvalidProblem, match="> 0"):
+        V.check_positive("P", "eps", 0.0)
+
+
+def test_tensor_device_and_overlap_checks():
+    x = torch.randn(4, 6)
+    with pytest.raises(InvalidProblem, match=r"x.shape \(4, 6\) != expected \(4, 7\)"):
+        V.check_tensor("P", "x", x, (4, 7))
+    with pytest.raises(InvalidProblem, match="dtype"):
+        V.check_tensor("P", "x", x, (4, 6), bc.ElementKind.BF16)
+    with pytest.raises(Unsupported, match="CUDA"):
+        V.check_one_device("P", {"x": x}, allow_cpu=False)
+    V.check_one_device("P", {"x": x, "y": x}, allow_cpu=True)
+    with pytest.raises(InvalidProblem, match="partially overlaps"):
+        V.check_no_overlap("P", "y", x[1:], "x", x[:2])
+    with pytest.raises(InvalidProblem, match="aliases"):
+        V.check_no_overlap("P", "y", x, "x", x)
+    V.check_no_overlap("P", "y", x, "x", x, allow_exact_alias=True)
+    V.check_no_overlap("P", "y", x[:, :3], "x", x[:, 3:].clone())
+    with pytest.raises(InvalidProblem, match="overlapping"):
+        V.check_output_writable("P", "y", torch.randn(1, 5).expand(3, 5))
+    V.check_output_writable("P", "y", x.t())
+    with pytest.raises(WorkspaceTooSmall):
+        V.check_workspace("P", torch.empty(3, dtype=torch.uint8), 4)
+    with pytest.raises(MisalignedOperand):
+        V.check_alignment("P", "x", torch.randn(10)[1:], 16)
+    with pytest.raises(BufferTooSmall):
+        V.check_numel_fits("P", "x", torch.randn(10)[4:], 8)
+
+
+def test_collapse_dims_merges_only_shared_contiguity():
+    assert collapse_dims((4, 5, 6), [(30, 6, 1)]) == ((120,), ((1,),))
+    # second operand transposed in the last two dims: nothing merges across them
+    shape, strides = collapse_dims((4, 5, 6), [(30, 6, 1), (30, 1, 5)])
+    assert shape == (4, 5, 6) and strides == ((30, 6, 1), (30, 1, 5))
+    # broadcast (stride 0) dims merge with each other
+    assert collapse_dims((3, 4, 5), [(0, 0, 1)]) == ((12, 5), ((0, 1),))
+    assert collapse_dims((1, 1), [(5, 1)]) == ((1,), ((1,),))
+    assert collapse_dims((3, 0, 2), [(0, 2, 1)])[0] == (0,)
+
+
+def test_axis_view_of_strided_tensor_addresses_every_line():
+    base = torch.arange(2 * 3 * 4 * 5.0).reshape(2, 3, 4, 5)
+    t = base.permute(0, 2, 1, 3)[:, ::2]  # (2, 2, 3, 5), not contiguous
+    view = axis_view(tuple(t.shape), [t], 2)
+    assert view.rows == 2 * 2 * 5 and view.extent == 3
+    # every line start, reconstructed from the collapsed outer dims, lands on t[..., 0, ...]
+    starts = set()
+    flat = t.storage_offset()
+    import itertools
+    for idx in itertools.product(*[range(d) for d in view.outer_shape]):
+        starts.add(flat + sum(i * s for i, s in zip(idx, view.outer_strides[0])))
+    expected = {t.storage_offset() + a * t.stride(0) + b * t.stride(1) + c * t.stride(3)
+                for a in range(2) for b in range(2) for c in range(5)}
+    assert starts == expected
+
+
+def test_compare_catches_nan_inf_and_scaled_error():
+    ref = torch.tensor([1.0, float("nan"), float("inf"), -2.0], dtype=torch.float64)
+    good = ref.clone().float()
+    assert compare(good, ref, Tolerance(1e-6, 1e-6)).ok
+    bad = good.clone()
+    bad[1] = 0.0
+    assert not compare(bad, ref, Tolerance(1e-6, 1e-6)).ok
+    bad = good.clone()
+    bad[2] = -float("inf")
+    assert not compare(bad, ref, Tolerance(1e-6, 1e-6)).ok
+    bad = good.clone()
+    bad[0] = 1.01
+    assert not compare(bad, ref, Tolerance(1e-6, 1e-6)).ok
+    assert compare(bad, ref, Tolerance(1e-2, 1e-2)).ok
+    assert not compare(torch.tensor([1, 2]), torch.tensor([1, 3]), Tolerance(0, 0)).ok
+
+
+def test_select_validates_descriptor_type_and_caches():
+    d = bc.SoftmaxDescriptor(bc.SoftmaxKind.SOFTMAX, [4, 8], -1, torch.bfloat16)
+    assert d.input_shape == (4, 8) and d.element is bc.ElementKind.BF16  # normalized
+    assert bc.SoftmaxPlan.select(d) is bc.SoftmaxPlan.select(d)
+    with pytest.raises(InvalidProblem, match="SoftmaxDescriptor"):
+        bc.SoftmaxPlan.select(bc.SoftmaxBackwardDescriptor(bc.SoftmaxKind.SOFTMAX, (4,), 0, "f32"))
+
+
+def test_preference_that_excludes_every_candidate_lists_reasons():
+    d = bc.SoftmaxDescriptor(bc.SoftmaxKind.SOFTMAX, (4, 8), 1, "f32")
+    with pytest.raises(Unsupported) as info:
+        bc.SoftmaxPlan.select(d, bc.PlanPreference(prefer_backend=bc.BackendKind.CUDNN))
+    msg = str(info.value)
+    assert "SoftmaxPlan" in msg and "triton_line_softmax" in msg and "cudnn" in msg
+    assert bc.SoftmaxPlan.select(d, bc.PlanPreference(require_deterministic=True,
+                                                      max_workspace_bytes=0))
+
+
+def test_run_on_empty_problem_launches_nothing_and_checks_args_first():
+    d = bc.SoftmaxDescriptor(bc.SoftmaxKind.SOFTMAX, (0, 8), 1, "f32")
+    plan = bc.SoftmaxPlan.select(d)
+    plan.run(bc.SoftmaxArgs(torch.empty(0, 8), torch.empty(0, 8)))
+    with pytest.raises(InvalidProblem, match="y.shape"):
+        plan.run(bc.SoftmaxArgs(torch.empty(0, 8), torch.empty(1, 8)))
+
+
+def test_public_names_are_reexported():
+    for name in ("Plan", "Descriptor", "Args", "KernelSku", "PlanPreference", "InvalidProblem",
+                 "SoftmaxPlan", "SoftmaxBackwardPlan", "SoftmaxKind"):
+        assert name in bc.__all__ and hasattr(bc, name)
