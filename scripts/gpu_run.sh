@@ -19,12 +19,20 @@ TESTS=(tests/test_contract.py tests/test_core.py)
 for f in "${FAMS[@]:-}"; do [ -n "$f" ] && [ -f "tests/families/test_$f.py" ] && TESTS+=("tests/families/test_$f.py"); done
 [ ${#FAMS[@]} -eq 0 ] && TESTS=(tests)
 echo "== CUDA tests: ${TESTS[*]} ${KEXPR:+(-k $KEXPR)}"
-python3 -m pytest -q -x -p no:cacheprovider ${KEXPR:+-k "$KEXPR"} "${TESTS[@]}" \
-  -o addopts="" --maxfail=20 -rfE 2>&1 | tee "$OUTDIR/tests.log" | tail -40
+# Parallel workers share the GPU: the time goes to Triton compiles and float64 references.
+timeout "${TEST_TIMEOUT:-240}" python3 -m pytest -q -p no:cacheprovider -n "${WORKERS:-12}" \
+  ${KEXPR:+-k "$KEXPR"} "${TESTS[@]}" -o addopts="" --maxfail=50 -rfE 2>&1 \
+  | tee "$OUTDIR/tests.log" | grep -vE "^\s*$|Warning|warnings.warn|^  " | tail -40
 echo "== bench"
 BENCH_ARGS=(--quick --json "$OUTDIR/bench.json" --png "$OUTDIR/bench.png")
+[ -f .commit ] && export BARACUDA_COMMIT="$(cat .commit)"
+[ "${SKIP_BENCH:-0}" = 1 ] && exit 0
 if [ ${#FAMS[@]} -gt 0 ]; then
-  for f in "${FAMS[@]}"; do python3 -m baracuda.cli bench --family "$f" "${BENCH_ARGS[@]/bench./bench_$f.}"; done
+  for f in "${FAMS[@]}"; do
+    timeout "${BENCH_TIMEOUT:-300}" python3 -m baracuda.cli bench --family "$f" \
+      --quick --json "$OUTDIR/bench_$f.json" --png "$OUTDIR/bench_$f.png" 2>&1 | grep -v "it/s\]"
+  done
 else
-  python3 -m baracuda.cli bench "${BENCH_ARGS[@]}"
+  timeout "${BENCH_TIMEOUT:-300}" python3 -m baracuda.cli bench "${BENCH_ARGS[@]}" 2>&1 \
+    | grep -v "it/s\]"
 fi

@@ -102,7 +102,9 @@ def time_fn(fn, input_sets: list[dict[str, Any]], budget_s: float) -> float:
 def _rate(case: BenchCase, ms: float) -> float:
     if case.flops:
         return case.flops / (ms * 1e-3) / 1e12
-    return case.bytes / (ms * 1e-3) / 1e9
+    if case.bytes:
+        return case.bytes / (ms * 1e-3) / 1e9
+    return ms * 1e3  # latency rows (no cost model): microseconds per call
 
 
 def _measure(case: BenchCase, fn, sets, budget_s) -> Timing:
@@ -120,7 +122,7 @@ def run_case(family: str, case: BenchCase, device: torch.device, budget_s: float
     free = torch.cuda.mem_get_info(device)[0]
     n_sets = max(1, min(n_sets, int(0.5 * free // per_set)))
     sets = [first] + [case.setup(device) for _ in range(n_sets - 1)]
-    unit = "TFLOP/s" if case.flops else "GB/s"
+    unit = "TFLOP/s" if case.flops else "GB/s" if case.bytes else "us/call"
     matches = None
     if case.torch_eager is not None:
         try:
@@ -173,7 +175,8 @@ def format_table(rows: list[BenchRow]) -> str:
             f"{cell(r.peers.get('torch')):>10} {cell(r.peers.get('torch.compile')):>10} "
             f"{rat(r.ratio('torch')):>8} {rat(r.ratio('torch.compile')):>8} {ok}"
         )
-    lines.append("(rates in GB/s, or TFLOP/s for matmul-bound rows; ratios = peer time / ours)")
+    lines.append("(rates in GB/s, TFLOP/s for matmul rows, us/call for latency rows; "
+                 "ratios = peer time / ours)")
     return "\n".join(lines)
 
 
@@ -198,6 +201,30 @@ def plot(rows: list[BenchRow], path: str) -> None:
     plt.close(fig)
 
 
+def overhead_cases() -> list[BenchCase]:
+    """Eager-mode cost per call on a tiny problem, where launch and Python overhead is all."""
+    import torch.nn.functional as F
+
+    from .. import torch as bt
+
+    def setup(device):
+        return {"x": torch.randn(8, 64, device=device)}
+
+    def setup_grad(device):
+        return {"x": torch.randn(8, 64, device=device, requires_grad=True)}
+
+    def fwbw(fn):
+        return lambda x: torch.autograd.grad(fn(x, -1).sum(), x)
+
+    return [
+        BenchCase("eager overhead fwd", "softmax [8, 64] f32", setup,
+                  ours=lambda x: bt.softmax(x, -1), torch_eager=lambda x: F.softmax(x, -1),
+                  compile_peer=False),
+        BenchCase("eager overhead fwd+bwd", "softmax [8, 64] f32", setup_grad,
+                  ours=fwbw(bt.softmax), torch_eager=fwbw(F.softmax), compile_peer=False),
+    ]
+
+
 def main(family: str | None, quick: bool, json_path: str | None, png_path: str | None,
          budget_s: float = 0.5) -> int:
     if not torch.cuda.is_available():
@@ -206,17 +233,21 @@ def main(family: str | None, quick: bool, json_path: str | None, png_path: str |
     device = torch.device("cuda")
     work = [(fam, c) for fam, fn in registry.benches(family).items() for c in fn(quick)
             if c.quick or not quick]
+    if family in (None, "overhead"):
+        work = [("overhead", c) for c in overhead_cases()] + work
     try:
         from tqdm import tqdm
     except ImportError:  # pragma: no cover
         def tqdm(it, **_):
             return it
     rows = []
-    bar = tqdm(work, desc="bench", unit="case")
+    bar = tqdm(work, desc="bench", unit="case", mininterval=10)
     for fam, case in bar:
         if hasattr(bar, "set_postfix_str"):
             bar.set_postfix_str(f"{case.name} {case.shape}")
         rows.append(run_case(fam, case, device, budget_s))
+        # each row as soon as it exists, so a run cut short still reports what it measured
+        print(format_table(rows[-1:]).splitlines()[2], flush=True)
     meta = {
         "device": torch.cuda.get_device_name(device),
         "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
