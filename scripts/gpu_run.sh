@@ -20,7 +20,7 @@ for f in "${FAMS[@]:-}"; do [ -n "$f" ] && [ -f "tests/families/test_$f.py" ] &&
 [ ${#FAMS[@]} -eq 0 ] && TESTS=(tests)
 echo "== CUDA tests: ${TESTS[*]} ${KEXPR:+(-k $KEXPR)}"
 # Parallel workers share the GPU: the time goes to Triton compiles and float64 references.
-timeout "${TEST_TIMEOUT:-240}" python3 -m pytest -q -p no:cacheprovider -n "${WORKERS:-12}" \
+timeout "${TEST_TIMEOUT:-150}" python3 -m pytest -q -p no:cacheprovider -n "${WORKERS:-12}" \
   ${KEXPR:+-k "$KEXPR"} "${TESTS[@]}" -o addopts="" --maxfail=50 -rfE 2>&1 \
   | tee "$OUTDIR/tests.log" | grep -vE "^\s*$|Warning|warnings.warn|^  " | tail -40
 echo "== bench"
@@ -29,10 +29,10 @@ BENCH_ARGS=(--quick --json "$OUTDIR/bench.json" --png "$OUTDIR/bench.png")
 [ "${SKIP_BENCH:-0}" = 1 ] && exit 0
 if [ ${#FAMS[@]} -gt 0 ]; then
   for f in "${FAMS[@]}"; do
-    timeout "${BENCH_TIMEOUT:-300}" python3 -m baracuda.cli bench --family "$f" \
+    timeout "${BENCH_TIMEOUT:-140}" python3 -m baracuda.cli bench --family "$f" \
       --quick --json "$OUTDIR/bench_$f.json" --png "$OUTDIR/bench_$f.png" 2>&1 | grep -v "it/s\]"
   done
 else
-  timeout "${BENCH_TIMEOUT:-300}" python3 -m baracuda.cli bench "${BENCH_ARGS[@]}" 2>&1 \
+  timeout "${BENCH_TIMEOUT:-140}" python3 -m baracuda.cli bench "${BENCH_ARGS[@]}" 2>&1 \
     | grep -v "it/s\]"
 fi

@@ -53,11 +53,13 @@ def compare(got: torch.Tensor, ref: torch.Tensor, tol: Tolerance, name: str = "o
     if got.numel() == 0:
         return Comparison(True, 0.0, f"{name}: empty")
     if not ref.is_floating_point():
-        equal = torch.equal(got.cpu().to(ref.dtype), ref.cpu())
-        bad = 0 if equal else int((got.cpu().to(ref.dtype) != ref.cpu()).sum())
+        g_exact = got.detach().to(ref.device, ref.dtype)
+        equal = torch.equal(g_exact, ref)
+        bad = 0 if equal else int((g_exact != ref).sum())
         return Comparison(equal, 0.0 if equal else float("inf"), f"{name}: {bad} mismatches")
-    g = got.detach().to("cpu", torch.float64)
-    r = ref.detach().to("cpu", torch.float64)
+    # compare where the result lives (a GPU does float64 at real sizes far faster than a CPU)
+    g = got.detach().to(torch.float64)
+    r = ref.detach().to(g.device, torch.float64)
     nan_r, nan_g = torch.isnan(r), torch.isnan(g)
     if not torch.equal(nan_r, nan_g):
         extra = int((nan_g & ~nan_r).sum())
