@@ -1,0 +1,62 @@
+"""The bench harness's host-side pieces (timing itself needs a GPU and runs in gpu_run.sh)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from baracuda.core import registry
+from baracuda.core.spec import BenchCase
+from baracuda.tools import bench
+
+
+def _row(ours_ms, torch_ms, compile_ms):
+    return bench.BenchRow("fam", "op fwd", "[4, 4] bf16", "GB/s", bench.Timing(ours_ms, 1.0),
+                          {"torch": bench.Timing(torch_ms, 1.0),
+                           "torch.compile": bench.Timing(compile_ms, 1.0)}, True)
+
+
+def test_ratios_are_peer_time_over_ours():
+    row = _row(1.0, 2.0, 0.5)
+    assert row.ratio("torch") == 2.0 and row.ratio("torch.compile") == 0.5
+    failed = bench.BenchRow("f", "n", "s", "GB/s", bench.Timing(1.0, 1.0),
+                            {"torch": bench.Timing(float("nan"), float("nan"), "boom")})
+    assert failed.ratio("torch") is None and failed.ratio("missing") is None
+
+
+def test_table_and_json_round_trip(tmp_path):
+    rows = [_row(1.0, 2.0, 0.5)]
+    table = bench.format_table(rows)
+    assert "2.00x" in table and "0.50x" in table and "op fwd" in table
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"rows": [bench.asdict(r) for r in rows]}))
+    assert json.loads(path.read_text())["rows"][0]["ours"]["ms"] == 1.0
+
+
+def test_output_check_catches_wrong_answers():
+    a = torch.randn(100)
+    assert bench._outputs_match(a, a.clone())
+    assert not bench._outputs_match(a, a + 1.0)
+    assert not bench._outputs_match((a,), (a[:50],))
+    nan = a.clone()
+    nan[3] = float("nan")
+    assert not bench._outputs_match(nan, a)
+
+
+def test_plot_writes_png(tmp_path):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "p.png"
+    bench.plot([_row(1.0, 2.0, 0.5), _row(2.0, 1.0, 1.0)], str(out))
+    assert out.read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("family", sorted(registry.benches()))
+def test_every_family_bench_declares_a_cost_model(family):
+    cases = registry.benches(family)[family](True)
+    assert cases, f"{family}: no benchmark cases"
+    for c in cases:
+        assert isinstance(c, BenchCase)
+        assert c.bytes > 0 or c.flops > 0, f"{family} {c.name}: no bytes/flops cost model"
+        assert c.torch_eager is not None, f"{family} {c.name}: no torch peer"
