@@ -1,0 +1,409 @@
+"""Plans built from DenseGemmPlan: Linear forward/backward, torch's bmm/baddbmm/addmm/mm, and
+the grouped (mixture-of-experts) GEMM. Each has one candidate per backend of the inner GEMM, so
+`PlanPreference(prefer_backend=...)` reaches the GEMMs underneath.
+
+**Precision**: that of the inner DenseGemmPlan (deterministic, bit-stable on the same
+hardware); activation derivatives and bias gradients are elementwise / fixed-order reductions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+from ...core import validate as V
+from ...core.errors import Unsupported
+from ...core.plan import Candidate
+from ...core.registry import register_candidate, register_plan
+from ...core.vocab import BackendKind, OpCategory, PlanPreference
+from .descriptors import (
+    BatchedGemmArgs,
+    BatchedGemmDescriptor,
+    DenseGemmArgs,
+    DenseGemmDescriptor,
+    GemmActivation,
+    GroupedGemmArgs,
+    GroupedGemmDescriptor,
+    LinearArgs,
+    LinearBackwardArgs,
+    LinearBackwardDescriptor,
+    LinearDescriptor,
+)
+from .launch import activation_2d, check_matrix_layout, colsum, colsum_workspace
+from .plans import DenseGemmPlan, GemmPlanBase
+
+_ALIGN = 256
+#: Forward activations cuBLASLt fuses (its GELU is the tanh form).
+_LT_FUSED = (GemmActivation.NONE, GemmActivation.RELU, GemmActivation.GELU_TANH)
+
+
+def _round(n: int) -> int:
+    return (n + _ALIGN - 1) // _ALIGN * _ALIGN
+
+
+def _inner_pref(pref: PlanPreference, backend: BackendKind) -> PlanPreference:
+    return dataclasses.replace(pref, prefer_backend=backend)
+
+
+def _run_dense(desc: DenseGemmDescriptor, args: DenseGemmArgs, pref: PlanPreference,
+               workspace: torch.Tensor | None) -> None:
+    plan = DenseGemmPlan.select(desc, pref)
+    if plan.is_empty(args):
+        return
+    need = plan.workspace_size()
+    # The outer plan validated every tensor these views come from: launch directly (the
+    # per-call Python checks would otherwise dominate small GEMMs).
+    plan.candidate.launch_with(desc, args, workspace[:need] if need else None, pref)
+
+
+class _Composite(Candidate):
+    """A candidate whose work is a few DenseGemmPlans (selected with this backend)."""
+
+    inner: BackendKind = BackendKind.TRITON
+
+    def inner_descs(self, desc) -> list[DenseGemmDescriptor]:
+        raise NotImplementedError
+
+    def extra_workspace(self, desc) -> int:
+        return 0
+
+    def supports(self, desc, pref, arch):
+        try:
+            for d in self.inner_descs(desc):
+                DenseGemmPlan._select(d, _inner_pref(pref, self.inner), arch)
+                if pref.prefer_backend is None:
+                    # Without a backend preference, follow DenseGemmPlan's own default.
+                    chosen = DenseGemmPlan._select(d, pref, arch).candidate.backend
+                    if chosen is not self.inner:
+                        return (f"DenseGemmPlan defaults to {chosen.value} for "
+                                f"{d.epilogue_name} epilogue, m={d.m} n={d.n} k={d.k}")
+        except Unsupported as exc:
+            return f"inner GEMM: {exc}"
+        return None
+
+    def guarantee(self, desc, pref):
+        from .plans import gemm_guarantee
+
+        return gemm_guarantee(desc, pref)
+
+    def _inner_ws(self, desc) -> int:
+        pref = PlanPreference(prefer_backend=self.inner)
+        sizes = [0]
+        for d in self.inner_descs(desc):
+            try:
+                sizes.append(DenseGemmPlan.select(d, pref).workspace_size())
+            except Unsupported:
+                pass
+        return max(sizes)
+
+    def workspace_size(self, desc) -> int:
+        return _round(self.extra_workspace(desc)) + self._inner_ws(desc)
+
+    def launch(self, desc, args, workspace) -> None:
+        self.launch_with(desc, args, workspace, PlanPreference())
+
+
+def _both_backends(plan_cls, base):
+    """Register `base` once per backend of the inner GEMM (cuBLASLt first)."""
+    for backend, prio in ((BackendKind.CUBLASLT, 0), (BackendKind.TRITON, 10)):
+        cls = type(f"{base.__name__}{backend.name.title()}", (base,), {
+            "name": f"{base.name}_via_{backend.value}", "backend": backend, "inner": backend,
+            "priority": prio})
+        register_candidate(plan_cls)(cls)
+
+
+# ---------------------------------------------------------------------------------- Linear
+def _linear_lt_fused(desc) -> bool:
+    return not desc.save_preact and desc.activation in _LT_FUSED
+
+
+@register_plan
+class LinearPlan(GemmPlanBase):
+    """y = activation(x @ weight^T + bias), pre-activation optionally saved for the backward.
+
+    **Formula**: pre = x @ W^T + b; y = act(pre), act in {none, relu, gelu, gelu_tanh, silu}.
+    **Dtypes / shape**: f16, bf16, f32, f64; x [tokens, in], weight [out, in] (any BLAS
+    layout), bias [out].
+    **Workspace**: the inner GEMM's (cuBLASLt scratch).
+    **Precision**: the inner DenseGemmPlan's: deterministic, f32 accumulation for halves.
+    On cuBLASLt, an activation it cannot fuse (or a saved pre-activation) runs as a
+    separate elementwise pass; on Triton everything is one fused kernel.
+    """
+
+    category = OpCategory.GEMM
+    descriptor_type = LinearDescriptor
+    args_type = LinearArgs
+    partner = "LinearBackwardPlan"
+
+    def check_args(self, args: LinearArgs) -> None:
+        who, d, e = type(self).__name__, self.desc, self.desc.element
+        V.check_tensor(who, "x", args.x, (d.tokens, d.in_features), e)
+        V.check_tensor(who, "weight", args.weight, (d.out_features, d.in_features), e)
+        V.check_tensor(who, "y", args.y, (d.tokens, d.out_features), e)
+        for n in ("x", "weight", "y"):
+            check_matrix_layout(who, n, getattr(args, n))
+        if d.bias:
+            V.check_tensor(who, "bias", args.bias, (d.out_features,), e)
+            V.check_nonnegative_strides(who, "bias", args.bias)
+        if d.save_preact:
+            V.check_tensor(who, "preact", args.preact, (d.tokens, d.out_features), e)
+            check_matrix_layout(who, "preact", args.preact)
+            V.check_no_overlap(who, "preact", args.preact, "y", args.y)
+
+
+class _LinearFwd(_Composite):
+    name = "linear"
+
+    def _dense(self, desc):
+        fused = self.inner is BackendKind.TRITON or _linear_lt_fused(desc)
+        return DenseGemmDescriptor(
+            m=desc.tokens, n=desc.out_features, k=desc.in_features, element=desc.element,
+            bias=desc.bias, activation=desc.activation if fused else GemmActivation.NONE,
+            save_preact=desc.save_preact if fused else False), fused
+
+    def inner_descs(self, desc):
+        return [self._dense(desc)[0]]
+
+    def launch_with(self, desc, args, workspace, pref) -> None:
+        dense, fused = self._dense(desc)
+        pre = args.preact if desc.save_preact else args.y
+        out = args.y if fused else pre
+        _run_dense(dense, DenseGemmArgs(a=args.x, b=args.weight.mT, d=out, bias=args.bias,
+                                        preact_out=args.preact if fused else None),
+                   _inner_pref(pref, self.inner), workspace)
+        if not fused:
+            activation_2d(pre, args.y, desc.activation.code, desc.element)
+
+
+_both_backends(LinearPlan, _LinearFwd)
+
+
+@register_plan
+class LinearBackwardPlan(GemmPlanBase):
+    """Gradients of LinearPlan from dy and the saved pre-activation.
+
+    **Formula**: dh = dy * act'(preact) (dh = dy without activation); dx = dh @ W;
+    dW = dh^T @ x; db = sum over tokens of dh. Each is computed when its output is given.
+    **Dtypes / shape**: as LinearPlan.
+    **Workspace**: dh (tokens x out elements) when there is an activation, plus the inner
+    GEMMs' scratch.
+    **Precision**: deterministic: dh elementwise, GEMMs as DenseGemmPlan, db a fixed-order
+    column reduction (f32 accumulation).
+    """
+
+    category = OpCategory.GEMM
+    descriptor_type = LinearBackwardDescriptor
+    args_type = LinearBackwardArgs
+    partner = "LinearPlan"
+    is_backward = True
+
+    def check_args(self, args: LinearBackwardArgs) -> None:
+        who, d, e = type(self).__name__, self.desc, self.desc.element
+        mn, mk, nk = (d.tokens, d.out_features), (d.tokens, d.in_features), \
+            (d.out_features, d.in_features)
+        for name, shape in (("dy", mn), ("x", mk), ("weight", nk)):
+            V.check_tensor(who, name, getattr(args, name), shape, e)
+            check_matrix_layout(who, name, getattr(args, name))
+        if d.activation is not GemmActivation.NONE:
+            V.check_tensor(who, "preact", args.preact, mn, e)
+            V.check_nonnegative_strides(who, "preact", args.preact)
+        for name, shape in (("dx", mk), ("dweight", nk), ("dbias", (d.out_features,))):
+            t = getattr(args, name)
+            if t is not None:
+                V.check_tensor(who, name, t, shape, e)
+                V.check_nonnegative_strides(who, name, t)
+                if t.dim() == 2:
+                    check_matrix_layout(who, name, t)
+        outs = [t for t in (args.dx, args.dweight, args.dbias) if t is not None]
+        if not outs:
+            raise V.InvalidProblem(f"{who}: no gradient requested; expected at least one of "
+                                   "dx, dweight, dbias")
+        if d.bias is False and args.dbias is not None:
+            raise V.InvalidProblem(f"{who}: dbias given but the descriptor has bias=False")
+
+    def is_empty(self, args) -> bool:
+        return all(t.numel() == 0 for t in args.outputs().values())
+
+
+class _LinearBwd(_Composite):
+    name = "linear_backward"
+
+    def inner_descs(self, desc):
+        m, n, k, e = desc.tokens, desc.out_features, desc.in_features, desc.element
+        return [DenseGemmDescriptor(m=m, n=k, k=n, element=e),   # dx = dh @ W
+                DenseGemmDescriptor(m=n, n=k, k=m, element=e)]   # dW = dh^T @ x
+
+    @staticmethod
+    def _dh_bytes(desc) -> int:
+        if desc.activation is GemmActivation.NONE:
+            return 0
+        return _round(desc.tokens * desc.out_features * desc.element.itemsize)
+
+    @staticmethod
+    def _part_bytes(desc) -> int:
+        if not desc.bias:
+            return 0
+        return _round(colsum_workspace(desc.tokens, desc.out_features, desc.element))
+
+    def extra_workspace(self, desc) -> int:
+        return self._dh_bytes(desc) + self._part_bytes(desc)
+
+    def launch_with(self, desc, args, workspace, pref) -> None:
+        # workspace = [dh | bias-gradient partial sums | inner GEMM scratch]
+        m, n = desc.tokens, desc.out_features
+        dh_b, part_b = self._dh_bytes(desc), self._part_bytes(desc)
+        inner = workspace[dh_b + part_b:] if workspace is not None else None
+        part = workspace[dh_b:dh_b + part_b] if part_b else None
+        if dh_b and m * n > 0:
+            dh = workspace[: m * n * desc.element.itemsize].view(desc.element.torch_dtype)
+            dh = dh.view(m, n)
+            activation_2d(args.preact, dh, desc.activation.code, desc.element, grad=args.dy)
+        else:
+            dh = args.dy
+        ipref = _inner_pref(pref, self.inner)
+        dx_desc, dw_desc = self.inner_descs(desc)
+        if args.dx is not None and args.dx.numel():
+            _run_dense(dx_desc, DenseGemmArgs(a=dh, b=args.weight, d=args.dx), ipref, inner)
+        if args.dweight is not None and args.dweight.numel():
+            _run_dense(dw_desc, DenseGemmArgs(a=dh.mT, b=args.x, d=args.dweight), ipref, inner)
+        if args.dbias is not None:
+            colsum(dh, (), args.dbias, desc.element, part)
+
+
+_both_backends(LinearBackwardPlan, _LinearBwd)
+
+
+# ---------------------------------------------------------------------- bmm/baddbmm/addmm/mm
+@register_plan
+class BatchedGemmPlan(GemmPlanBase):
+    """torch's mm / addmm / bmm / baddbmm: out = beta * input + alpha * (A @ B).
+
+    **Formula**: as torch: input broadcast to out's shape; beta == 0 ignores input (NaN too).
+    **Dtypes / shape**: f16, bf16, f32, f64; A [b, m, k], B [b, k, n] (no b for mm/addmm).
+    **Workspace**: the inner GEMM's.
+    **Precision**: the inner DenseGemmPlan's (deterministic). addmm with a 1-D input and
+    beta == 1 runs as a bias epilogue.
+    """
+
+    category = OpCategory.GEMM
+    descriptor_type = BatchedGemmDescriptor
+    args_type = BatchedGemmArgs
+
+    @classmethod
+    def op_name(cls, desc) -> str:
+        return desc.kind.value
+
+    def check_args(self, args: BatchedGemmArgs) -> None:
+        who, d, e = type(self).__name__, self.desc, self.desc.element
+        lead = (d.batch,) if d.batched else ()
+        V.check_tensor(who, "a", args.a, (*lead, d.m, d.k), e)
+        V.check_tensor(who, "b", args.b, (*lead, d.k, d.n), e)
+        V.check_tensor(who, "out", args.out, d.out_shape(), e)
+        for n in ("a", "b", "out"):
+            check_matrix_layout(who, n, getattr(args, n))
+        if d.has_input:
+            inp = V.check_tensor(who, "input", args.input, element=e)
+            try:
+                torch.broadcast_shapes(tuple(inp.shape), d.out_shape())
+                ok = len(inp.shape) <= len(d.out_shape())
+            except RuntimeError:
+                ok = False
+            if not ok:
+                raise V.InvalidProblem(f"{who}: input.shape {tuple(inp.shape)} does not "
+                                       f"broadcast to out.shape {d.out_shape()}")
+            V.check_nonnegative_strides(who, "input", inp)
+
+
+def _bias_form(desc, inp) -> bool:
+    """addmm(input[n] or [1, n], ...) with beta == 1: a bias epilogue."""
+    return (desc.kind.value == "addmm" and desc.beta == 1.0 and inp is not None
+            and inp.shape[-1:] == (desc.n,) and (inp.dim() == 1 or inp.shape[0] == 1))
+
+
+class _Batched(_Composite):
+    name = "batched"
+
+    def _dense(self, desc, bias: bool):
+        return DenseGemmDescriptor(
+            m=desc.m, n=desc.n, k=desc.k, element=desc.element,
+            batch=(desc.batch,) if desc.batched else (), alpha=desc.alpha,
+            beta=0.0 if (bias or not desc.has_input) else desc.beta, bias=bias)
+
+    def inner_descs(self, desc):
+        return [self._dense(desc, False)]
+
+    def launch_with(self, desc, args, workspace, pref) -> None:
+        inp = args.input if desc.has_input else None
+        bias = inp is not None and _bias_form(desc, inp)
+        dense = self._dense(desc, bias)
+        ipref = _inner_pref(pref, self.inner)
+        if bias:
+            # The bias form follows DenseGemmPlan's own default unless a backend was asked for,
+            # within the scratch this plan reserved.
+            have = 0 if workspace is None else workspace.numel()
+            for bpref in (pref, ipref) if pref.prefer_backend is None else (ipref,):
+                try:
+                    if DenseGemmPlan.select(dense, bpref).workspace_size() <= have:
+                        ipref = bpref
+                        break
+                except Unsupported:
+                    pass
+            else:
+                bias, dense = False, self._dense(desc, False)
+        c = None
+        if inp is not None and not bias and dense.has_c:
+            c = inp.expand(desc.out_shape())
+        b_vec = inp.reshape(desc.n) if bias else None
+        _run_dense(dense, DenseGemmArgs(a=args.a, b=args.b, d=args.out, c=c, bias=b_vec),
+                   ipref, workspace)
+
+
+_both_backends(BatchedGemmPlan, _Batched)
+
+
+# --------------------------------------------------------------------------------- grouped
+@register_plan
+class GroupedGemmPlan(GemmPlanBase):
+    """Mixture-of-experts grouped GEMM: consecutive row groups of A times their own B[g].
+
+    **Formula**: D[r0_g : r0_g + size_g] = A[r0_g : r0_g + size_g] @ B[g].
+    **Dtypes / shape**: f16, bf16, f32, f64; A [sum sizes, k], B [groups, k, n],
+    D [sum sizes, n]; any BLAS layouts.
+    **Workspace**: the inner GEMMs' (shared, they run one after another).
+    **Precision**: each group is one DenseGemmPlan (deterministic).
+    """
+
+    category = OpCategory.GEMM
+    descriptor_type = GroupedGemmDescriptor
+    args_type = GroupedGemmArgs
+
+    def check_args(self, args: GroupedGemmArgs) -> None:
+        who, d, e = type(self).__name__, self.desc, self.desc.element
+        V.check_tensor(who, "a", args.a, (d.total_rows, d.k), e)
+        V.check_tensor(who, "b", args.b, (len(d.group_sizes), d.k, d.n), e)
+        V.check_tensor(who, "d", args.d, (d.total_rows, d.n), e)
+        for n in ("a", "b", "d"):
+            check_matrix_layout(who, n, getattr(args, n))
+            V.check_nonnegative_strides(who, n, getattr(args, n))
+
+
+class _Grouped(_Composite):
+    name = "grouped"
+
+    def inner_descs(self, desc):
+        return [DenseGemmDescriptor(m=s, n=desc.n, k=desc.k, element=desc.element)
+                for s in sorted(set(desc.group_sizes))]
+
+    def launch_with(self, desc, args, workspace, pref) -> None:
+        ipref = _inner_pref(pref, self.inner)
+        r0 = 0
+        for g, size in enumerate(desc.group_sizes):
+            if size:
+                dense = DenseGemmDescriptor(m=size, n=desc.n, k=desc.k, element=desc.element)
+                _run_dense(dense, DenseGemmArgs(a=args.a[r0:r0 + size], b=args.b[g],
+                                                d=args.d[r0:r0 + size]), ipref, workspace)
+            r0 += size
+
+
+_both_backends(GroupedGemmPlan, _Grouped)

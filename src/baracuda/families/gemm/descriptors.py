@@ -1,0 +1,291 @@
+"""GEMM family descriptors and args.
+
+One descriptor shapes every dense problem: D = epilogue(alpha * A @ B + beta * C) over an
+optional batch, with the forward epilogues (bias, activation, saved pre-activation) or the
+backward ones (activation derivative from a saved pre-activation, bias gradient).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import ClassVar
+
+import torch
+
+from ...core import validate as V
+from ...core.errors import InvalidProblem
+from ...core.plan import Args, Descriptor
+from ...core.vocab import FLOAT_KINDS, ElementKind
+
+GEMM_ELEMENTS = tuple(sorted(FLOAT_KINDS, key=lambda k: k.value))
+
+
+class GemmActivation(enum.Enum):
+    """Activation applied in the epilogue (forward) or differentiated (backward)."""
+
+    NONE = "none"
+    RELU = "relu"
+    GELU = "gelu"  # exact, erf form (torch approximate="none")
+    GELU_TANH = "gelu_tanh"  # torch approximate="tanh"
+    SILU = "silu"
+
+    @property
+    def code(self) -> int:
+        return _ACT_CODE[self]
+
+
+_ACT_CODE = {GemmActivation.NONE: 0, GemmActivation.RELU: 1, GemmActivation.GELU: 2,
+             GemmActivation.GELU_TANH: 3, GemmActivation.SILU: 4}
+
+
+def _check_extent(who: str, name: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidProblem(f"{who}: {name} must be an int >= 0, got {value!r}")
+
+
+def _check_element(who: str, element) -> None:
+    if not isinstance(element, ElementKind):
+        raise InvalidProblem(f"{who}: element must be an ElementKind, got {element!r}")
+    V.check_element(who, "element", element, GEMM_ELEMENTS)
+
+
+def _check_act(who: str, name: str, act) -> None:
+    if not isinstance(act, GemmActivation):
+        raise InvalidProblem(f"{who}: {name} must be a GemmActivation, got {act!r}")
+
+
+@dataclass(frozen=True)
+class DenseGemmDescriptor(Descriptor):
+    """D[*batch, m, n] = epilogue(alpha * A[*batch, m, k] @ B[*batch, k, n] + beta * C).
+
+    Forward epilogue (``dactivation`` NONE, ``bias_grad`` False):
+        pre = alpha*A@B + beta*C + bias[n];  D = activation(pre);  preact_out = pre (if saved).
+    Backward epilogue (``dactivation`` set and/or ``bias_grad``):
+        G = (alpha*A@B + beta*C) * activation'(preact);  D = G;  dbias[n] = sum of D over
+        batch and rows.
+    C is read only when beta != 0 (BLAS semantics: beta == 0 ignores C, NaNs included).
+    """
+
+    m: int
+    n: int
+    k: int
+    element: ElementKind
+    batch: tuple[int, ...] = ()
+    alpha: float = 1.0
+    beta: float = 0.0
+    activation: GemmActivation = GemmActivation.NONE
+    bias: bool = False
+    save_preact: bool = False
+    dactivation: GemmActivation = GemmActivation.NONE
+    bias_grad: bool = False
+
+    def validate(self, who: str) -> None:
+        for name in ("m", "n", "k"):
+            _check_extent(who, name, getattr(self, name))
+        _check_element(who, self.element)
+        batch = V.check_shape(who, "batch", self.batch)
+        V.check_rank(who, "batch", batch, 0, V.MAX_RANK - 2)
+        V.check_finite(who, "alpha", self.alpha)
+        V.check_finite(who, "beta", self.beta)
+        _check_act(who, "activation", self.activation)
+        _check_act(who, "dactivation", self.dactivation)
+        for flag in ("bias", "save_preact", "bias_grad"):
+            if not isinstance(getattr(self, flag), bool):
+                raise InvalidProblem(f"{who}: {flag} must be a bool, got {getattr(self, flag)!r}")
+        if self.is_backward_epilogue and (self.activation is not GemmActivation.NONE or self.bias
+                                          or self.save_preact):
+            raise InvalidProblem(
+                f"{who}: forward epilogue (activation/bias/save_preact) and backward epilogue "
+                f"(dactivation/bias_grad) are exclusive; got {self}")
+        if self.save_preact and self.activation is GemmActivation.NONE:
+            raise InvalidProblem(f"{who}: save_preact needs an activation; got activation none")
+
+    @property
+    def is_backward_epilogue(self) -> bool:
+        return self.dactivation is not GemmActivation.NONE or self.bias_grad
+
+    @property
+    def has_c(self) -> bool:
+        return self.beta != 0.0
+
+    @property
+    def nbatch(self) -> int:
+        n = 1
+        for d in self.batch:
+            n *= d
+        return n
+
+    @property
+    def epilogue_name(self) -> str:
+        parts = []
+        if self.bias:
+            parts.append("bias")
+        if self.activation is not GemmActivation.NONE:
+            parts.append(self.activation.value)
+        if self.save_preact:
+            parts.append("aux")
+        if self.dactivation is not GemmActivation.NONE:
+            parts.append("d" + self.dactivation.value)
+        if self.bias_grad:
+            parts.append("bgrad")
+        return "+".join(parts) or "none"
+
+
+@dataclass
+class DenseGemmArgs(Args):
+    """a [*batch, m, k], b [*batch, k, n] (any strides, batch strides may be 0), c like d (read
+    when beta != 0), bias [n], preact [*batch, m, n] (backward epilogue input), d [*batch, m, n],
+    preact_out [*batch, m, n] (forward, when save_preact), dbias [n] (when bias_grad)."""
+
+    a: torch.Tensor
+    b: torch.Tensor
+    d: torch.Tensor
+    c: torch.Tensor | None = None
+    bias: torch.Tensor | None = None
+    preact: torch.Tensor | None = None
+    preact_out: torch.Tensor | None = None
+    dbias: torch.Tensor | None = None
+    OUTPUTS: ClassVar[tuple[str, ...]] = ("d", "preact_out", "dbias")
+
+
+class BatchedGemmKind(enum.Enum):
+    BMM = "bmm"  # out[b] = A[b] @ B[b]
+    BADDBMM = "baddbmm"  # out[b] = beta * input[b] + alpha * A[b] @ B[b]
+    ADDMM = "addmm"  # out = beta * input + alpha * A @ B   (no batch)
+    MM = "mm"
+
+
+@dataclass(frozen=True)
+class BatchedGemmDescriptor(Descriptor):
+    """torch's bmm / baddbmm / addmm / mm: out = beta * input + alpha * A @ B, input broadcast
+    to out's shape (torch semantics)."""
+
+    kind: BatchedGemmKind
+    batch: int
+    m: int
+    n: int
+    k: int
+    element: ElementKind
+    alpha: float = 1.0
+    beta: float = 1.0
+
+    def validate(self, who: str) -> None:
+        if not isinstance(self.kind, BatchedGemmKind):
+            raise InvalidProblem(f"{who}: kind must be a BatchedGemmKind, got {self.kind!r}")
+        for name in ("batch", "m", "n", "k"):
+            _check_extent(who, name, getattr(self, name))
+        _check_element(who, self.element)
+        V.check_finite(who, "alpha", self.alpha)
+        V.check_finite(who, "beta", self.beta)
+        if self.kind in (BatchedGemmKind.ADDMM, BatchedGemmKind.MM) and self.batch != 1:
+            raise InvalidProblem(f"{who}: {self.kind.value} has no batch; expected batch 1, "
+                                 f"got {self.batch}")
+
+    @property
+    def batched(self) -> bool:
+        return self.kind in (BatchedGemmKind.BMM, BatchedGemmKind.BADDBMM)
+
+    @property
+    def has_input(self) -> bool:
+        return self.kind in (BatchedGemmKind.BADDBMM, BatchedGemmKind.ADDMM)
+
+    def out_shape(self) -> tuple[int, ...]:
+        return (self.batch, self.m, self.n) if self.batched else (self.m, self.n)
+
+
+@dataclass
+class BatchedGemmArgs(Args):
+    a: torch.Tensor
+    b: torch.Tensor
+    out: torch.Tensor
+    input: torch.Tensor | None = None  # broadcastable to out's shape
+    OUTPUTS: ClassVar[tuple[str, ...]] = ("out",)
+
+
+@dataclass(frozen=True)
+class LinearDescriptor(Descriptor):
+    """y[tokens, out] = activation(x[tokens, in] @ weight[out, in]^T + bias[out]); with
+    ``save_preact`` the pre-activation is written too (for the backward)."""
+
+    tokens: int
+    in_features: int
+    out_features: int
+    element: ElementKind
+    bias: bool = True
+    activation: GemmActivation = GemmActivation.NONE
+    save_preact: bool = False
+
+    def validate(self, who: str) -> None:
+        for name in ("tokens", "in_features", "out_features"):
+            _check_extent(who, name, getattr(self, name))
+        _check_element(who, self.element)
+        _check_act(who, "activation", self.activation)
+        for flag in ("bias", "save_preact"):
+            if not isinstance(getattr(self, flag), bool):
+                raise InvalidProblem(f"{who}: {flag} must be a bool, got {getattr(self, flag)!r}")
+        if self.save_preact and self.activation is GemmActivation.NONE:
+            raise InvalidProblem(f"{who}: save_preact needs an activation; got activation none")
+
+
+@dataclass
+class LinearArgs(Args):
+    x: torch.Tensor
+    weight: torch.Tensor
+    y: torch.Tensor
+    bias: torch.Tensor | None = None
+    preact: torch.Tensor | None = None
+    OUTPUTS: ClassVar[tuple[str, ...]] = ("y", "preact")
+
+
+@dataclass(frozen=True)
+class LinearBackwardDescriptor(LinearDescriptor):
+    """From dy (and the saved pre-activation when there is an activation):
+    dh = dy * activation'(preact); dx = dh @ weight; dweight = dh^T @ x; dbias = sum_rows dh.
+    Each gradient is computed only when its output tensor is given."""
+
+    save_preact: bool = False
+
+
+@dataclass
+class LinearBackwardArgs(Args):
+    dy: torch.Tensor
+    x: torch.Tensor
+    weight: torch.Tensor
+    preact: torch.Tensor | None = None
+    dx: torch.Tensor | None = None
+    dweight: torch.Tensor | None = None
+    dbias: torch.Tensor | None = None
+    OUTPUTS: ClassVar[tuple[str, ...]] = ("dx", "dweight", "dbias")
+
+
+@dataclass(frozen=True)
+class GroupedGemmDescriptor(Descriptor):
+    """Mixture-of-experts grouped GEMM: rows of A are split into groups of ``group_sizes``
+    consecutive rows; group g multiplies by B[g]:
+    D[rows of g] = A[rows of g] @ B[g]  (A [sum sizes, k], B [groups, k, n], D [sum sizes, n])."""
+
+    group_sizes: tuple[int, ...]
+    n: int
+    k: int
+    element: ElementKind
+
+    def validate(self, who: str) -> None:
+        sizes = V.check_shape(who, "group_sizes", self.group_sizes)
+        if not sizes:
+            raise InvalidProblem(f"{who}: group_sizes must name at least one group, got ()")
+        _check_extent(who, "n", self.n)
+        _check_extent(who, "k", self.k)
+        _check_element(who, self.element)
+
+    @property
+    def total_rows(self) -> int:
+        return sum(self.group_sizes)
+
+
+@dataclass
+class GroupedGemmArgs(Args):
+    a: torch.Tensor
+    b: torch.Tensor
+    d: torch.Tensor
+    OUTPUTS: ClassVar[tuple[str, ...]] = ("d",)
