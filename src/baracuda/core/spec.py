@@ -116,11 +116,22 @@ class AotVariant:
     constexprs: dict[str, Any]
     num_warps: int = 4
     num_stages: int = 3
+    #: Integer args the JIT would see as multiples of 16 (strides, extents of real shapes);
+    #: pointers are always taken as 16-byte aligned, as torch allocations are.
+    divisible: tuple[str, ...] = ()
+
+    def attrs(self) -> dict[tuple[int, ...], list]:
+        """Specialization hints as the JIT gives them (tt.divisibility 16), so the AOT compile
+        sees the same vectorization, pipelining and register use as a real launch."""
+        names = self.kernel.arg_names
+        hinted = [n for n, t in self.signature.items() if t.startswith("*")]
+        hinted += [n for n in self.divisible if n in self.signature]
+        return {(names.index(n),): [["tt.divisibility", 16]] for n in hinted}
 
     @classmethod
     def auto(cls, name: str, kernel: Any, pointers: dict[str, str], constexprs: dict[str, Any],
              scalars: dict[str, str] | None = None, num_warps: int = 4,
-             num_stages: int = 3) -> AotVariant:
+             num_stages: int = 3, divisible: tuple[str, ...] = ()) -> AotVariant:
         """Signature from the kernel's parameter list: `pointers` ("*bf16"), `constexprs`,
         per-name `scalars` overrides, and "i32" (what the JIT picks for small ints) otherwise."""
         scalars = scalars or {}
@@ -132,7 +143,7 @@ class AotVariant:
                 sig[arg] = "constexpr"
             else:
                 sig[arg] = scalars.get(arg, "i32")
-        return cls(name, kernel, sig, dict(constexprs), num_warps, num_stages)
+        return cls(name, kernel, sig, dict(constexprs), num_warps, num_stages, tuple(divisible))
 
 
 class PlanSpec:

@@ -67,7 +67,8 @@ def compile_variant(variant) -> tuple[int, int, int]:
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    src = ASTSource(fn=variant.kernel, signature=variant.signature, constexprs=variant.constexprs)
+    src = ASTSource(fn=variant.kernel, signature=variant.signature, constexprs=variant.constexprs,
+                    attrs=variant.attrs())
     ck = triton.compile(src, target=GPUTarget("cuda", 90, 32),
                         options={"num_warps": variant.num_warps, "num_stages": variant.num_stages})
     regs, spills = _resource_usage(ck.asm["ptx"])

@@ -1,0 +1,324 @@
+"""SdpaPlan / SdpaBackwardPlan and their Triton flash-attention candidates.
+
+**Formula**: S = scale · Q Kᵀ (+ additive mask | -inf where a boolean mask is False | -inf
+above the causal diagonal j > i + offset), P = softmax(S) (a row masked everywhere is all
+zeros, as torch), out = dropout(P) V with dropout keep-probability 1 - p and 1/(1 - p)
+rescaling. lse = logsumexp(S) per row (+inf for a fully masked row). Backward: dV = Pdᵀ dO,
+dP = dO Vᵀ (dropped like P), dS = P ∘ (dP - rowsum(dO ∘ O)), dQ = scale · dS K,
+dK = scale · dSᵀ Q, with dK / dV summed over the query heads that share a kv head (GQA).
+
+**Dtypes / shape**: Q [B, H, Sq, Dk], K [B, Hkv, Sk, Dk], V [B, Hkv, Sk, Dv], Hkv | H,
+Dk, Dv in 1..256 (Dk != Dv allowed); any non-negative outer strides, unit stride on the head
+dim. {f16, bf16} on tensor cores with f32 accumulation; f32 in exact f32 (TF32 only when
+PlanPreference.allow_tf32); f64 in f64. Masks: additive (the element type or f32) or bool,
+any strides, stride 0 on broadcast dims.
+
+**Workspace**: forward none; backward B·H·Sq accumulator elements (the row dot(dO, O)).
+
+**Precision**: deterministic and bit-stable on the same hardware: every output element is
+reduced by one program in a fixed order, no atomics (the GQA sum over query heads runs
+inside the dK/dV program). Dropout draws come from counter-based philox on (seed, offset,
+batch·head, query, key), so reruns and the backward replay them exactly.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton.language as tl
+
+from ...backends.triton_support import INTERP, next_pow2
+from ...core import validate as V
+from ...core.errors import InvalidProblem
+from ...core.plan import Candidate, Plan
+from ...core.registry import register_candidate, register_plan
+from ...core.vocab import ElementKind, MathPrecision, OpCategory, PrecisionGuarantee
+from .descriptors import (
+    CausalKind,
+    MaskKind,
+    SdpaArgs,
+    SdpaBackwardArgs,
+    SdpaBackwardDescriptor,
+    SdpaDescriptor,
+)
+from .kernels import (
+    LOG2E_F,
+    sdpa_bwd_delta_kernel,
+    sdpa_bwd_dkdv_kernel,
+    sdpa_bwd_dq_kernel,
+    sdpa_fwd_kernel,
+)
+
+HALF = (ElementKind.F16, ElementKind.BF16)
+
+# Tile tables, keyed by (pass, precision class, padded head dim); values are
+# (BLOCK_M, BLOCK_N, num_warps, num_stages). Half-precision rows measured on an H100 with
+# tune_gpu.py (bf16 B=4 H=16 S=4096 D=128 and B=8 H=16 S=2048 D=64, causal and not; see
+# PERF_NOTES.md); all checked by the sm_90a AOT compile (shared memory <= 232448 B, no spills).
+_FWD = {
+    ("half", 64): (64, 64, 4, 3), ("half", 128): (64, 64, 4, 3), ("half", 256): (32, 64, 8, 2),
+    ("f32", 64): (64, 32, 4, 2), ("f32", 128): (32, 32, 8, 2), ("f32", 256): (16, 32, 8, 1),
+    ("f64", 64): (16, 16, 8, 1), ("f64", 128): (16, 16, 8, 1), ("f64", 256): (16, 16, 8, 1),
+}
+_DKDV = {
+    ("half", 64): (32, 64, 4, 3), ("half", 128): (32, 64, 8, 3), ("half", 256): (32, 32, 8, 1),
+    ("f32", 64): (32, 32, 4, 2), ("f32", 128): (16, 32, 4, 1), ("f32", 256): (16, 16, 4, 1),
+    ("f64", 64): (16, 16, 8, 1), ("f64", 128): (16, 16, 8, 1), ("f64", 256): (16, 16, 8, 1),
+}
+_DQ = {
+    ("half", 64): (64, 64, 4, 2), ("half", 128): (64, 64, 4, 2), ("half", 256): (32, 32, 8, 1),
+    ("f32", 64): (32, 32, 4, 2), ("f32", 128): (32, 16, 4, 1), ("f32", 256): (16, 16, 4, 1),
+    ("f64", 64): (16, 16, 8, 1), ("f64", 128): (16, 16, 8, 1), ("f64", 256): (16, 16, 8, 1),
+}
+
+
+def _klass(element: ElementKind) -> str:
+    return "half" if element in HALF else element.value
+
+
+def head_blocks(desc: SdpaDescriptor) -> tuple[int, int]:
+    return max(16, next_pow2(desc.head_dim)), max(16, next_pow2(desc.value_dim))
+
+
+def tile_config(desc: SdpaDescriptor, table: str) -> dict:
+    """BLOCK_M/BLOCK_N/num_warps/num_stages for one pass, shrunk for short sequences."""
+    bdk, bdv = head_blocks(desc)
+    bd = max(64, bdk, bdv)
+    bm, bn, warps, stages = {"fwd": _FWD, "dkdv": _DKDV, "dq": _DQ}[table][
+        (_klass(desc.element), bd)]
+    if table != "fwd" and bd >= 128 and (desc.mask is not MaskKind.NONE or desc.dropout_p > 0):
+        # mask loads and philox draws add live registers: halve the tile that is held
+        # across the loop (AOT-checked for spills)
+        if table == "dkdv":
+            bn = max(16, bn // 2)
+        else:
+            bm = max(16, bm // 2)
+    bm = min(bm, max(16, next_pow2(desc.query_len)))
+    bn = min(bn, max(16, next_pow2(desc.key_len)))
+    return {"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": warps, "num_stages": stages}
+
+
+def precision_mode(element: ElementKind, tf32: bool) -> int:
+    if element in HALF:
+        return 0
+    if element is ElementKind.F64:
+        return 3
+    return 2 if tf32 else 1
+
+
+def acc_type(element: ElementKind):
+    return tl.float64 if element is ElementKind.F64 else tl.float32
+
+
+def common_constexprs(desc: SdpaDescriptor, tf32: bool) -> dict:
+    bdk, bdv = head_blocks(desc)
+    return {
+        "DK": desc.head_dim, "DV": desc.value_dim, "BLOCK_DK": bdk, "BLOCK_DV": bdv,
+        "CAUSAL": desc.causal is not CausalKind.NONE,
+        "MASK_KIND": {MaskKind.NONE: 0, MaskKind.ADDITIVE: 1, MaskKind.BOOLEAN: 2}[desc.mask],
+        "DROPOUT": desc.dropout_p > 0.0, "PREC": precision_mode(desc.element, tf32),
+        "ACC": acc_type(desc.element), "INTERP": INTERP, "IDX": tl.int32,
+    }
+
+
+def index_type(*tensors):
+    """int32 in-head offsets (fewer registers) unless a head's span needs 64 bits."""
+    span = 0
+    for t in tensors:
+        if t is not None and t.dim() == 4:
+            span = max(span, sum((d - 1) * st for d, st in zip(t.shape[2:], t.stride()[2:])))
+    return tl.int32 if span < 2**31 - 1 else tl.int64
+
+
+# -- argument checks (shared by forward and backward) -----------------------------------------
+def _check_common(who: str, d: SdpaDescriptor, args, names_shapes) -> None:
+    for name, shape, element in names_shapes:
+        t = V.check_tensor(who, name, getattr(args, name), shape, element)
+        V.check_nonnegative_strides(who, name, t)
+        if name not in ("lse",):
+            V.check_unit_stride(who, name, t, 3)
+    mask = args.mask
+    if d.mask is MaskKind.NONE:
+        if mask is not None:
+            raise InvalidProblem(f"{who}: mask given but the descriptor has mask=NONE")
+    else:
+        allowed = ((ElementKind.BOOL,) if d.mask is MaskKind.BOOLEAN
+                   else tuple({d.element, ElementKind.F32}))
+        if mask is None:
+            raise InvalidProblem(f"{who}: descriptor has mask={d.mask.value} but mask is None")
+        V.check_tensor(who, "mask", mask, d.mask_shape, allowed)
+        V.check_nonnegative_strides(who, "mask", mask)
+    if d.dropout_p > 0.0:
+        if args.rng_state is None:
+            raise InvalidProblem(f"{who}: dropout_p > 0 needs rng_state (int64 [2]: seed, offset)")
+        V.check_tensor(who, "rng_state", args.rng_state, (2,), ElementKind.I64)
+
+
+def _mask_strides(d: SdpaDescriptor, mask) -> list[int]:
+    if mask is None:
+        return [0, 0, 0, 0]
+    return [0 if e == 1 else s for e, s in zip(mask.shape, mask.stride())]
+
+
+def _mask_ptr(mask, fallback):
+    if mask is None:
+        return fallback
+    return mask.view(torch.uint8) if mask.dtype == torch.bool else mask
+
+
+def _strides3(t) -> list[int]:
+    return [t.stride(0), t.stride(1), t.stride(2)]
+
+
+@register_plan
+class SdpaPlan(Plan):
+    __doc__ = __doc__
+    category = OpCategory.ATTENTION
+    descriptor_type = SdpaDescriptor
+    args_type = SdpaArgs
+    partner = "SdpaBackwardPlan"
+
+    @classmethod
+    def op_name(cls, desc) -> str:
+        return "sdpa"
+
+    def check_args(self, args: SdpaArgs) -> None:
+        d = self.desc
+        _check_common(type(self).__name__, d, args, [
+            ("q", d.q_shape, d.element), ("k", d.k_shape, d.element), ("v", d.v_shape, d.element),
+            ("out", d.out_shape, d.element), ("lse", d.lse_shape, d.lse_element)])
+
+
+@register_plan
+class SdpaBackwardPlan(Plan):
+    __doc__ = __doc__
+    category = OpCategory.ATTENTION
+    descriptor_type = SdpaBackwardDescriptor
+    args_type = SdpaBackwardArgs
+    partner = "SdpaPlan"
+    is_backward = True
+
+    @classmethod
+    def op_name(cls, desc) -> str:
+        return "sdpa_backward"
+
+    def check_args(self, args: SdpaBackwardArgs) -> None:
+        d = self.desc
+        _check_common(type(self).__name__, d, args, [
+            ("q", d.q_shape, d.element), ("k", d.k_shape, d.element), ("v", d.v_shape, d.element),
+            ("out", d.out_shape, d.element), ("dout", d.out_shape, d.element),
+            ("lse", d.lse_shape, d.lse_element), ("dq", d.q_shape, d.element),
+            ("dk", d.k_shape, d.element), ("dv", d.v_shape, d.element)])
+
+
+class _FlashBase(Candidate):
+    tf32 = False
+
+    def supports(self, desc, pref, arch):
+        if self.tf32 and not (desc.element is ElementKind.F32 and pref.allow_tf32):
+            return "tf32 path: only f32 with PlanPreference(allow_tf32=True)"
+        return None
+
+    def guarantee(self, desc, pref) -> PrecisionGuarantee:
+        if self.tf32:
+            return PrecisionGuarantee(MathPrecision.TF32, ElementKind.F32)
+        return PrecisionGuarantee.for_element(desc.element)
+
+
+def _scalars(d: SdpaDescriptor) -> dict:
+    qk_hi, qk_lo = split_f32(float(d.scale) * LOG2E_F)
+    return {"H": d.num_heads, "Sq": d.query_len, "Sk": d.key_len,
+            "group": d.num_heads // max(d.num_kv_heads, 1),
+            "qk_scale": qk_hi, "qk_lo": qk_lo, "causal_off": d.causal_offset,
+            "p_drop": float(d.dropout_p)}
+
+
+def split_f32(x: float) -> tuple[float, float]:
+    """x as hi + lo, both exact in f32: Triton passes Python floats as f32, and the f64 path
+    needs the scale to ~48 bits (hi + lo in f64 inside the kernel)."""
+    hi = float(torch.tensor(x, dtype=torch.float32))
+    return hi, float(torch.tensor(x - hi, dtype=torch.float32))
+
+
+def launch_forward(d: SdpaDescriptor, a: SdpaArgs, tf32: bool) -> None:
+    cfg = tile_config(d, "fwd")
+    bm = cfg.pop("BLOCK_M")
+    grid = ((d.query_len + bm - 1) // bm, d.batch * d.num_heads)
+    sc = _scalars(d)
+    sm = _mask_strides(d, a.mask)
+    sdpa_fwd_kernel[grid](
+        a.q, a.k, a.v, a.out, a.lse, _mask_ptr(a.mask, a.q),
+        a.rng_state if a.rng_state is not None else a.lse,
+        sc["H"], sc["Sq"], sc["Sk"], sc["group"], sc["qk_scale"], sc["qk_lo"], sc["causal_off"],
+        sc["p_drop"],
+        *_strides3(a.q), *_strides3(a.k), *_strides3(a.v), *_strides3(a.out),
+        *a.lse.stride(), *sm, BLOCK_M=bm, **cfg,
+        **dict(common_constexprs(d, tf32), IDX=index_type(a.q, a.k, a.v, a.out, a.mask)))
+
+
+def launch_backward(d: SdpaDescriptor, a: SdpaBackwardArgs, workspace, tf32: bool) -> None:
+    acc = torch.float64 if d.element is ElementKind.F64 else torch.float32
+    n = d.batch * d.num_heads * d.query_len
+    delta = workspace[: n * acc.itemsize].view(acc) if n else a.dq
+    cc = dict(common_constexprs(d, tf32),
+              IDX=index_type(a.q, a.k, a.v, a.out, a.dout, a.dq, a.dk, a.dv, a.mask))
+    sc = _scalars(d)
+    sm = _mask_strides(d, a.mask)
+    mptr = _mask_ptr(a.mask, a.q)
+    rng = a.rng_state if a.rng_state is not None else a.lse
+    bh = d.batch * d.num_heads
+    if n:
+        bmd = min(64, max(16, next_pow2(d.query_len)))
+        sdpa_bwd_delta_kernel[((d.query_len + bmd - 1) // bmd, bh)](
+            a.out, a.dout, delta, d.num_heads, d.query_len, *_strides3(a.out),
+            *_strides3(a.dout), DV=d.value_dim, BLOCK_DV=cc["BLOCK_DV"], BLOCK_M=bmd,
+            ACC=cc["ACC"], IDX=cc["IDX"])
+    common = [sc["H"], sc["Sq"], sc["Sk"], sc["group"], sc["qk_scale"], sc["qk_lo"],
+              *split_f32(float(d.scale)), sc["causal_off"], sc["p_drop"], *_strides3(a.q),
+              *_strides3(a.k), *_strides3(a.v), *_strides3(a.dout), *a.lse.stride()]
+    if d.key_len and d.batch * d.num_kv_heads:
+        cfg = tile_config(d, "dkdv")
+        grid = ((d.key_len + cfg["BLOCK_N"] - 1) // cfg["BLOCK_N"], d.batch * d.num_kv_heads)
+        sdpa_bwd_dkdv_kernel[grid](
+            a.q, a.k, a.v, a.dout, a.lse, delta, a.dk, a.dv, mptr, rng, *common,
+            *_strides3(a.dk), *_strides3(a.dv), *sm, **cfg, **cc)
+    if n:
+        cfg = tile_config(d, "dq")
+        grid = ((d.query_len + cfg["BLOCK_M"] - 1) // cfg["BLOCK_M"], bh)
+        sdpa_bwd_dq_kernel[grid](
+            a.q, a.k, a.v, a.dout, a.lse, delta, a.dq, mptr, rng, *common, *_strides3(a.dq),
+            *sm, **cfg, **cc)
+
+
+@register_candidate(SdpaPlan)
+class TritonFlashForward(_FlashBase):
+    name = "triton_flash_fwd"
+
+    def launch(self, desc, args, workspace) -> None:
+        launch_forward(desc, args, self.tf32)
+
+
+@register_candidate(SdpaPlan)
+class TritonFlashForwardTf32(TritonFlashForward):
+    name = "triton_flash_fwd_tf32"
+    tf32 = True
+    priority = -1  # before the exact f32 path when the preference allows tf32
+
+
+@register_candidate(SdpaBackwardPlan)
+class TritonFlashBackward(_FlashBase):
+    name = "triton_flash_bwd"
+
+    def workspace_size(self, desc) -> int:
+        acc = 8 if desc.element is ElementKind.F64 else 4
+        return desc.batch * desc.num_heads * desc.query_len * acc
+
+    def launch(self, desc, args, workspace) -> None:
+        launch_backward(desc, args, workspace, self.tf32)
+
+
+@register_candidate(SdpaBackwardPlan)
+class TritonFlashBackwardTf32(TritonFlashBackward):
+    name = "triton_flash_bwd_tf32"
+    tf32 = True
+    priority = -1
+

@@ -1,0 +1,332 @@
+"""SDPA test cases, malformed inputs, AOT variants and benchmarks (RoPE / KV cache in
+spec_rope.py, imported at the bottom)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ...backends.triton_support import triton_dtype
+from ...core.errors import InvalidProblem, Unsupported
+from ...core.registry import register_bench, register_spec
+from ...core.spec import AotVariant, BenchCase, Case, Malformed, PlanSpec
+from ...core.testing import poisoned, randn, with_layout
+from ...core.tolerance import tolerance_for
+from ...core.vocab import ElementKind
+from . import reference as ref
+from .descriptors import (
+    CausalKind,
+    MaskKind,
+    SdpaArgs,
+    SdpaBackwardArgs,
+    SdpaBackwardDescriptor,
+    SdpaDescriptor,
+)
+from .kernels import sdpa_bwd_dkdv_kernel, sdpa_bwd_dq_kernel, sdpa_fwd_kernel
+from .plans import SdpaBackwardPlan, SdpaPlan, common_constexprs, tile_config
+
+E = ElementKind
+C = CausalKind
+M = MaskKind
+
+# (B, H, Hkv, Sq, Sk, Dk, Dv, causal, mask, mask_shape, layout, element): ragged lengths,
+# GQA / MQA, both causal alignments, both mask kinds (broadcast), Dk != Dv, tiny and big heads.
+SMALL = [
+    (1, 2, 2, 17, 33, 16, 16, C.NONE, M.NONE, None, "contiguous", E.BF16),
+    (2, 4, 2, 65, 40, 32, 64, C.TOP_LEFT, M.NONE, None, "bshd", E.F16),
+    (1, 4, 1, 40, 100, 64, 32, C.BOTTOM_RIGHT, M.NONE, None, "strided", E.F32),
+    (1, 2, 2, 1, 130, 24, 24, C.NONE, M.BOOLEAN, (1, 1, 1, 130), "contiguous", E.BF16),
+    (2, 2, 1, 33, 17, 40, 8, C.BOTTOM_RIGHT, M.ADDITIVE, (2, 1, 33, 17), "bshd", E.F64),
+    (1, 2, 2, 100, 1, 16, 16, C.NONE, M.NONE, None, "strided", E.F32),
+    (1, 1, 1, 20, 20, 256, 200, C.TOP_LEFT, M.NONE, None, "contiguous", E.F16),
+    (1, 3, 3, 19, 23, 8, 12, C.TOP_LEFT, M.BOOLEAN, (1, 3, 19, 23), "contiguous", E.F64),
+    (1, 2, 1, 30, 30, 64, 64, C.NONE, M.ADDITIVE, (1, 2, 1, 30), "contiguous", E.BF16),
+    (1, 2, 2, 0, 10, 16, 16, C.NONE, M.NONE, None, "contiguous", E.F32),
+    (1, 2, 2, 9, 0, 16, 16, C.NONE, M.NONE, None, "contiguous", E.F32),
+]
+REAL = [
+    (2, 16, 16, 1000, 1000, 128, 128, C.NONE, M.NONE, None, "contiguous", E.BF16),
+    (2, 16, 4, 1024, 777, 128, 128, C.BOTTOM_RIGHT, M.NONE, None, "bshd", E.BF16),
+    (1, 8, 1, 513, 2048, 64, 64, C.TOP_LEFT, M.NONE, None, "contiguous", E.F16),
+    (1, 4, 4, 300, 300, 256, 256, C.NONE, M.BOOLEAN, (1, 1, 300, 300), "contiguous", E.BF16),
+    (1, 4, 2, 333, 222, 96, 80, C.NONE, M.ADDITIVE, (1, 4, 333, 222), "strided", E.F16),
+    (1, 4, 4, 256, 256, 64, 64, C.TOP_LEFT, M.NONE, None, "contiguous", E.F32),
+    (1, 2, 2, 128, 100, 64, 64, C.NONE, M.NONE, None, "contiguous", E.F64),
+]
+
+
+def _desc(row, cls=SdpaDescriptor):
+    b, h, hkv, sq, sk, dk, dv, causal, mask, mshape, _, el = row
+    return cls(b, h, hkv, sq, sk, dk, dv, 1.0 / math.sqrt(dk), el, causal, mask, mshape)
+
+
+def _tensor(shape, dtype, device, gen, layout, std=1.0):
+    """[B, H, S, D] values; 'bshd' stores them as [B, S, H, D] (the usual activation layout)."""
+    t = randn(shape, dtype, device, gen, std=std)
+    if layout == "bshd":
+        return t.transpose(1, 2).contiguous().transpose(1, 2)
+    if layout == "strided":  # padded outer strides, unit stride on the head dim
+        b, h, s, d = t.shape
+        big = torch.full((b, h + 1, s + 3, d + 5), float("nan"), dtype=t.dtype, device=t.device)
+        view = big[:, 1:, 2:s + 2, :d]
+        view.copy_(t)
+        return view
+    return with_layout(t, layout)
+
+
+def _mask(d, device, gen):
+    if d.mask is M.NONE:
+        return None
+    if d.mask is M.BOOLEAN:
+        m = torch.rand(d.mask_shape, generator=gen) > 0.3
+        if m.shape[2] > 1:
+            m[..., 0, :] = False  # a fully masked row: zeros out, zero gradients
+        return m.to(device)
+    return randn(d.mask_shape, torch.float32, device, gen, std=2.0).to(d.element.torch_dtype)
+
+
+def _ref_kw(d):
+    return {"scale": d.scale, "causal_offset": None if d.causal is C.NONE else d.causal_offset,
+            "mask_is_bool": d.mask is M.BOOLEAN}
+
+
+def _tol(d, factor):
+    return tolerance_for(d.element).scaled(factor if d.element in (E.F16, E.BF16) else 4.0)
+
+
+def _forward_args(d, layout, device, gen):
+    dt = d.element.torch_dtype
+    q = _tensor(d.q_shape, dt, device, gen, layout)
+    k = _tensor(d.k_shape, dt, device, gen, layout)
+    v = _tensor(d.v_shape, dt, device, gen, layout)
+    return q, k, v, _mask(d, device, gen)
+
+
+class SdpaSpec(PlanSpec):
+    plan = SdpaPlan
+
+    def cases(self, scale):
+        for row in SMALL if scale == "small" else REAL:
+            d = _desc(row)
+            layout = row[10]
+
+            def make(device, gen, d=d, layout=layout):
+                q, k, v, mask = _forward_args(d, layout, device, gen)
+                return SdpaArgs(q, k, v, poisoned(d.out_shape, q.dtype, device),
+                                poisoned(d.lse_shape, d.lse_element.torch_dtype, device), mask)
+
+            def expect(a, d=d):
+                out, lse = ref.sdpa_forward(a.q, a.k, a.v, a.mask, **_ref_kw(d))
+                return {"out": out, "lse": lse}
+
+            # lse in f32 is compared at f32-ish accuracy of the half scores it comes from
+            tol = {"out": _tol(d, 1.0), "lse": _tol(d, 1.0)}
+            if d.element in (E.F16, E.BF16):
+                tol["lse"] = tolerance_for(E.F32).scaled(2000.0)
+            yield Case(f"sdpa {row[:7]} {d.causal.value} {d.mask.value} {layout} "
+                       f"{d.element.value}", d, make, expect, tol)
+
+    def malformed_descriptors(self):
+        ok = dict(batch=1, num_heads=4, num_kv_heads=2, query_len=8, key_len=8, head_dim=16,
+                  value_dim=16, scale=0.25, element=E.F16)
+
+        def mk(**kw):
+            return lambda: SdpaDescriptor(**{**ok, **kw})
+        yield Malformed("heads do not divide", mk(num_kv_heads=3), InvalidProblem)
+        yield Malformed("kv heads zero", mk(num_kv_heads=0), InvalidProblem)
+        yield Malformed("head dim 300", mk(head_dim=300), Unsupported)
+        yield Malformed("value dim 0", mk(value_dim=0), Unsupported)
+        yield Malformed("negative length", mk(query_len=-1), InvalidProblem)
+        yield Malformed("scale nan", mk(scale=float("nan")), InvalidProblem)
+        yield Malformed("dropout 1", mk(dropout_p=1.0), InvalidProblem)
+        yield Malformed("integer element", mk(element=E.I32), Unsupported)
+        yield Malformed("bad mask shape", mk(mask=M.BOOLEAN, mask_shape=(1, 3, 8, 8)),
+                        InvalidProblem)
+        yield Malformed("3-d mask shape", mk(mask=M.ADDITIVE, mask_shape=(4, 8, 8)),
+                        InvalidProblem)
+        yield Malformed("mask shape without mask", mk(mask_shape=(1, 1, 8, 8)), InvalidProblem)
+        yield Malformed("causal not a kind", mk(causal=True), InvalidProblem)
+
+    def malformed_args(self, case, device):
+        d = case.desc
+        gen = torch.Generator().manual_seed(5)
+        dt = d.element.torch_dtype
+
+        def fresh(**kw):
+            q, k, v, _ = _forward_args(d, "contiguous", device, gen)
+            base = dict(q=q, k=k, v=v, out=torch.empty(d.out_shape, dtype=dt, device=device),
+                        lse=torch.empty(d.lse_shape, dtype=torch.float32, device=device))
+            base.update({n: f(base) for n, f in kw.items()})
+            return SdpaArgs(**base)
+
+        yield Malformed("q wrong shape", lambda: fresh(q=lambda b: b["q"][:, :1]), InvalidProblem)
+        yield Malformed("k wrong dtype", lambda: fresh(k=lambda b: b["k"].double()),
+                        InvalidProblem)
+        yield Malformed("lse wrong dtype", lambda: fresh(lse=lambda b: b["lse"].half()),
+                        InvalidProblem)
+        yield Malformed("out aliases q",
+                        lambda: fresh(out=lambda b: b["q"][..., :d.value_dim]), InvalidProblem)
+        yield Malformed("unexpected mask",
+                        lambda: fresh(mask=lambda b: torch.ones(1, 1, 1, 1, dtype=torch.bool,
+                                                                device=device)),
+                        InvalidProblem)
+        yield Malformed("head dim not unit stride",
+                        lambda: fresh(v=lambda b: torch.empty(
+                            (*d.v_shape[:3], d.value_dim * 2), dtype=dt,
+                            device=device)[..., ::2]), Unsupported)
+
+    def aot_variants(self):
+        yield from _aot_variants(self.plan)
+
+
+def _aot_variants(plan):
+    """Representative specializations: bf16 at each head-dim tile, f32 and f64 exact paths."""
+    kernels = ({"fwd": sdpa_fwd_kernel} if plan is SdpaPlan
+               else {"dkdv": sdpa_bwd_dkdv_kernel, "dq": sdpa_bwd_dq_kernel})
+    rows = [(E.BF16, 64, False, M.NONE, 0.0), (E.BF16, 128, False, M.NONE, 0.0),
+            (E.BF16, 128, True, M.NONE, 0.0), (E.BF16, 256, False, M.NONE, 0.0),
+            (E.F16, 128, True, M.NONE, 0.0), (E.BF16, 128, True, M.BOOLEAN, 0.1),
+            (E.BF16, 64, False, M.ADDITIVE, 0.0), (E.F32, 128, False, M.NONE, 0.0),
+            (E.F64, 16, False, M.NONE, 0.0), (E.BF16, 256, True, M.ADDITIVE, 0.1),
+            (E.F32, 128, False, M.BOOLEAN, 0.1)]
+    for element, dh, causal, mask, p in rows:
+        d = SdpaDescriptor(1, 1, 1, 4096, 4096, dh, dh, 0.1, element,
+                           C.TOP_LEFT if causal else C.NONE, mask,
+                           None if mask is M.NONE else (1, 1, 4096, 4096), p)
+        for table, kernel in kernels.items():
+            cfg = tile_config(d, table)
+            warps, stages = cfg.pop("num_warps"), cfg.pop("num_stages")
+            const = dict(cfg, **common_constexprs(d, False))
+            const["INTERP"] = False
+            t = "*" + triton_dtype(element.torch_dtype)
+            sig = {}
+            for n in kernel.arg_names:
+                if n in const:
+                    sig[n] = "constexpr"
+                elif n.endswith("_ptr"):
+                    sig[n] = _pointer_type(n, element, mask, t)
+                elif n in ("qk_scale", "qk_lo", "scale", "scale_lo", "p_drop"):
+                    sig[n] = "fp32"
+                else:  # strides < 2**31 arrive as i32, as the JIT passes them
+                    sig[n] = "i32"
+            yield AotVariant(f"{kernel.__name__} {element.value} D={dh} causal={causal} "
+                             f"mask={mask.value} dropout={p}",
+                             kernel, sig, const, num_warps=warps, num_stages=stages)
+
+
+def _pointer_type(name, element, mask, t):
+    if name in ("lse_ptr", "delta_ptr"):
+        return "*fp64" if element is E.F64 else "*fp32"
+    if name == "mask_ptr":
+        return t if mask is M.ADDITIVE else "*u8"
+    return "*i64" if name == "rng_ptr" else t
+
+
+class SdpaBackwardSpec(PlanSpec):
+    plan = SdpaBackwardPlan
+
+    def cases(self, scale):
+        for row in SMALL if scale == "small" else REAL:
+            d = _desc(row, SdpaBackwardDescriptor)
+            layout = row[10]
+
+            def make(device, gen, d=d, layout=layout):
+                q, k, v, mask = _forward_args(d, layout, device, gen)
+                out, lse = ref.sdpa_forward(q, k, v, mask, **_ref_kw(d))
+                dt = q.dtype
+                dout = _tensor(d.out_shape, dt, device, gen, "strided")
+                return SdpaBackwardArgs(
+                    q, k, v, out.to(device, dt), dout, lse.to(device, d.lse_element.torch_dtype),
+                    poisoned(d.q_shape, dt, device), poisoned(d.k_shape, dt, device),
+                    poisoned(d.v_shape, dt, device), mask)
+
+            def expect(a, d=d):
+                dq, dk, dv = ref.sdpa_backward(a.q, a.k, a.v, a.dout, a.mask, **_ref_kw(d))
+                if d.key_len == 1:
+                    # one key: P == 1, so dQ and dK are exactly 0 in exact math and rounding
+                    # noise of delta has no scale to be judged against (tested for smallness
+                    # in tests/families/test_attention.py)
+                    return {"dv": dv}
+                return {"dq": dq, "dk": dk, "dv": dv}
+
+            # halves: P and dS are rounded to the element type before the second dots, as in
+            # every flash kernel (torch's own bf16 flash backward has errors of this size)
+            tol = {n: _tol(d, 3.0) for n in ("dq", "dk", "dv")}
+            yield Case(f"sdpa_bwd {row[:7]} {d.causal.value} {d.mask.value} {layout} "
+                       f"{d.element.value}", d, make, expect, tol)
+
+    def malformed_descriptors(self):
+        yield Malformed("heads do not divide", lambda: SdpaBackwardDescriptor(
+            1, 6, 4, 8, 8, 16, 16, 0.25, E.BF16), InvalidProblem)
+        yield Malformed("mask shape", lambda: SdpaBackwardDescriptor(
+            1, 2, 2, 8, 8, 16, 16, 0.25, E.BF16, mask=M.ADDITIVE, mask_shape=(1, 2, 8, 9)),
+            InvalidProblem)
+
+    def malformed_args(self, case, device):
+        d = case.desc
+        gen = torch.Generator().manual_seed(6)
+        dt = d.element.torch_dtype
+
+        def fresh(**kw):
+            q, k, v, _ = _forward_args(d, "contiguous", device, gen)
+            e = lambda s: torch.empty(s, dtype=dt, device=device)  # noqa: E731
+            base = dict(q=q, k=k, v=v, out=e(d.out_shape), dout=e(d.out_shape),
+                        lse=torch.empty(d.lse_shape, dtype=torch.float32, device=device),
+                        dq=e(d.q_shape), dk=e(d.k_shape), dv=e(d.v_shape))
+            base.update({n: f(base) for n, f in kw.items()})
+            return SdpaBackwardArgs(**base)
+
+        yield Malformed("dk wrong shape", lambda: fresh(dk=lambda b: b["dq"]), InvalidProblem)
+        yield Malformed("dout wrong dtype", lambda: fresh(dout=lambda b: b["dout"].double()),
+                        InvalidProblem)
+        yield Malformed("dq aliases q", lambda: fresh(dq=lambda b: b["q"]), InvalidProblem)
+        yield Malformed("missing lse", lambda: fresh(lse=lambda b: None), InvalidProblem)
+
+    def aot_variants(self):
+        yield from _aot_variants(self.plan)
+
+
+register_spec(SdpaSpec())
+register_spec(SdpaBackwardSpec())
+
+
+# -- benchmarks --------------------------------------------------------------------------------
+@register_bench("attention")
+def attention_benches(quick: bool):
+    from .torch_api import scaled_dot_product_attention as ours_sdpa
+
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    shapes = [(4, 16, 4096, 128, False), (4, 16, 4096, 128, True), (8, 16, 2048, 64, False),
+              (8, 16, 2048, 64, True)]
+    out = []
+    for b, h, s, dh, causal in shapes:
+        flops = 4 * b * h * s * s * dh // (2 if causal else 1)
+        label = f"B={b} H={h} S={s} D={dh}{' causal' if causal else ''} bf16"
+        headline = dh == 128
+
+        def setup(device, b=b, h=h, s=s, dh=dh):
+            mk = lambda: torch.randn(b, h, s, dh, device=device, dtype=torch.bfloat16)  # noqa
+            return {"q": mk(), "k": mk(), "v": mk()}
+
+        def fwbw_setup(device, b=b, h=h, s=s, dh=dh):
+            mk = lambda: torch.randn(b, h, s, dh, device=device, dtype=torch.bfloat16,  # noqa
+                                     requires_grad=True)
+            q = mk()
+            return {"q": q, "k": mk(), "v": mk(), "g": torch.randn_like(q)}
+
+        def fb(fn, causal=causal):
+            def run(q, k, v, g):
+                return torch.autograd.grad(fn(q, k, v, is_causal=causal), (q, k, v), g)
+            return run
+
+        out.append(BenchCase("sdpa fwd", label, setup,
+                             ours=lambda q, k, v, c=causal: ours_sdpa(q, k, v, is_causal=c),
+                             torch_eager=lambda q, k, v, c=causal: sdpa(q, k, v, is_causal=c),
+                             flops=flops, quick=headline))
+        out.append(BenchCase("sdpa fwd+bwd", label, fwbw_setup, ours=fb(ours_sdpa),
+                             torch_eager=fb(sdpa), flops=int(3.5 * flops), quick=headline))
+    return out
+
+
+from . import spec_rope  # noqa: E402,F401  - registers the RoPE / KV-cache specs

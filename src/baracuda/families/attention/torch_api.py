@@ -1,0 +1,172 @@
+"""torch.nn.functional.scaled_dot_product_attention on SdpaPlan (differentiable through
+SdpaBackwardPlan), and a rotary-embedding function on RopePlan."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ...core.errors import Unsupported
+from ...frontends.torch.factory import define_op, run_plan
+from .descriptors import (
+    CausalKind,
+    MaskKind,
+    SdpaArgs,
+    SdpaBackwardArgs,
+    SdpaBackwardDescriptor,
+    SdpaDescriptor,
+)
+from .plans import SdpaBackwardPlan, SdpaPlan
+from .torch_rope import apply_rotary_emb
+
+__all__ = ["scaled_dot_product_attention", "apply_rotary_emb"]
+
+_CAUSAL = (CausalKind.NONE, CausalKind.TOP_LEFT, CausalKind.BOTTOM_RIGHT)
+
+
+def _desc(cls, q, k, v, mask, dropout_p: float, causal: int, scale: float):
+    kind = MaskKind.NONE
+    if mask is not None:
+        kind = MaskKind.BOOLEAN if mask.dtype == torch.bool else MaskKind.ADDITIVE
+    b, h, sq, dk = q.shape
+    return cls(b, h, k.shape[1], sq, k.shape[2], dk, v.shape[3], float(scale), q.dtype,
+               _CAUSAL[causal], kind, None if mask is None else tuple(mask.shape),
+               float(dropout_p))
+
+
+def _lse_dtype(q):
+    return torch.float64 if q.dtype == torch.float64 else torch.float32
+
+
+def _fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
+         rng: torch.Tensor | None, dropout_p: float, causal: int,
+         scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+    out = q.new_empty((*q.shape[:3], v.shape[3]))
+    lse = q.new_empty(q.shape[:3], dtype=_lse_dtype(q))
+    desc = _desc(SdpaDescriptor, q, k, v, mask, dropout_p, causal, scale)
+    run_plan(SdpaPlan, desc, SdpaArgs(q, k, v, out, lse, mask, rng))
+    return out, lse
+
+
+def _fwd_fake(q, k, v, mask, rng, dropout_p, causal, scale):
+    return (q.new_empty((*q.shape[:3], v.shape[3])),
+            q.new_empty(q.shape[:3], dtype=_lse_dtype(q)))
+
+
+def _bwd(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+         out: torch.Tensor, lse: torch.Tensor, mask: torch.Tensor | None,
+         rng: torch.Tensor | None, dropout_p: float, causal: int,
+         scale: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    desc = _desc(SdpaBackwardDescriptor, q, k, v, mask, dropout_p, causal, scale)
+    run_plan(SdpaBackwardPlan, desc,
+             SdpaBackwardArgs(q, k, v, out, _unit_last(dout), lse, dq, dk, dv, mask, rng))
+    return dq, dk, dv
+
+
+def _bwd_fake(dout, q, k, v, out, lse, mask, rng, dropout_p, causal, scale):
+    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+
+
+_sdpa_bwd = define_op("sdpa_backward", _bwd, _bwd_fake)
+
+
+def _setup(ctx, inputs, output):
+    q, k, v, mask, rng, dropout_p, causal, scale = inputs
+    out, lse = output
+    ctx.save_for_backward(q, k, v, out, lse, mask, rng)
+    ctx.params = (dropout_p, causal, scale)
+    ctx.mark_non_differentiable(lse)
+
+
+def _autograd(ctx, dout, _dlse):
+    q, k, v, out, lse, mask, rng = ctx.saved_tensors
+    dq, dk, dv = _sdpa_bwd(dout, q, k, v, out, lse, mask, rng, *ctx.params)
+    return dq, dk, dv, None, None, None, None, None
+
+
+_sdpa_fwd = define_op("sdpa", _fwd, _fwd_fake, backward=_autograd, setup_context=_setup)
+
+
+def _unit_last(t: torch.Tensor) -> torch.Tensor:
+    """The kernels need a unit-stride head dim; other layouts (an expanded gradient, a
+    transposed view) are packed once here, as torch's fused kernels do."""
+    return t if t.shape[-1] <= 1 or t.stride(-1) == 1 else t.contiguous()
+
+
+def _to4d(t: torch.Tensor) -> torch.Tensor:
+    if t.dim() == 4:
+        return t
+    if t.dim() == 3:
+        return t.unsqueeze(1)
+    if t.dim() == 2:
+        return t[None, None]
+    return t.reshape(-1, *t.shape[-3:])
+
+
+def _mask_and_causal(attn_mask, is_causal: bool, q, k):
+    """(mask or None, causal index) from torch's attn_mask / is_causal / CausalBias."""
+    causal = 1 if is_causal else 0
+    if attn_mask is None:
+        return None, causal
+    try:
+        from torch.nn.attention.bias import CausalBias, CausalVariant
+    except ImportError:  # pragma: no cover - older torch
+        CausalBias = None
+    if CausalBias is not None and isinstance(attn_mask, CausalBias):
+        lower_right = attn_mask.variant == CausalVariant.LOWER_RIGHT
+        return None, 2 if lower_right else 1
+    if attn_mask.dtype != torch.bool and attn_mask.dtype != q.dtype:
+        raise RuntimeError(
+            "Expected attn_mask dtype to be bool or float or to match query dtype, but got "
+            f"attn_mask.dtype: {attn_mask.dtype} and  query.dtype: {q.dtype} instead.")
+    full = (*q.shape[:-1], k.shape[-2])
+    try:
+        mask = torch.broadcast_to(attn_mask, full)  # stride-0 view, no copy
+    except RuntimeError as exc:
+        raise RuntimeError(f"scaled_dot_product_attention: attn_mask of shape "
+                           f"{tuple(attn_mask.shape)} is not broadcastable to {full}") from exc
+    return _to4d(mask), causal
+
+
+def scaled_dot_product_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                                 attn_mask: torch.Tensor | None = None, dropout_p: float = 0.0,
+                                 is_causal: bool = False, scale: float | None = None,
+                                 enable_gqa: bool = False) -> torch.Tensor:
+    """torch.nn.functional.scaled_dot_product_attention on SdpaPlan; differentiable in
+    query, key and value. attn_mask may also be a torch.nn.attention.bias.CausalBias
+    (causal_upper_left / causal_lower_right). Dropout draws a (seed, offset) pair from torch's
+    generator, so torch.manual_seed makes it reproducible; the backward replays it exactly."""
+    if query.dim() < 2 or key.dim() != query.dim() or value.dim() != query.dim():
+        raise RuntimeError(f"scaled_dot_product_attention: query, key and value must have the "
+                           f"same rank >= 2, got {query.dim()}, {key.dim()}, {value.dim()}")
+    if key.shape[-1] != query.shape[-1]:
+        raise RuntimeError(f"scaled_dot_product_attention: query and key head dims differ: "
+                           f"{query.shape[-1]} vs {key.shape[-1]}")
+    if key.shape[-2] != value.shape[-2]:
+        raise RuntimeError(f"scaled_dot_product_attention: key and value lengths differ: "
+                           f"{key.shape[-2]} vs {value.shape[-2]}")
+    if query.dim() >= 3:
+        hq, hk, hv = query.shape[-3], key.shape[-3], value.shape[-3]
+        if hk != hv:
+            raise RuntimeError(f"scaled_dot_product_attention: key and value head counts "
+                               f"differ: {hk} vs {hv}")
+        if hq != hk and not enable_gqa:
+            raise RuntimeError(f"The size of tensor a ({hq}) must match the size of tensor b "
+                               f"({hk}) at non-singleton dimension {query.dim() - 3}")
+        if enable_gqa and hq % hk:
+            raise RuntimeError("Number of heads in key and value must divide the number of "
+                               f"heads in query, got {hk} and {hq}")
+    if attn_mask is not None and attn_mask.requires_grad and torch.is_grad_enabled():
+        raise Unsupported("scaled_dot_product_attention: a gradient for attn_mask is not "
+                          "implemented; pass attn_mask.detach()")
+    mask, causal = _mask_and_causal(attn_mask, is_causal, query, key)
+    if scale is None:
+        scale = 1.0 / math.sqrt(query.shape[-1]) if query.shape[-1] else 1.0
+    rng = None
+    if dropout_p > 0.0:
+        rng = torch.randint(0, 2**62, (2,), dtype=torch.int64, device=query.device)
+    q, k, v = (_unit_last(_to4d(t)) for t in (query, key, value))
+    out, _ = _sdpa_fwd(q, k, v, mask, rng, float(dropout_p), causal, float(scale))
+    return out.reshape(*query.shape[:-1], value.shape[-1])

@@ -1,0 +1,104 @@
+"""Time tile-table candidates of the flash kernels on a GPU (run by hand on an H100):
+
+    python -m baracuda.families.attention.tune_gpu [seconds]
+
+Prints one line per (pass, shape, tile) with TFLOP/s, so the tables in plans.py can be
+chosen from measurements. Not imported by the package.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+
+import torch
+
+
+def _bench(fn, reps: int = 20) -> float:
+    fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(reps):
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) / reps / 1e3
+
+
+def main(budget_s: float = 100.0) -> None:
+    from . import plans as P
+    from .descriptors import (
+        CausalKind,
+        SdpaArgs,
+        SdpaBackwardArgs,
+        SdpaBackwardDescriptor,
+        SdpaDescriptor,
+    )
+    from .plans import SdpaBackwardPlan, SdpaPlan
+
+    t_end = time.time() + budget_s
+    trials = {
+        "fwd": [(64, 64, 4, 3), (64, 64, 4, 4), (128, 64, 8, 3)],
+        "dkdv": [(32, 64, 8, 3), (32, 32, 4, 3), (32, 64, 4, 3), (32, 128, 4, 3),
+                 (64, 64, 8, 3)],
+        "dq": [(64, 64, 4, 2), (64, 64, 4, 3), (64, 32, 4, 3)],
+    }
+    dev = torch.device("cuda")
+    for b, h, s, dh in ((4, 16, 4096, 128), (8, 16, 2048, 64)):
+        for causal in (False, True):
+            ck = CausalKind.TOP_LEFT if causal else CausalKind.NONE
+            d = SdpaDescriptor(b, h, h, s, s, dh, dh, 1 / math.sqrt(dh), torch.bfloat16, ck)
+            db = SdpaBackwardDescriptor(b, h, h, s, s, dh, dh, 1 / math.sqrt(dh),
+                                        torch.bfloat16, ck)
+            mk = lambda: torch.randn(b, h, s, dh, device=dev, dtype=torch.bfloat16)  # noqa
+            q, k, v, o, do = mk(), mk(), mk(), mk(), mk()
+            lse = torch.empty(b, h, s, device=dev)
+            dq, dk, dv = mk(), mk(), mk()
+            fl = 4 * b * h * s * s * dh / (2 if causal else 1)
+            fplan, bplan = SdpaPlan.select(d), SdpaBackwardPlan.select(db)
+            ws = torch.empty(bplan.workspace_size(), dtype=torch.uint8, device=dev)
+            fa = SdpaArgs(q, k, v, o, lse)
+            fplan.run(fa)
+            ba = SdpaBackwardArgs(q, k, v, o, do, lse, dq, dk, dv)
+            for table, configs in trials.items():
+                tab = {"fwd": P._FWD, "dkdv": P._DKDV, "dq": P._DQ}[table]
+                key = ("half", max(64, dh))
+                orig = tab[key]
+                for cfg in configs:
+                    if time.time() > t_end:
+                        print("budget spent", flush=True)
+                        tab[key] = orig
+                        return
+                    tab[key] = cfg
+                    try:
+                        if table == "fwd":
+                            sec = _bench(lambda fplan=fplan, fa=fa: fplan.run(fa))
+                            rate = fl / sec / 1e12
+                        else:
+                            sec = _bench(lambda p=bplan, a=ba, w=ws: p.run(a, workspace=w))
+                            rate = 2.5 * fl / sec / 1e12
+                        print(f"{table} B={b} H={h} S={s} D={dh} causal={causal} {cfg} "
+                              f"{sec * 1e3:.3f} ms {rate:.0f} TFLOP/s", flush=True)
+                    except Exception as exc:  # noqa: BLE001 - a failing tile is a result too
+                        print(f"{table} D={dh} {cfg} failed: {str(exc)[:120]}", flush=True)
+                tab[key] = orig
+    report_resources()
+
+
+def report_resources() -> None:
+    """Registers / spills / shared memory of every kernel the JIT compiled in this process
+    (the real specialization, which the AOT check only approximates)."""
+    from .kernels import sdpa_bwd_dkdv_kernel, sdpa_bwd_dq_kernel, sdpa_fwd_kernel
+
+    for kern in (sdpa_fwd_kernel, sdpa_bwd_dkdv_kernel, sdpa_bwd_dq_kernel):
+        for caches in kern.device_caches.values():
+            for key, ck in caches[0].items():
+                print(f"{kern.__name__} warps={ck.metadata.num_warps} regs={ck.n_regs} "
+                      f"spills={ck.n_spills} shared={ck.metadata.shared} key={str(key)[-260:]}",
+                      flush=True)
+
+
+if __name__ == "__main__":
+    main(float(sys.argv[1]) if len(sys.argv) > 1 else 100.0)
