@@ -256,15 +256,21 @@ class Plan:
         return bool(outs) and all(t.numel() == 0 for t in outs.values())
 
     def run_trusted(self, args: Args, workspace: torch.Tensor | None) -> None:
-        """For frontends that built the descriptor from these very tensors and allocated the
-        outputs themselves (so shapes, dtypes and output overlap hold by construction): only
-        the device rule is checked, then the kernel launches on torch's current stream."""
-        devices = {t.device for t in args.tensors().values()}
+        """For frontends that allocated the outputs themselves: every check of `can_implement`
+        runs (device, shapes, dtypes, the candidate's stride rules) except the output
+        overlap/aliasing scan, which holds by construction for fresh outputs. This keeps the
+        eager overhead per call low; the public `run` keeps the full contract."""
+        who = type(self).__name__
+        tensors = args.tensors()
+        devices = {t.device for t in tensors.values()}
         if len(devices) > 1 or any(d.type != "cuda" for d in devices):
-            V.check_one_device(type(self).__name__, args.tensors(),
-                               allow_cpu=interpreter_active())
-        if not self.is_empty(args):
-            self.candidate.launch(self.desc, args, workspace)
+            V.check_one_device(who, tensors, allow_cpu=interpreter_active())
+        self.check_args(args)
+        self.candidate.can_implement(self.desc, args)
+        if self.is_empty(args):
+            return
+        V.check_workspace(who, workspace, self._workspace)
+        self.candidate.launch(self.desc, args, workspace)
 
     def run(self, args: Args, workspace: torch.Tensor | None = None, stream: Any = None) -> None:
         self.can_implement(args)

@@ -1,10 +1,16 @@
-"""Softmax kernels: one forward and one backward source; kind, layout and pass structure are
-constexprs.
+"""Softmax kernels: one forward and one backward source; kind, dtype and pass structure are
+constexprs (MODE):
 
-Each program owns ROWS lines along the softmax axis. A line that fits in one block (SINGLE)
-is read once, reduced in registers and written; a longer line takes an online max/sum pass
-(per-lane running max and sum, so no cross-lane reduction inside the loop) and a second pass
-that re-reads it (from L2 for lines of moderate length).
+- MODE 0, TILE: each program owns ROWS whole lines as a [ROWS, BLOCK] register tile: read
+  once, reduced in registers, written once (lines up to the single-block limit).
+- MODE 1, LOOP: one program per line, longer than a block: an online max/sum pass (per-lane
+  running max and sum, no cross-lane reduction inside the loop) and a second pass that
+  re-reads the line backwards, so that the blocks read last come from L2.
+- MODE 2 / 3, SPLIT: very long lines (or too few lines to fill the GPU) are cut into BLOCK-wide
+  chunks, one program each. MODE 2 writes each chunk's partial (max, sum) — backward: partial
+  dot — to the workspace; MODE 3 merges a line's partials in a fixed order (deterministic) and
+  writes its chunk. MODE 3 walks the chunks in reverse launch order so that the chunks MODE 2
+  read last are still in L2.
 """
 
 from __future__ import annotations
@@ -14,110 +20,180 @@ import triton.language as tl
 
 from ...backends.triton_support import line_offset
 
+TILE, LOOP, SPLIT_STATS, SPLIT_WRITE = 0, 1, 2, 3
+
+
+@triton.jit
+def _merge_max_sum(m_vec, s_vec, AXIS: tl.constexpr):
+    """Combine per-lane (max, sum of exp relative to that max) pairs; lanes at -inf hold 0."""
+    m = tl.max(m_vec, AXIS)
+    if AXIS == 0:
+        scaled = tl.where(m_vec > -float("inf"), s_vec * tl.exp(m_vec - m), 0.0)
+    else:
+        scaled = tl.where(m_vec > -float("inf"), s_vec * tl.exp(m_vec - m[:, None]), 0.0)
+    s = tl.sum(scaled, AXIS)
+    return m, tl.where(m == -float("inf"), float("nan"), s)  # all -inf line: NaN, as torch
+
 
 @triton.jit
 def softmax_fwd_kernel(
-    x_ptr, y_ptr, n_rows, N,
+    x_ptr, y_ptr, ws_ptr, n_rows, N, n_chunks,
     S1, S2, S3,
     xs0, xs1, xs2, xs3, xsn,
     ys0, ys1, ys2, ys3, ysn,
-    LOG: tl.constexpr, ACC: tl.constexpr, BLOCK: tl.constexpr, SINGLE: tl.constexpr,
-    ROWS: tl.constexpr,
+    LOG: tl.constexpr, ACC: tl.constexpr, BLOCK: tl.constexpr, MODE: tl.constexpr,
+    ROWS: tl.constexpr, PARTS: tl.constexpr, WIDE: tl.constexpr,
 ):
     pid = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
-    for r in tl.static_range(ROWS):
-        row = pid * ROWS + r
-        row_ok = row < n_rows
+    if WIDE:  # offsets past 2**31 elements along the line: 64-bit column indices
+        cols = cols.to(tl.int64)
+    NEG: tl.constexpr = -float("inf")
+    if MODE == 0:
+        rows = pid * ROWS + tl.arange(0, ROWS)
+        x_off = line_offset(rows, S1, S2, S3, xs0, xs1, xs2, xs3)
+        y_off = line_offset(rows, S1, S2, S3, ys0, ys1, ys2, ys3)
+        mask = (rows < n_rows)[:, None] & (cols < N)[None, :]
+        x = tl.load(x_ptr + x_off[:, None] + cols[None, :] * xsn, mask=mask, other=NEG).to(ACC)
+        m = tl.max(x, 1)
+        e = tl.exp(x - m[:, None])  # an all -inf line gives NaN here, as torch does
+        s = tl.sum(e, 1)
+        if LOG:
+            y = x - (m + tl.log(s))[:, None]
+        else:
+            y = e * (1.0 / s)[:, None]
+        tl.store(y_ptr + y_off[:, None] + cols[None, :] * ysn, y.to(y_ptr.dtype.element_ty),
+                 mask=mask)
+    elif MODE == 1:
+        x_row = x_ptr + line_offset(pid, S1, S2, S3, xs0, xs1, xs2, xs3)
+        y_row = y_ptr + line_offset(pid, S1, S2, S3, ys0, ys1, ys2, ys3)
+        m_vec = tl.full([BLOCK], NEG, ACC)
+        s_vec = tl.zeros([BLOCK], ACC)
+        for start in range(0, N, BLOCK):
+            c = start + cols
+            x = tl.load(x_row + c * xsn, mask=c < N, other=NEG).to(ACC)
+            m_new = tl.maximum(m_vec, x)
+            alive = m_new > NEG  # lanes still at -inf keep s = 0 (avoids -inf - -inf = NaN)
+            s_vec = s_vec * tl.where(alive, tl.exp(m_vec - m_new), 1.0) + tl.where(
+                alive, tl.exp(x - m_new), 0.0)
+            m_vec = m_new
+        m, s = _merge_max_sum(m_vec, s_vec, 0)
+        inv = 1.0 / s
+        shift = m + tl.log(s)
+        last = ((N - 1) // BLOCK) * BLOCK
+        for i in range(0, N, BLOCK):
+            c = (last - i) + cols  # backwards: the blocks read last are likeliest in L2
+            x = tl.load(x_row + c * xsn, mask=c < N, other=NEG).to(ACC)
+            if LOG:
+                y = x - shift
+            else:
+                y = tl.exp(x - m) * inv
+            tl.store(y_row + c * ysn, y.to(y_ptr.dtype.element_ty), mask=c < N)
+    elif MODE == 2:
+        row = pid // n_chunks
+        c = (pid % n_chunks) * BLOCK + cols
+        x_row = x_ptr + line_offset(row, S1, S2, S3, xs0, xs1, xs2, xs3)
+        x = tl.load(x_row + c * xsn, mask=c < N, other=NEG).to(ACC)
+        m = tl.max(x, 0)
+        s = tl.sum(tl.exp(x - m), 0)
+        s = tl.where(m == NEG, 0.0, s)
+        tl.store(ws_ptr + 2 * pid, m)
+        tl.store(ws_ptr + 2 * pid + 1, s)
+    else:
+        p = n_rows * n_chunks - 1 - pid
+        row = p // n_chunks
+        j = tl.arange(0, PARTS)
+        part = ws_ptr + 2 * (row * n_chunks + j)
+        m_p = tl.load(part, mask=j < n_chunks, other=NEG)
+        s_p = tl.load(part + 1, mask=j < n_chunks, other=0.0)
+        m, s = _merge_max_sum(m_p, s_p, 0)
+        c = (p % n_chunks) * BLOCK + cols
         x_row = x_ptr + line_offset(row, S1, S2, S3, xs0, xs1, xs2, xs3)
         y_row = y_ptr + line_offset(row, S1, S2, S3, ys0, ys1, ys2, ys3)
-        if SINGLE:
-            mask = (cols < N) & row_ok
-            x = tl.load(x_row + cols * xsn, mask=mask, other=-float("inf")).to(ACC)
-            m = tl.max(x, 0)
-            e = tl.exp(x - m)
-            s = tl.sum(e, 0)
-            if LOG:
-                y = x - m - tl.log(s)
-            else:
-                y = e * (1.0 / s)
-            tl.store(y_row + cols * ysn, y.to(y_ptr.dtype.element_ty), mask=mask)
+        x = tl.load(x_row + c * xsn, mask=c < N, other=NEG).to(ACC)
+        if LOG:
+            y = x - (m + tl.log(s))
         else:
-            m_vec = tl.full([BLOCK], -float("inf"), ACC)
-            s_vec = tl.zeros([BLOCK], ACC)
-            for start in range(0, N, BLOCK):
-                c = start + cols
-                mask = (c < N) & row_ok
-                x = tl.load(x_row + c * xsn, mask=mask, other=-float("inf")).to(ACC)
-                m_new = tl.maximum(m_vec, x)
-                # lanes still at -inf keep s = 0 (avoids -inf - -inf = NaN)
-                alive = m_new > -float("inf")
-                scale = tl.where(alive, tl.exp(m_vec - m_new), 1.0)
-                add = tl.where(alive, tl.exp(x - m_new), 0.0)
-                s_vec = s_vec * scale + add
-                m_vec = m_new
-            m = tl.max(m_vec, 0)
-            s = tl.sum(tl.where(m_vec > -float("inf"), s_vec * tl.exp(m_vec - m), 0.0), 0)
-            s = tl.where(m == -float("inf"), float("nan"), s)  # all -inf line: NaN, as torch
-            inv = 1.0 / s
-            log_s = tl.log(s)
-            for start in range(0, N, BLOCK):
-                c = start + cols
-                mask = (c < N) & row_ok
-                x = tl.load(x_row + c * xsn, mask=mask, other=-float("inf")).to(ACC)
-                if LOG:
-                    y = x - m - log_s
-                else:
-                    y = tl.exp(x - m) * inv
-                tl.store(y_row + c * ysn, y.to(y_ptr.dtype.element_ty), mask=mask)
+            y = tl.exp(x - m) * (1.0 / s)
+        tl.store(y_row + c * ysn, y.to(y_ptr.dtype.element_ty), mask=c < N)
 
 
 @triton.jit
 def softmax_bwd_kernel(
-    dy_ptr, y_ptr, dx_ptr, n_rows, N,
+    dy_ptr, y_ptr, dx_ptr, ws_ptr, n_rows, N, n_chunks,
     S1, S2, S3,
     gs0, gs1, gs2, gs3, gsn,
     ys0, ys1, ys2, ys3, ysn,
     ds0, ds1, ds2, ds3, dsn,
-    LOG: tl.constexpr, ACC: tl.constexpr, BLOCK: tl.constexpr, SINGLE: tl.constexpr,
-    ROWS: tl.constexpr,
+    LOG: tl.constexpr, ACC: tl.constexpr, BLOCK: tl.constexpr, MODE: tl.constexpr,
+    ROWS: tl.constexpr, PARTS: tl.constexpr, WIDE: tl.constexpr,
 ):
+    """softmax dx = y (dy - sum(y dy)); log_softmax dx = dy - exp(y) sum(dy)."""
     pid = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
-    for r in tl.static_range(ROWS):
-        row = pid * ROWS + r
-        row_ok = row < n_rows
+    if WIDE:  # offsets past 2**31 elements along the line: 64-bit column indices
+        cols = cols.to(tl.int64)
+    if MODE == 0:
+        rows = pid * ROWS + tl.arange(0, ROWS)
+        g_off = line_offset(rows, S1, S2, S3, gs0, gs1, gs2, gs3)
+        y_off = line_offset(rows, S1, S2, S3, ys0, ys1, ys2, ys3)
+        d_off = line_offset(rows, S1, S2, S3, ds0, ds1, ds2, ds3)
+        mask = (rows < n_rows)[:, None] & (cols < N)[None, :]
+        g = tl.load(dy_ptr + g_off[:, None] + cols[None, :] * gsn, mask=mask, other=0.0).to(ACC)
+        y = tl.load(y_ptr + y_off[:, None] + cols[None, :] * ysn, mask=mask, other=0.0).to(ACC)
+        if LOG:
+            dx = g - tl.exp(y) * tl.sum(g, 1)[:, None]
+        else:
+            dx = y * (g - tl.sum(y * g, 1)[:, None])
+        tl.store(dx_ptr + d_off[:, None] + cols[None, :] * dsn, dx.to(dx_ptr.dtype.element_ty),
+                 mask=mask)
+    else:
+        if MODE == 1:
+            row = pid
+        elif MODE == 2:
+            row = pid // n_chunks
+        else:
+            p = n_rows * n_chunks - 1 - pid
+            row = p // n_chunks
         g_row = dy_ptr + line_offset(row, S1, S2, S3, gs0, gs1, gs2, gs3)
         y_row = y_ptr + line_offset(row, S1, S2, S3, ys0, ys1, ys2, ys3)
         d_row = dx_ptr + line_offset(row, S1, S2, S3, ds0, ds1, ds2, ds3)
-        if SINGLE:
-            mask = (cols < N) & row_ok
-            g = tl.load(g_row + cols * gsn, mask=mask, other=0.0).to(ACC)
-            y = tl.load(y_row + cols * ysn, mask=mask, other=0.0).to(ACC)
-            if LOG:
-                dx = g - tl.exp(y) * tl.sum(g, 0)
-            else:
-                dx = y * (g - tl.sum(y * g, 0))
-            tl.store(d_row + cols * dsn, dx.to(dx_ptr.dtype.element_ty), mask=mask)
-        else:
+        if MODE == 1:
             acc = tl.zeros([BLOCK], ACC)
             for start in range(0, N, BLOCK):
                 c = start + cols
-                mask = (c < N) & row_ok
-                g = tl.load(g_row + c * gsn, mask=mask, other=0.0).to(ACC)
+                g = tl.load(g_row + c * gsn, mask=c < N, other=0.0).to(ACC)
                 if LOG:
                     acc += g
                 else:
-                    y = tl.load(y_row + c * ysn, mask=mask, other=0.0).to(ACC)
-                    acc += y * g
+                    acc += tl.load(y_row + c * ysn, mask=c < N, other=0.0).to(ACC) * g
             total = tl.sum(acc, 0)
-            for start in range(0, N, BLOCK):
-                c = start + cols
-                mask = (c < N) & row_ok
-                g = tl.load(g_row + c * gsn, mask=mask, other=0.0).to(ACC)
-                y = tl.load(y_row + c * ysn, mask=mask, other=0.0).to(ACC)
+            last = ((N - 1) // BLOCK) * BLOCK
+            for i in range(0, N, BLOCK):
+                c = (last - i) + cols  # backwards: the blocks read last are likeliest in L2
+                g = tl.load(g_row + c * gsn, mask=c < N, other=0.0).to(ACC)
+                y = tl.load(y_row + c * ysn, mask=c < N, other=0.0).to(ACC)
                 if LOG:
                     dx = g - tl.exp(y) * total
                 else:
                     dx = y * (g - total)
-                tl.store(d_row + c * dsn, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+                tl.store(d_row + c * dsn, dx.to(dx_ptr.dtype.element_ty), mask=c < N)
+        elif MODE == 2:
+            c = (pid % n_chunks) * BLOCK + cols
+            g = tl.load(g_row + c * gsn, mask=c < N, other=0.0).to(ACC)
+            if LOG:
+                part = tl.sum(g, 0)
+            else:
+                part = tl.sum(tl.load(y_row + c * ysn, mask=c < N, other=0.0).to(ACC) * g, 0)
+            tl.store(ws_ptr + pid, part)
+        else:
+            j = tl.arange(0, PARTS)
+            total = tl.sum(tl.load(ws_ptr + row * n_chunks + j, mask=j < n_chunks, other=0.0), 0)
+            c = (p % n_chunks) * BLOCK + cols
+            g = tl.load(g_row + c * gsn, mask=c < N, other=0.0).to(ACC)
+            y = tl.load(y_row + c * ysn, mask=c < N, other=0.0).to(ACC)
+            if LOG:
+                dx = g - tl.exp(y) * total
+            else:
+                dx = y * (g - total)
+            tl.store(d_row + c * dsn, dx.to(dx_ptr.dtype.element_ty), mask=c < N)

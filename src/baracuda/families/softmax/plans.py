@@ -7,10 +7,12 @@ dx = dy - exp(y) sum(dy).
 **Dtypes / shape**: {f32, f16, bf16, f64}, rank 1..8, any axis, any non-negative strides
 (outer dims collapsed on the host). f16/bf16 compute in f32, f64 in f64.
 
-**Workspace**: none.
+**Workspace**: none, except for lines split into chunks (very long lines, or long lines too
+few to fill the GPU): one (max, sum) pair (forward) or one partial dot (backward) per chunk.
 
 **Precision**: deterministic and bit-stable on the same hardware: each line is reduced by one
-program in a fixed order; no atomics.
+program in a fixed order, or (split lines) per chunk and then over the chunks' partials in a
+fixed order through the workspace; no atomics.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 import torch
 import triton.language as tl
 
-from ...backends.triton_support import next_pow2, outer_launch_groups
+from ...backends.triton_support import MAX_OUTER_DIMS, next_pow2, outer_launch_groups
 from ...core import validate as V
 from ...core.layout import axis_view
 from ...core.plan import Candidate, Plan
@@ -31,22 +33,69 @@ from .descriptors import (
     SoftmaxDescriptor,
     SoftmaxKind,
 )
-from .kernels import softmax_bwd_kernel, softmax_fwd_kernel
+from .kernels import (
+    LOOP,
+    SPLIT_STATS,
+    SPLIT_WRITE,
+    TILE,
+    softmax_bwd_kernel,
+    softmax_fwd_kernel,
+)
 
-#: Longest line held in registers in one pass; longer lines loop over blocks of this size.
+#: Longest line held in registers in one pass (TILE); longer lines LOOP or SPLIT.
 MAX_SINGLE_BLOCK = 16384
-LOOP_BLOCK = 4096
+#: LOOP: 8192-wide blocks with 16 warps measured best on H100 at [1024, 65536].
+LOOP_BLOCK = 8192
+#: Lines at least this long are cut into chunks (SPLIT) ...
+SPLIT_MIN = 131072
+#: ... and so are lines longer than a block when there are too few of them to fill the GPU.
+SPLIT_FEW_ROWS = 256
+SPLIT_BLOCK = 4096
 
 
-def launch_config(extent: int, element: ElementKind) -> dict:
-    """Tile table: block width, single pass or loop, warps and lines per program."""
-    single = extent <= MAX_SINGLE_BLOCK
-    block = next_pow2(extent) if single else LOOP_BLOCK
-    if element is ElementKind.F64:
-        block = min(block, 8192) if not single else block
-    warps = 4 if block <= 1024 else 8 if block <= 4096 else 16
-    rows = 4 if block <= 256 else 2 if block <= 512 else 1
-    return {"BLOCK": block, "SINGLE": single, "ROWS": rows, "num_warps": warps}
+def launch_config(extent: int, element: ElementKind, rows: int = 1 << 20,
+                  backward: bool = False) -> dict:
+    """Tile table: MODE (kernels.TILE / LOOP / SPLIT_*), block, warps, lines per program.
+    Set from an H100 sweep (softmax/tune.py): see PERF_NOTES.md."""
+    f64 = element is ElementKind.F64
+    limit = MAX_SINGLE_BLOCK // (2 if f64 else 1)
+    if extent <= limit:
+        block = next_pow2(extent)
+        # short lines: several per program so each program moves >= ~8 KB
+        rows_per = max(1, min(16, 4096 // block)) if block <= 2048 else 1
+        elems = block * rows_per
+        warps = 4 if elems <= 1024 else 8 if elems <= 4096 else 16
+        return {"MODE": TILE, "BLOCK": block, "ROWS": rows_per, "num_warps": warps, "PARTS": 1}
+    if extent >= SPLIT_MIN or rows <= SPLIT_FEW_ROWS:
+        block = SPLIT_BLOCK // (2 if f64 else 1)
+        parts = next_pow2(triton_cdiv(extent, block))
+        return {"MODE": SPLIT_STATS, "BLOCK": block, "ROWS": 1, "num_warps": 8,
+                "PARTS": parts}
+    # backward keeps two lines' blocks live: half the block (8 warps) to stay unspilled
+    block = LOOP_BLOCK // (2 if f64 else 1) // (2 if backward else 1)
+    return {"MODE": LOOP, "BLOCK": block, "ROWS": 1, "num_warps": 8 if backward else 16,
+            "PARTS": 1}
+
+
+def workspace_bytes(desc) -> int:
+    """SPLIT keeps per-chunk partials: (max, sum) forward, one dot backward."""
+    shape = desc.input_shape
+    extent = shape[desc.axis]
+    rows = 1
+    for i, d in enumerate(shape):
+        if i != desc.axis:
+            rows *= d
+    cfg = launch_config(extent, desc.element, rows, desc_is_backward(desc))
+    if cfg["MODE"] != SPLIT_STATS or rows == 0:
+        return 0
+    per = 2 if not desc_is_backward(desc) else 1
+    acc = 8 if desc.element is ElementKind.F64 else 4
+    # groups of outer dims are launched one after another and reuse the same partials
+    return rows * triton_cdiv(extent, cfg["BLOCK"]) * per * acc
+
+
+def desc_is_backward(desc) -> bool:
+    return isinstance(desc, SoftmaxBackwardDescriptor)
 
 
 def _acc(element: ElementKind):
@@ -82,25 +131,62 @@ class SoftmaxBackwardPlan(Plan):
             V.check_tensor(who, name, getattr(args, name), d.input_shape, d.element)
 
 
-def _launch(kernel, desc, tensors: list[torch.Tensor]) -> None:
-    axis = desc.axis
-    view = axis_view(desc.input_shape, tensors, axis)
-    cfg = launch_config(view.extent, desc.element)
+#: Lines whose element offsets can pass 2**31 get 64-bit column indices (WIDE).
+WIDE_LIMIT = 2**31
+
+#: (kernel, desc, strides) -> launches; eager calls repeat the same few layouts, and the
+#: host-side layout work is a visible share of a ~40 us call on short problems.
+_STEPS: dict = {}
+
+
+def _steps(kernel, desc, tensors, cfg):
+    """[(tensors or None, grid, int args, mode, constexprs)] for one call."""
+    view = axis_view(desc.input_shape, tensors, desc.axis)
+    cfg = dict(cfg or launch_config(view.extent, desc.element, view.rows,
+                                    desc_is_backward(desc)))
     rows_per_prog = cfg.pop("ROWS")
     warps = cfg.pop("num_warps")
+    mode = cfg.pop("MODE")
+    wide = view.extent * max(abs(s) for s in view.axis_strides) >= WIDE_LIMIT
+    common = dict(LOG=desc.kind is SoftmaxKind.LOG_SOFTMAX, ACC=_acc(desc.element),
+                  ROWS=rows_per_prog, num_warps=warps, WIDE=wide, **cfg)
+    single = len(view.outer_shape) <= MAX_OUTER_DIMS
+    out = []
     for group, shape, strides in outer_launch_groups(view, tensors):
         n_rows = 1
-        for s in shape:
-            n_rows *= s
+        for d in shape:
+            n_rows *= d
         stride_args = []
         for k, st in enumerate(strides):
             stride_args += [*st, view.axis_strides[k]]
-        grid = (triton_cdiv(n_rows, rows_per_prog),)
-        kernel[grid](
-            *group, n_rows, view.extent, *shape[1:], *stride_args,
-            LOG=desc.kind is SoftmaxKind.LOG_SOFTMAX, ACC=_acc(desc.element),
-            ROWS=rows_per_prog, num_warps=warps, **cfg,
-        )
+        n_chunks = triton_cdiv(view.extent, cfg["BLOCK"])
+        ints = (n_rows, view.extent, n_chunks, *shape[1:], *stride_args)
+        views = None if single else group
+        if mode == SPLIT_STATS:
+            grid = (n_rows * n_chunks,)
+            out += [(views, grid, ints, m, common) for m in (SPLIT_STATS, SPLIT_WRITE)]
+        else:
+            out.append((views, (triton_cdiv(n_rows, rows_per_prog),), ints, mode, common))
+    return out, single
+
+
+def _launch(kernel, desc, tensors: list[torch.Tensor], workspace, cfg: dict | None = None) -> None:
+    key = (kernel, desc, *(t.stride() for t in tensors)) if cfg is None else None
+    steps = _STEPS.get(key) if key is not None else None
+    if steps is None:
+        steps, cacheable = _steps(kernel, desc, tensors, cfg)
+        if key is not None and cacheable:
+            if len(_STEPS) > 4096:
+                _STEPS.clear()
+            _STEPS[key] = steps
+    if workspace is None:
+        ws = tensors[-1]  # never dereferenced: only split launches read the workspace
+    else:
+        acc_t = torch.float64 if desc.element is ElementKind.F64 else torch.float32
+        n = workspace.numel() // acc_t.itemsize
+        ws = workspace.view(torch.uint8)[: n * acc_t.itemsize].view(acc_t)
+    for views, grid, ints, mode, common in steps:
+        kernel[grid](*(tensors if views is None else views), ws, *ints, MODE=mode, **common)
 
 
 def triton_cdiv(a: int, b: int) -> int:
@@ -115,8 +201,11 @@ class TritonSoftmaxForward(Candidate):
         V.check_nonnegative_strides(type(self).__name__, "x", args.x)
         V.check_nonnegative_strides(type(self).__name__, "y", args.y)
 
+    def workspace_size(self, desc) -> int:
+        return workspace_bytes(desc)
+
     def launch(self, desc, args, workspace) -> None:
-        _launch(softmax_fwd_kernel, desc, [args.x, args.y])
+        _launch(softmax_fwd_kernel, desc, [args.x, args.y], workspace)
 
 
 @register_candidate(SoftmaxBackwardPlan)
@@ -127,5 +216,8 @@ class TritonSoftmaxBackward(Candidate):
         for n in ("dy", "y", "dx"):
             V.check_nonnegative_strides(type(self).__name__, n, getattr(args, n))
 
+    def workspace_size(self, desc) -> int:
+        return workspace_bytes(desc)
+
     def launch(self, desc, args, workspace) -> None:
-        _launch(softmax_bwd_kernel, desc, [args.dy, args.y, args.dx])
+        _launch(softmax_bwd_kernel, desc, [args.dy, args.y, args.dx], workspace)

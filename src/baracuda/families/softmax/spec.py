@@ -20,7 +20,7 @@ from .descriptors import (
     SoftmaxDescriptor,
     SoftmaxKind,
 )
-from .kernels import softmax_bwd_kernel, softmax_fwd_kernel
+from .kernels import SPLIT_STATS, SPLIT_WRITE, softmax_bwd_kernel, softmax_fwd_kernel
 from .plans import SoftmaxBackwardPlan, SoftmaxPlan, launch_config
 
 FLOATS = (ElementKind.F32, ElementKind.F16, ElementKind.BF16, ElementKind.F64)
@@ -33,7 +33,8 @@ SMALL = [
     ((6, 33), -1, "transposed", "all_neg_inf_row"),
     ((4, 50), 1, "contiguous", "constant_rows"),
     ((2, 0, 5), 2, "contiguous", None),
-    ((2, 20000), 1, "contiguous", "neg_inf"),  # looped (online) path
+    ((2, 20000), 1, "contiguous", "neg_inf"),  # few long lines: split path
+    ((3, 140000), 1, "contiguous", "all_neg_inf_row"),  # very long lines: split path
     ((2, 1, 3, 2, 2, 1, 2, 5), 3, "transposed", None),  # rank 8, many outer dims
     ((7,), 0, "broadcast", None),
 ]
@@ -99,11 +100,10 @@ class SoftmaxSpec(PlanSpec):
         good = lambda: randn(shape, dt, device, torch.Generator().manual_seed(1))
         wrong_shape = tuple(s + 1 for s in shape)
         other = torch.float64 if dt != torch.float64 else torch.float32
-        yield Malformed("y wrong shape",
-                        lambda: SoftmaxArgs(good(), torch.empty(wrong_shape, dtype=dt, device=device)),
+        empty = lambda s: torch.empty(s, dtype=dt, device=device)  # noqa: E731
+        yield Malformed("y wrong shape", lambda: SoftmaxArgs(good(), empty(wrong_shape)),
                         InvalidProblem)
-        yield Malformed("x wrong dtype",
-                        lambda: SoftmaxArgs(good().to(other), torch.empty(shape, dtype=dt, device=device)),
+        yield Malformed("x wrong dtype", lambda: SoftmaxArgs(good().to(other), empty(shape)),
                         InvalidProblem)
         yield Malformed("y aliases x", lambda: (lambda x: SoftmaxArgs(x, x))(good()),
                         InvalidProblem)
@@ -111,15 +111,25 @@ class SoftmaxSpec(PlanSpec):
 
     def aot_variants(self):
         for element, extent in itertools.product((ElementKind.BF16, ElementKind.F32),
-                                                  (1024, 4096, 16384, 65536)):
-            cfg = launch_config(extent, element)
-            warps = cfg.pop("num_warps")
+                                                  (1024, 4096, 16384, 65536, 262144)):
             t = "*" + triton_dtype(element.torch_dtype)
             for kernel, ptrs in ((softmax_fwd_kernel, ("x_ptr", "y_ptr")),
                                  (softmax_bwd_kernel, ("dy_ptr", "y_ptr", "dx_ptr"))):
-                const = dict(cfg, LOG=False, ACC=_acc_name(element))
-                yield AotVariant.auto(f"{kernel.__name__} {element.value} N={extent}", kernel,
-                                      {p: t for p in ptrs}, const, num_warps=warps)
+                cfg = launch_config(extent, element, rows=4096,
+                                    backward=kernel is softmax_bwd_kernel)
+                warps = cfg.pop("num_warps")
+                modes = [cfg.pop("MODE")]
+                if modes[0] == SPLIT_STATS:
+                    modes.append(SPLIT_WRITE)
+                for mode in modes:
+                    sig = {p: t for p in ptrs}
+                    sig["ws_ptr"] = "*fp32"
+                    const = dict(cfg, MODE=mode, LOG=False, ACC=_acc_name(element), WIDE=False)
+                    sig.update({n: "i64" for n in kernel.arg_names
+                                if n not in sig and n not in const})
+                    sig.update({n: "constexpr" for n in const})
+                    yield AotVariant(f"{kernel.__name__} {element.value} N={extent} mode={mode}",
+                                     kernel, sig, const, num_warps=warps)
 
 
 def _acc_name(element):
@@ -172,6 +182,7 @@ register_spec(SoftmaxBackwardSpec())
 
 
 BENCH_SHAPES = [(32768, 1024), (16384, 4096), (4096, 16384), (1024, 65536), (256, 262144)]
+QUICK_FWBW = (1024, 16384, 65536)  # line lengths whose fwd+bwd is in the quick set (<= 8 cases)
 
 
 @register_bench("softmax")
@@ -205,5 +216,27 @@ def softmax_benches(quick: bool):
 
             out.append(BenchCase("softmax fwd+bwd", label, fwbw_setup, ours=ours_fb,
                                  torch_eager=torch_fb, bytes=5 * nbytes,
-                                 quick=dtype == torch.bfloat16))
+                                 quick=dtype == torch.bfloat16 and shape[1] in QUICK_FWBW))
+            out.append(BenchCase("log_softmax fwd", label, setup,
+                                 ours=lambda x, dy: log_softmax(x, -1),
+                                 torch_eager=lambda x, dy: torch.log_softmax(x, -1),
+                                 bytes=2 * nbytes, quick=False))
+
+            def bwd_setup(device, shape=shape, dtype=dtype):
+                y = torch.softmax(torch.randn(shape, device=device, dtype=torch.float32), -1)
+                return {"y": y.to(dtype), "dy": torch.randn(shape, device=device, dtype=dtype)}
+
+            # backward alone: the op behind autograd (dy + y read, dx written)
+            out.append(BenchCase("softmax bwd", label, bwd_setup,
+                                 ours=lambda y, dy: _softmax_backward_op(dy, y, y.dim() - 1,
+                                                                         False),
+                                 torch_eager=lambda y, dy: torch._softmax_backward_data(
+                                     dy, y, y.dim() - 1, y.dtype),
+                                 bytes=3 * nbytes, quick=False))
     return out
+
+
+def _softmax_backward_op(dy, y, dim, log):
+    from .torch_api import _softmax_backward
+
+    return _softmax_backward(dy, y, dim, log)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import torch
@@ -25,10 +26,17 @@ def _as_lines(t: torch.Tensor) -> torch.Tensor:
     return t.reshape(1) if t.dim() == 0 else t
 
 
+@functools.lru_cache(maxsize=1024)
+def _desc(cls, log: bool, shape: tuple, dim: int, dtype: torch.dtype):
+    """Descriptors are frozen and normalized on construction: build each once (eager calls
+    repeat a few shapes, and the construction is a visible share of the per-call cost)."""
+    return cls(_KIND[log], shape, dim, dtype)
+
+
 def _forward(x: torch.Tensor, dim: int, log: bool) -> torch.Tensor:
     y = torch.empty_like(x)
     xl, yl = _as_lines(x), _as_lines(y)
-    desc = SoftmaxDescriptor(_KIND[log], tuple(xl.shape), dim, x.dtype)
+    desc = _desc(SoftmaxDescriptor, log, tuple(xl.shape), dim, x.dtype)
     run_plan(SoftmaxPlan, desc, SoftmaxArgs(x=xl, y=yl))
     return y
 
@@ -40,7 +48,7 @@ def _forward_fake(x: torch.Tensor, dim: int, log: bool) -> torch.Tensor:
 def _backward_impl(dy: torch.Tensor, y: torch.Tensor, dim: int, log: bool) -> torch.Tensor:
     dx = torch.empty_like(y)
     dyl, yl, dxl = _as_lines(dy), _as_lines(y), _as_lines(dx)
-    desc = SoftmaxBackwardDescriptor(_KIND[log], tuple(yl.shape), dim, y.dtype)
+    desc = _desc(SoftmaxBackwardDescriptor, log, tuple(yl.shape), dim, y.dtype)
     run_plan(SoftmaxBackwardPlan, desc, SoftmaxBackwardArgs(dy=dyl, y=yl, dx=dxl))
     return dx
 

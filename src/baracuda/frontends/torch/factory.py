@@ -26,9 +26,8 @@ def run_plan(plan_cls: type[Plan], desc: Descriptor, args: Args,
     """Select (cached per descriptor), size the workspace from torch's allocator, run.
 
     Frontends may allocate (torch's caching allocator is graph-safe); plans never do. The
-    caller built `desc` from the argument tensors and allocated the outputs, so the plan's
-    shape/dtype/overlap checks hold by construction and only the device rule is re-checked
-    (`Plan.run_trusted`): this keeps the eager overhead per call low.
+    caller allocated the outputs, so only the output-overlap scan is skipped
+    (`Plan.run_trusted`); device, shape, dtype and stride rules are checked on every call.
     """
     plan = plan_cls.select(desc, preference)
     n = plan.workspace_size()

@@ -1,0 +1,253 @@
+"""torch.nn.functional.cross_entropy / nll_loss on baracuda plans, differentiable.
+
+cross_entropy runs CrossEntropyLossFusedPlan when a backward is certain to follow (the input
+requires grad under grad mode, reduction mean or sum): the forward then reads the logits once
+and writes the loss and the gradient for a unit upstream gradient; the backward only rescales
+that gradient in place when the upstream gradient is not 1 (a device-side check, no sync).
+Otherwise the forward plan runs and the backward recomputes the softmax from the logits.
+Gradients flow to the input only (targets and weights are treated as constants).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.nn import _reduction as _Reduction
+
+from ...frontends.torch.factory import define_op, run_plan
+from .descriptors import (
+    CrossEntropyLossArgs,
+    CrossEntropyLossBackwardArgs,
+    CrossEntropyLossBackwardDescriptor,
+    CrossEntropyLossDescriptor,
+    CrossEntropyLossFusedArgs,
+    NllLossArgs,
+    NllLossBackwardArgs,
+    NllLossBackwardDescriptor,
+    NllLossDescriptor,
+)
+from .kernels import scale_unless_one_kernel
+from .plans import (
+    CrossEntropyLossBackwardPlan,
+    CrossEntropyLossFusedPlan,
+    CrossEntropyLossPlan,
+    NllLossBackwardPlan,
+    NllLossPlan,
+)
+
+__all__ = ["cross_entropy", "nll_loss"]
+
+
+def _run(plan_cls, desc, args) -> None:
+    """Targets and weights come from the caller, not from construction: check them against
+    the descriptor (typed errors) before the trusted launch path of run_plan."""
+    plan_cls.select(desc).check_args(args)
+    run_plan(plan_cls, desc, args)
+
+
+def _ce_desc(cls, input, target, weight, reduction, ignore_index, label_smoothing):
+    return cls(tuple(input.shape), input.dtype, target.dtype, reduction, weight is not None,
+               ignore_index, label_smoothing)
+
+
+def _loss_like(input: torch.Tensor, target: torch.Tensor, reduction: str) -> torch.Tensor:
+    if reduction != "none" or input.dim() == 0:  # rank 0 is refused by the descriptor
+        return input.new_empty(())
+    shape = list(input.shape)
+    del shape[1 if input.dim() >= 2 else 0]
+    return input.new_empty(shape)
+
+
+# -- cross_entropy ---------------------------------------------------------------------------
+def _ce_forward(input: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None,
+                reduction: str, ignore_index: int, label_smoothing: float) -> torch.Tensor:
+    loss = _loss_like(input, target, reduction)
+    desc = _ce_desc(CrossEntropyLossDescriptor, input, target, weight, reduction, ignore_index,
+                    label_smoothing)
+    _run(CrossEntropyLossPlan, desc, CrossEntropyLossArgs(input, target, weight, loss))
+    return loss
+
+
+def _ce_forward_fake(input, target, weight, reduction, ignore_index, label_smoothing):
+    return _loss_like(input, target, reduction)
+
+
+def _ce_backward(grad: torch.Tensor, input: torch.Tensor, target: torch.Tensor,
+                 weight: torch.Tensor | None, reduction: str, ignore_index: int,
+                 label_smoothing: float) -> torch.Tensor:
+    dx = torch.empty_like(input, memory_format=torch.contiguous_format)
+    desc = _ce_desc(CrossEntropyLossBackwardDescriptor, input, target, weight, reduction,
+                    ignore_index, label_smoothing)
+    _run(CrossEntropyLossBackwardPlan, desc,
+             CrossEntropyLossBackwardArgs(grad, input, target, weight, dx))
+    return dx
+
+
+def _ce_backward_fake(grad, input, target, weight, reduction, ignore_index, label_smoothing):
+    return torch.empty_like(input, memory_format=torch.contiguous_format)
+
+
+_ce_bwd_op = define_op("cross_entropy_backward", _ce_backward, _ce_backward_fake)
+
+
+def _ce_setup(ctx, inputs, output):
+    input, target, weight, *params = inputs
+    ctx.save_for_backward(input, target, weight)
+    ctx.params = params
+
+
+def _ce_autograd(ctx, grad):
+    input, target, weight = ctx.saved_tensors
+    return _ce_bwd_op(grad, input, target, weight, *ctx.params), None, None, None, None, None
+
+
+_ce_op = define_op("cross_entropy", _ce_forward, _ce_forward_fake, backward=_ce_autograd,
+                   setup_context=_ce_setup)
+
+
+def _ce_fused(input: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None,
+              reduction: str, ignore_index: int,
+              label_smoothing: float) -> tuple[torch.Tensor, torch.Tensor]:
+    loss = _loss_like(input, target, reduction)
+    dx = torch.empty_like(input, memory_format=torch.contiguous_format)
+    desc = _ce_desc(CrossEntropyLossDescriptor, input, target, weight, reduction, ignore_index,
+                    label_smoothing)
+    _run(CrossEntropyLossFusedPlan, desc,
+             CrossEntropyLossFusedArgs(input, target, weight, loss, dx))
+    return loss, dx
+
+
+def _ce_fused_fake(input, target, weight, reduction, ignore_index, label_smoothing):
+    return (_loss_like(input, target, reduction),
+            torch.empty_like(input, memory_format=torch.contiguous_format))
+
+
+def _scale_grad(grad_input: torch.Tensor, grad_loss: torch.Tensor) -> None:
+    """grad_input *= grad_loss (a scalar) in place; no memory traffic when grad_loss == 1."""
+    n = grad_input.numel()
+    if n == 0:
+        return
+    if not grad_input.is_contiguous():  # never for the fused op's own output
+        grad_input.mul_(grad_loss)
+        return
+    block = 4096
+    scale_unless_one_kernel[((n + block - 1) // block,)](
+        grad_input.view(-1), grad_loss.to(grad_input.dtype).reshape(1), n, BLOCK=block,
+        num_warps=8)
+
+
+def _scale_grad_fake(grad_input, grad_loss) -> None:
+    return None
+
+
+_scale_grad_op = define_op("cross_entropy_scale_grad_", _scale_grad, _scale_grad_fake,
+                           mutates_args=("grad_input",))
+
+
+def _traced(t: torch.Tensor) -> bool:
+    """Under torch.compile / aot tracing tensors are fake or functional wrappers."""
+    return type(t) is not torch.Tensor
+
+
+def _fused_setup(ctx, inputs, output):
+    input, target, weight, *params = inputs
+    dx = output[1]
+    ctx.mark_non_differentiable(dx)
+    ctx.params = params
+    ctx.traced = _traced(dx)
+    if ctx.traced:
+        # graphs stay functional: the backward is dx * grad_loss (the compiler may fuse it)
+        ctx.save_for_backward(input, target, weight, dx)
+        return
+    ctx.save_for_backward(input, target, weight)
+    # eager: kept as an attribute, not saved, so the first backward may rescale it in place
+    # and hand it on without a copy
+    ctx.dx = dx
+
+
+def _fused_autograd(ctx, grad_loss, _grad_dx):
+    nones = (None,) * 5
+    if ctx.traced:
+        input, target, weight, dx = ctx.saved_tensors
+        return dx * grad_loss, *nones
+    input, target, weight = ctx.saved_tensors
+    dx, ctx.dx = ctx.dx, None
+    if dx is None:
+        # a second backward through the same graph (retain_graph=True): the first one gave
+        # its gradient away, so recompute from the logits
+        return _ce_bwd_op(grad_loss, input, target, weight, *ctx.params), *nones
+    _scale_grad_op(dx, grad_loss)
+    return dx, *nones
+
+
+_ce_fused_op = define_op("cross_entropy_fused", _ce_fused, _ce_fused_fake,
+                         backward=_fused_autograd, setup_context=_fused_setup)
+
+
+def cross_entropy(input: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None = None,
+                  size_average: bool | None = None, ignore_index: int = -100,
+                  reduce: bool | None = None, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> torch.Tensor:
+    """torch.nn.functional.cross_entropy on CrossEntropyLoss plans; differentiable in input."""
+    if size_average is not None or reduce is not None:
+        reduction = _Reduction.legacy_get_string(size_average, reduce)
+    args = (input, target, weight, reduction, int(ignore_index), float(label_smoothing))
+    if (torch.is_grad_enabled() and input.requires_grad and reduction in ("mean", "sum")):
+        return _ce_fused_op(*args)[0]
+    return _ce_op(*args)
+
+
+# -- nll_loss --------------------------------------------------------------------------------
+def _nll_forward(input: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None,
+                 reduction: str, ignore_index: int) -> torch.Tensor:
+    loss = _loss_like(input, target, reduction)
+    desc = NllLossDescriptor(tuple(input.shape), input.dtype, target.dtype, reduction,
+                             weight is not None, ignore_index)
+    _run(NllLossPlan, desc, NllLossArgs(input, target, weight, loss))
+    return loss
+
+
+def _nll_forward_fake(input, target, weight, reduction, ignore_index):
+    return _loss_like(input, target, reduction)
+
+
+def _nll_backward(grad: torch.Tensor, input: torch.Tensor, target: torch.Tensor,
+                  weight: torch.Tensor | None, reduction: str,
+                  ignore_index: int) -> torch.Tensor:
+    dx = torch.empty_like(input, memory_format=torch.contiguous_format)
+    desc = NllLossBackwardDescriptor(tuple(input.shape), input.dtype, target.dtype, reduction,
+                                     weight is not None, ignore_index)
+    _run(NllLossBackwardPlan, desc, NllLossBackwardArgs(grad, target, weight, dx))
+    return dx
+
+
+def _nll_backward_fake(grad, input, target, weight, reduction, ignore_index):
+    return torch.empty_like(input, memory_format=torch.contiguous_format)
+
+
+_nll_bwd_op = define_op("nll_loss_backward", _nll_backward, _nll_backward_fake)
+
+
+def _nll_setup(ctx, inputs, output):
+    input, target, weight, *params = inputs
+    # only the shape and dtype of input are needed; a meta-like empty view would do, but
+    # saving input keeps the op functional under torch.compile
+    ctx.save_for_backward(input, target, weight)
+    ctx.params = params
+
+
+def _nll_autograd(ctx, grad):
+    input, target, weight = ctx.saved_tensors
+    return _nll_bwd_op(grad, input, target, weight, *ctx.params), None, None, None, None
+
+
+_nll_op = define_op("nll_loss", _nll_forward, _nll_forward_fake, backward=_nll_autograd,
+                    setup_context=_nll_setup)
+
+
+def nll_loss(input: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None = None,
+             size_average: bool | None = None, ignore_index: int = -100,
+             reduce: bool | None = None, reduction: str = "mean") -> torch.Tensor:
+    """torch.nn.functional.nll_loss on NllLoss plans; differentiable in input."""
+    if size_average is not None or reduce is not None:
+        reduction = _Reduction.legacy_get_string(size_average, reduce)
+    return _nll_op(input, target, weight, reduction, int(ignore_index))

@@ -1,0 +1,171 @@
+"""Softmax family: the torch frontend (softmax / log_softmax against torch, gradcheck in f64,
+opcheck, torch.compile, error parity, strided / empty / 0-d inputs) and each pass structure
+(tile, loop, split) on the interpreter."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import baracuda as bc
+from baracuda.families.softmax import plans as P
+from baracuda.families.softmax import torch_api as bt
+from baracuda.families.softmax.kernels import LOOP, SPLIT_STATS, TILE
+from conftest import DEVICE, ON_GPU
+
+F64 = dict(dtype=torch.float64, device=DEVICE)
+
+
+def _x(*shape, dtype=torch.float64, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(*shape, generator=g, dtype=torch.float64) * 2).to(DEVICE, dtype)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("shape,dim", [((5, 37), -1), ((4, 6, 3), 1), ((7,), 0), ((3, 2, 5), 0)])
+def test_forward_backward_match_torch(name, shape, dim):
+    x = _x(*shape)
+    xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
+    ya = getattr(bt, name)(xa, dim)
+    yb = getattr(torch.nn.functional, name)(xb, dim)
+    torch.testing.assert_close(ya, yb)
+    g = torch.randn_like(yb)
+    torch.testing.assert_close(torch.autograd.grad(ya, xa, g)[0],
+                               torch.autograd.grad(yb, xb, g)[0])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_half_and_float_inputs(dtype):
+    x = _x(6, 100, dtype=dtype)
+    torch.testing.assert_close(bt.softmax(x, 1), torch.softmax(x.float(), 1).to(dtype))
+    torch.testing.assert_close(bt.log_softmax(x, 1, dtype=torch.float32),
+                               torch.log_softmax(x, 1, dtype=torch.float32))
+
+
+@pytest.mark.parametrize("mode,shape,patch", [
+    (TILE, (3, 300), {}),
+    (LOOP, (3, 20001), {"SPLIT_FEW_ROWS": 0}),  # few rows would split; force the loop
+    (SPLIT_STATS, (2, 20003), {}),
+])
+def test_each_pass_structure(monkeypatch, mode, shape, patch):
+    for k, v in patch.items():
+        monkeypatch.setattr(P, k, v)
+    assert P.launch_config(shape[1], bc.ElementKind.F32, shape[0])["MODE"] == mode
+    x = _x(*shape, dtype=torch.float32)
+    x[0, ::5] = -float("inf")
+    for log in (False, True):
+        kind = bc.SoftmaxKind.LOG_SOFTMAX if log else bc.SoftmaxKind.SOFTMAX
+        y = torch.full_like(x, float("nan"))
+        plan = bc.SoftmaxPlan.select(bc.SoftmaxDescriptor(kind, shape, 1, x.dtype))
+        ws = torch.empty(plan.workspace_size(), dtype=torch.uint8, device=DEVICE)
+        plan.run(bc.SoftmaxArgs(x, y), workspace=ws)
+        want = torch.log_softmax(x.double(), 1) if log else torch.softmax(x.double(), 1)
+        torch.testing.assert_close(y.double(), want, rtol=2e-5, atol=2e-6)
+        dy = torch.randn_like(x)
+        dx = torch.full_like(x, float("nan"))
+        bplan = bc.SoftmaxBackwardPlan.select(bc.SoftmaxBackwardDescriptor(kind, shape, 1, x.dtype))
+        ws = torch.empty(bplan.workspace_size(), dtype=torch.uint8, device=DEVICE)
+        bplan.run(bc.SoftmaxBackwardArgs(dy, y, dx), workspace=ws)
+        yd, gd = y.double(), dy.double()
+        ref = gd - torch.exp(yd) * gd.sum(1, keepdim=True) if log else \
+            yd * (gd - (yd * gd).sum(1, keepdim=True))
+        torch.testing.assert_close(dx.double(), ref, rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_gradcheck_f64(name):
+    x = _x(3, 7).requires_grad_()
+    assert torch.autograd.gradcheck(lambda x: getattr(bt, name)(x, 1), (x,), fast_mode=True)
+
+
+def test_opcheck():
+    x = _x(4, 9).requires_grad_()
+    torch.library.opcheck(torch.ops.baracuda.softmax, (x, 1, False))
+    torch.library.opcheck(torch.ops.baracuda.softmax, (x, 0, True))
+    y = torch.softmax(x.detach(), 1)
+    torch.library.opcheck(torch.ops.baracuda.softmax_backward, (torch.randn_like(y), y, 1, False))
+
+
+def test_torch_compile_fullgraph():
+    x = _x(5, 11).requires_grad_()
+    f = torch.compile(lambda x: bt.log_softmax(bt.softmax(x, -1) * 3, 0), fullgraph=True,
+                      backend="aot_eager")
+    out = f(x)
+    out.sum().backward()
+    xr = x.detach().clone().requires_grad_()
+    ref = torch.log_softmax(torch.softmax(xr, -1) * 3, 0)
+    ref.sum().backward()
+    torch.testing.assert_close(out, ref)
+    torch.testing.assert_close(x.grad, xr.grad)
+
+
+def test_strided_empty_and_scalar():
+    base = _x(8, 12)
+    xt = base.t()  # softmax along a strided axis
+    torch.testing.assert_close(bt.softmax(xt, 1), torch.softmax(xt, 1))
+    xs = base[::2, 1::3]
+    torch.testing.assert_close(bt.log_softmax(xs, 0), torch.log_softmax(xs, 0))
+    e = torch.empty(0, 5, **F64)
+    assert bt.softmax(e, 1).shape == (0, 5)
+    s = torch.tensor(3.0, **F64)
+    torch.testing.assert_close(bt.softmax(s, 0), torch.softmax(s, 0))
+    torch.testing.assert_close(bt.log_softmax(s, -1), torch.log_softmax(s, -1))
+
+
+def test_all_neg_inf_row_is_nan_like_torch():
+    x = _x(3, 10)
+    x[1] = -float("inf")
+    got, want = bt.softmax(x, 1), torch.softmax(x, 1)
+    assert torch.isnan(got[1]).all() and torch.isnan(want[1]).all()
+    torch.testing.assert_close(got[[0, 2]], want[[0, 2]])
+
+
+def test_error_parity_and_legacy_dim():
+    x = _x(3, 4)
+    with pytest.raises(IndexError):
+        torch.softmax(x, 2)
+    with pytest.raises(IndexError):
+        bt.softmax(x, 2)
+    with pytest.warns(UserWarning):
+        got = bt.softmax(x)
+    with pytest.warns(UserWarning):
+        want = torch.nn.functional.softmax(x)
+    torch.testing.assert_close(got, want)
+
+
+def test_descriptor_errors_are_typed():
+    K = bc.SoftmaxKind.SOFTMAX
+    with pytest.raises(bc.InvalidProblem):
+        bc.SoftmaxPlan.select(bc.SoftmaxDescriptor(K, (4, 8), 5, torch.float32))
+    with pytest.raises(bc.Unsupported):
+        bc.SoftmaxPlan.select(bc.SoftmaxDescriptor(K, (4, 8), 1, torch.int32))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_GPU, reason="needs a CUDA device")
+@pytest.mark.parametrize("shape", [(2, 1048576), (300, 40000), (1024, 65536)])
+def test_long_rows_gpu(shape):
+    x = torch.randn(shape, device="cuda", dtype=torch.bfloat16) * 4
+    x.requires_grad_()
+    y = bt.softmax(x, -1)
+    torch.testing.assert_close(y.float(), torch.softmax(x.float(), -1), rtol=2e-2, atol=1e-6)
+    dy = torch.randn_like(y)
+    (dx,) = torch.autograd.grad(y, x, dy)
+    yf = y.float()
+    ref = yf * (dy.float() - (yf * dy.float()).sum(-1, keepdim=True))
+    torch.testing.assert_close(dx.float(), ref, rtol=2e-2, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode_shape", [(3, 300), (2, 20003)])
+def test_wide_offsets_variant(monkeypatch, mode_shape):
+    # 64-bit column offsets (lines whose offsets pass 2**31): forced on a small problem
+    monkeypatch.setattr(P, "WIDE_LIMIT", 0)
+    monkeypatch.setattr(P, "_STEPS", {})
+    x = _x(mode_shape[1], mode_shape[0], dtype=torch.float32).t()  # strided softmax axis
+    torch.testing.assert_close(bt.softmax(x, 1), torch.softmax(x, 1))
+    xg = x.detach().clone().requires_grad_()
+    y = bt.log_softmax(xg, 1)
+    (g,) = torch.autograd.grad(y, xg, torch.ones_like(y))
+    xr = x.detach().clone().requires_grad_()
+    (gr,) = torch.autograd.grad(torch.log_softmax(xr, 1), xr, torch.ones_like(y))
+    torch.testing.assert_close(g, gr)
