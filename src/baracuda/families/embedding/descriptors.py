@@ -1,0 +1,119 @@
+"""Embedding descriptors and args (torch.nn.functional.embedding semantics)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import torch
+
+from ...core import validate as V
+from ...core.plan import Args, Descriptor
+from ...core.vocab import FLOAT_KINDS, INDEX_KINDS, ElementKind
+from ..segment.descriptors import MAX_ROWS
+
+
+def _int(who: str, name: str, value, lo: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < lo:
+        raise V.InvalidProblem(f"{who}: {name} must be an int >= {lo}, got {value!r}")
+    return value
+
+
+def validate_embedding_desc(desc, who: str) -> None:
+    for name in ("element", "index_element"):
+        if not isinstance(getattr(desc, name), ElementKind):
+            raise V.InvalidProblem(f"{who}: {name} must be an ElementKind, "
+                                   f"got {getattr(desc, name)!r}")
+    v = _int(who, "num_embeddings", desc.num_embeddings)
+    _int(who, "embedding_dim", desc.embedding_dim)
+    t = _int(who, "num_tokens", desc.num_tokens)
+    if v > MAX_ROWS or t > MAX_ROWS:
+        raise V.Unsupported(f"{who}: num_embeddings and num_tokens must be <= {MAX_ROWS}, "
+                            f"got {v} and {t}")
+    p = desc.padding_idx
+    if p is not None and (isinstance(p, bool) or not isinstance(p, int) or not 0 <= p < max(v, 1)):
+        raise V.InvalidProblem(f"{who}: padding_idx must be None or in [0, num_embeddings="
+                               f"{v}), got {p!r}")
+    V.check_element(who, "element", desc.element, sorted(FLOAT_KINDS, key=lambda k: k.value))
+    V.check_element(who, "index_element", desc.index_element,
+                    sorted(INDEX_KINDS, key=lambda k: k.value))
+
+
+@dataclass(frozen=True)
+class EmbeddingDescriptor(Descriptor):
+    """out[t] = weight[indices[t]]: weight [num_embeddings, embedding_dim], indices [num_tokens].
+
+    padding_idx (normalized to [0, num_embeddings) or None) only affects the backward.
+    """
+
+    num_embeddings: int
+    embedding_dim: int
+    num_tokens: int
+    element: ElementKind
+    index_element: ElementKind = ElementKind.I64
+    padding_idx: int | None = None
+
+    def validate(self, who: str) -> None:
+        validate_embedding_desc(self, who)
+
+
+@dataclass(frozen=True)
+class EmbeddingBackwardDescriptor(EmbeddingDescriptor):
+    """grad_weight[v] = sum of grad_out[t] over indices[t] == v (v != padding_idx), divided by
+    that count when scale_grad_by_freq."""
+
+    scale_grad_by_freq: bool = False
+
+    def validate(self, who: str) -> None:
+        validate_embedding_desc(self, who)
+        if not isinstance(self.scale_grad_by_freq, bool):
+            raise V.InvalidProblem(f"{who}: scale_grad_by_freq must be a bool, "
+                                   f"got {self.scale_grad_by_freq!r}")
+
+
+@dataclass
+class EmbeddingArgs(Args):
+    weight: torch.Tensor
+    indices: torch.Tensor
+    out: torch.Tensor
+    OUTPUTS: ClassVar[tuple[str, ...]] = ("out",)
+
+
+@dataclass
+class EmbeddingBackwardArgs(Args):
+    grad_out: torch.Tensor
+    indices: torch.Tensor
+    grad_weight: torch.Tensor
+    OUTPUTS: ClassVar[tuple[str, ...]] = ("grad_weight",)
+
+
+@dataclass(frozen=True)
+class EmbeddingRenormDescriptor(Descriptor):
+    """torch.embedding_renorm_: rows of weight named by indices whose norm_type-norm exceeds
+    max_norm are rescaled in place to max_norm / (norm + 1e-7) times themselves."""
+
+    num_embeddings: int
+    embedding_dim: int
+    num_tokens: int
+    element: ElementKind
+    index_element: ElementKind = ElementKind.I64
+    max_norm: float = 1.0
+    norm_type: float = 2.0
+    padding_idx: int | None = None
+
+    def validate(self, who: str) -> None:
+        validate_embedding_desc(self, who)
+        V.check_positive(who, "max_norm", self.max_norm)
+        nt = self.norm_type
+        if isinstance(nt, bool) or not isinstance(nt, (int, float)) or not (
+                nt > 0 or nt == float("inf")):
+            raise V.InvalidProblem(f"{who}: norm_type must be > 0 (or inf), got {nt!r}")
+
+
+@dataclass
+class EmbeddingRenormArgs(Args):
+    """weight is updated in place (it is the output)."""
+
+    indices: torch.Tensor
+    weight: torch.Tensor
+    OUTPUTS: ClassVar[tuple[str, ...]] = ("weight",)

@@ -1,0 +1,187 @@
+"""EmbeddingPlan (row gather), EmbeddingBackwardPlan (deterministic sort-based sum) and
+EmbeddingRenormPlan (max_norm)."""
+
+from __future__ import annotations
+
+import torch
+import triton.language as tl
+
+from ...backends.triton_support import INTERPRET, next_pow2
+from ...core import validate as V
+from ...core.plan import Candidate, Plan
+from ...core.registry import register_candidate, register_plan
+from ...core.vocab import ElementKind, OpCategory
+from ..segment.descriptors import SegmentDescriptor, SegmentKind
+from ..segment.plans import KIND_ID, run_reduce
+from ..segment.sort import Layout, cdiv, segment_counts, segment_offsets, sort_sections
+from .descriptors import (
+    EmbeddingArgs,
+    EmbeddingBackwardArgs,
+    EmbeddingBackwardDescriptor,
+    EmbeddingDescriptor,
+    EmbeddingRenormArgs,
+    EmbeddingRenormDescriptor,
+)
+from .kernels import embedding_gather_kernel, embedding_renorm_kernel
+
+
+@register_plan
+class EmbeddingPlan(Plan):
+    """Embedding lookup: out[t] = weight[indices[t]].
+
+    Shapes: weight [V, Dm] (any strides), indices [T] int32/int64, out [T, Dm].
+    Dtypes: f32, f16, bf16, f64. Workspace: none.
+    Indices outside [0, V) produce zero rows here; the torch frontend raises IndexError first,
+    as torch does.
+    Precision: exact (a copy); deterministic.
+    """
+
+    category = OpCategory.EMBEDDING
+    descriptor_type = EmbeddingDescriptor
+    args_type = EmbeddingArgs
+    partner = "EmbeddingBackwardPlan"
+
+    @classmethod
+    def op_name(cls, desc) -> str:
+        return "embedding"
+
+    def check_args(self, args) -> None:
+        who, d = type(self).__name__, self.desc
+        V.check_tensor(who, "weight", args.weight, (d.num_embeddings, d.embedding_dim), d.element)
+        V.check_tensor(who, "indices", args.indices, (d.num_tokens,), d.index_element)
+        V.check_tensor(who, "out", args.out, (d.num_tokens, d.embedding_dim), d.element)
+
+
+@register_plan
+class EmbeddingBackwardPlan(Plan):
+    """Embedding gradient: grad_weight[v] = sum of grad_out[t] over indices[t] == v, divided by
+    the count of v when scale_grad_by_freq; the padding_idx row and rows of unused ids are 0.
+
+    Shapes: grad_out [T, Dm], indices [T], grad_weight [V, Dm] (written densely, every row).
+    Workspace: a stable radix sort of the indices (about 16 T + 4 V bytes).
+    Precision: deterministic and bit-stable: tokens are stable-sorted by id and each
+    (id, column block) is summed by one program in token order, in f32 (f64 for f64); no float
+    atomics. Out-of-range indices are dropped.
+    """
+
+    category = OpCategory.EMBEDDING
+    descriptor_type = EmbeddingBackwardDescriptor
+    args_type = EmbeddingBackwardArgs
+    partner = "EmbeddingPlan"
+    is_backward = True
+
+    @classmethod
+    def op_name(cls, desc) -> str:
+        return "embedding_backward"
+
+    def check_args(self, args) -> None:
+        who, d = type(self).__name__, self.desc
+        V.check_tensor(who, "grad_out", args.grad_out, (d.num_tokens, d.embedding_dim),
+                       d.element)
+        V.check_tensor(who, "indices", args.indices, (d.num_tokens,), d.index_element)
+        V.check_tensor(who, "grad_weight", args.grad_weight,
+                       (d.num_embeddings, d.embedding_dim), d.element)
+
+
+@register_candidate(EmbeddingPlan)
+class TritonEmbeddingGather(Candidate):
+    name = "triton_embedding_gather"
+
+    def can_implement(self, desc, args) -> None:
+        for n in ("weight", "indices", "out"):
+            V.check_nonnegative_strides(type(self).__name__, n, getattr(args, n))
+
+    def launch(self, desc, args, workspace) -> None:
+        t, dm = desc.num_tokens, desc.embedding_dim
+        block_d = min(next_pow2(dm), 512)
+        block_t = 16 if INTERPRET else max(1, 4096 // block_d)
+        w, o, idx = args.weight, args.out, args.indices
+        embedding_gather_kernel[(cdiv(t, block_t), cdiv(dm, block_d))](
+            w, idx, o, t, desc.num_embeddings, dm, idx.stride(0), w.stride(0), w.stride(1),
+            o.stride(0), o.stride(1), BLOCK_T=block_t, BLOCK_D=block_d,
+            num_warps=1 if INTERPRET else 4)
+
+
+def _segment_desc(desc) -> SegmentDescriptor:
+    return SegmentDescriptor((desc.num_tokens, desc.embedding_dim), desc.num_embeddings,
+                             desc.element, desc.index_element)
+
+
+@register_candidate(EmbeddingBackwardPlan)
+class TritonEmbeddingBackward(Candidate):
+    name = "triton_radix_sorted_segment_sum"
+
+    def _layout(self, desc) -> Layout:
+        return Layout.build(sort_sections(desc.num_tokens, desc.num_embeddings, True))
+
+    def workspace_size(self, desc) -> int:
+        return self._layout(desc).nbytes
+
+    def can_implement(self, desc, args) -> None:
+        for n in ("grad_out", "indices", "grad_weight"):
+            V.check_nonnegative_strides(type(self).__name__, n, getattr(args, n))
+
+    def launch(self, desc, args, workspace) -> None:
+        views = self._layout(desc).views(workspace)
+        drop = -1 if desc.padding_idx is None else desc.padding_idx
+        perm = segment_offsets(args.indices, desc.num_embeddings, views, True, drop=drop)
+        kind = KIND_ID[_mean_or_sum(desc)]
+        run_reduce(_segment_desc(desc), kind, False, args.grad_out, perm, views["offsets"],
+                   args.grad_weight, None)
+
+
+def _mean_or_sum(desc) -> SegmentKind:
+    return SegmentKind.MEAN if desc.scale_grad_by_freq else SegmentKind.SUM
+
+
+
+@register_plan
+class EmbeddingRenormPlan(Plan):
+    """In-place max_norm renormalization of the weight rows an embedding call reads
+    (torch.embedding_renorm_, run by F.embedding(max_norm=...) before the lookup).
+
+    Shapes: indices [T], weight [V, Dm] (read and written). Workspace: V int32 counts.
+    Precision: norms in f32; deterministic (each referenced row is handled once, by one
+    program, whatever the duplicates).
+    """
+
+    category = OpCategory.EMBEDDING
+    descriptor_type = EmbeddingRenormDescriptor
+    args_type = EmbeddingRenormArgs
+
+    @classmethod
+    def op_name(cls, desc) -> str:
+        return "embedding_renorm"
+
+    def check_args(self, args) -> None:
+        who, d = type(self).__name__, self.desc
+        V.check_tensor(who, "indices", args.indices, (d.num_tokens,), d.index_element)
+        V.check_tensor(who, "weight", args.weight, (d.num_embeddings, d.embedding_dim),
+                       d.element)
+
+    def is_empty(self, args) -> bool:
+        return args.weight.numel() == 0 or args.indices.numel() == 0
+
+
+@register_candidate(EmbeddingRenormPlan)
+class TritonEmbeddingRenorm(Candidate):
+    name = "triton_embedding_renorm"
+
+    def workspace_size(self, desc) -> int:
+        return Layout.build([("counts", desc.num_embeddings, torch.int32)]).nbytes
+
+    def can_implement(self, desc, args) -> None:
+        V.check_nonnegative_strides(type(self).__name__, "weight", args.weight)
+
+    def launch(self, desc, args, workspace) -> None:
+        counts = Layout.build([("counts", desc.num_embeddings, torch.int32)]).views(
+            workspace)["counts"]
+        segment_counts(args.indices, desc.num_embeddings, counts)
+        nt = float(desc.norm_type)
+        p = 1 if nt == 1.0 else 2 if nt == 2.0 else 0 if nt == float("inf") else -1
+        w = args.weight
+        embedding_renorm_kernel[(desc.num_embeddings,)](
+            w, counts, desc.num_embeddings, desc.embedding_dim, w.stride(0), w.stride(1),
+            float(desc.max_norm), nt if p == -1 else 1.0, P=p,
+            ACC=tl.float64 if desc.element is ElementKind.F64 else tl.float32,
+            BLOCK_D=min(next_pow2(desc.embedding_dim), 1024), num_warps=1 if INTERPRET else 4)

@@ -1,0 +1,476 @@
+"""Indexing plans: IndexSelect (+ deterministic backward), Gather, ScatterReduce."""
+
+from __future__ import annotations
+
+import torch
+import triton.language as tl
+
+from ...backends.triton_support import INTERPRET, next_pow2, outer_launch_groups
+from ...core import validate as V
+from ...core.errors import InvalidProblem
+from ...core.layout import axis_view
+from ...core.plan import Candidate, Plan
+from ...core.registry import register_candidate, register_plan
+from ...core.vocab import ElementKind, OpCategory, PrecisionGuarantee
+from ..segment.descriptors import SegmentDescriptor, SegmentKind
+from ..segment.plans import KIND_ID, inner_layout, is_flat, run_reduce
+from ..segment.sort import Layout, cdiv, segment_offsets, sort_sections
+from .descriptors import (
+    GatherArgs,
+    GatherDescriptor,
+    IndexSelectArgs,
+    IndexSelectBackwardArgs,
+    IndexSelectBackwardDescriptor,
+    IndexSelectDescriptor,
+    IndexUpdateArgs,
+    IndexUpdateDescriptor,
+    ScatterArgs,
+    ScatterDescriptor,
+    ScatterKind,
+)
+from .kernels import line_gather_kernel, line_scatter_kernel, row_gather_kernel
+from .kernels_mask import scatter_keys_kernel
+
+SCATTER_ID = {ScatterKind.ASSIGN: 0, ScatterKind.SUM: 1, ScatterKind.PROD: 2,
+              ScatterKind.MEAN: 3, ScatterKind.AMAX: 4, ScatterKind.AMIN: 5}
+WARPS = 1 if INTERPRET else 4
+
+
+def _exact(desc) -> PrecisionGuarantee:
+    return PrecisionGuarantee.for_element(ElementKind.I64)  # a copy: exact
+
+
+@register_plan
+class IndexSelectPlan(Plan):
+    """out = input.index_select(dim, index).
+
+    Shapes: input any rank (strided), index [K] int32/int64, out = input's shape with K at dim.
+    Dtypes: floats, int8/16/32/64, uint8. Workspace: none. Out-of-range indices give zero rows
+    here; the torch frontend raises IndexError first, as torch does.
+    Precision: exact (a copy); deterministic.
+    """
+
+    category = OpCategory.INDEXING
+    descriptor_type = IndexSelectDescriptor
+    args_type = IndexSelectArgs
+    partner = "IndexSelectBackwardPlan"
+
+    @classmethod
+    def op_name(cls, desc) -> str:
+        return "index_select"
+
+    def check_args(self, args) -> None:
+        who, d = type(self).__name__, self.desc
+        V.check_tensor(who, "input", args.input, d.input_shape, d.element)
+        V.check_tensor(who, "index", args.index, (d.num_indices,), d.index_element)
+        V.check_tensor(who, "out", args.out, d.out_shape, d.element)
+
+
+@register_plan
+class IndexSelectBackwardPlan(Plan):
+    """grad_input = zeros(input_shape).index_add(dim, index, grad_out), deterministically.
+
+    Workspace: a stable radix sort of index (about 16 K + 4 n bytes).
+    Precision: deterministic and bit-stable: the index is stable-sorted and each (row, column
+    block) of grad_input is summed by one program in index order (f32, f64 for f64); no float
+    atomics. Rows nothing selected are 0.
+    """
+
+    category = OpCategory.INDEXING
+    descriptor_type = IndexSelectBackwardDescriptor
+    args_type = IndexSelectBackwardArgs
+    partner = "IndexSelectPlan"
+    is_backward = True
+
+    @classmethod
+    def op_name(cls, desc) -> str:
+        return "index_select_backward"
+
+    def check_args(self, args) -> None:
+        who, d = type(self).__name__, self.desc
+        V.check_tensor(who, "grad_out", args.grad_out, d.out_shape, d.element)
+        V.check_tensor(who, "index", args.index, (d.num_indices,), d.index_element)
+        V.check_tensor(who, "grad_input", args.grad_input, d.input_shape, d.element)
+
+
+def _rows_first(t: torch.Tensor, axis: int) -> torch.Tensor:
+    return t.movedim(axis, 0)
+
+
+@register_candidate(IndexSelectPlan)
+class TritonIndexSelect(Candidate):
+    name = "triton_row_gather"
+
+    def guarantee(self, desc, pref):
+        return _exact(desc)
+
+    def can_implement(self, desc, args) -> None:
+        who = type(self).__name__
+        for n in ("input", "index", "out"):
+            V.check_nonnegative_strides(who, n, getattr(args, n))
+        a = desc.axis
+        inner_layout(who, _rows_first(args.out, a).shape[1:],
+                     [_rows_first(args.input, a), _rows_first(args.out, a)])
+
+    def launch(self, desc, args, workspace) -> None:
+        a = desc.axis
+        src, dst, idx = _rows_first(args.input, a), _rows_first(args.out, a), args.index
+        shape, (ss, ds) = inner_layout("IndexSelectPlan", dst.shape[1:], [src, dst])
+        k, n = desc.num_indices, desc.input_shape[a]
+        d = 1
+        for e in dst.shape[1:]:
+            d *= e
+        block_d = min(next_pow2(d), 256)
+        block_k = 16 if INTERPRET else max(1, 2048 // block_d)
+        row_gather_kernel[(cdiv(k, block_k), cdiv(d, block_d))](
+            src, idx, dst, k, n, d, idx.stride(0) if k else 1, *shape[1:],
+            src.stride(0), *ss, dst.stride(0), *ds, BLOCK_K=block_k, BLOCK_D=block_d,
+            FLAT=is_flat(shape), num_warps=WARPS)
+
+
+@register_candidate(IndexSelectBackwardPlan)
+class TritonIndexSelectBackward(Candidate):
+    name = "triton_radix_sorted_segment_sum"
+
+    def _seg(self, desc) -> SegmentDescriptor:
+        a = desc.axis
+        rest = tuple(e for i, e in enumerate(desc.input_shape) if i != a)
+        return SegmentDescriptor((desc.num_indices, *rest), desc.input_shape[a], desc.element,
+                                 desc.index_element)
+
+    def _layout(self, desc) -> Layout:
+        return Layout.build(sort_sections(desc.num_indices, desc.input_shape[desc.axis], True))
+
+    def workspace_size(self, desc) -> int:
+        return self._layout(desc).nbytes
+
+    def can_implement(self, desc, args) -> None:
+        who = type(self).__name__
+        for n in ("grad_out", "index", "grad_input"):
+            V.check_nonnegative_strides(who, n, getattr(args, n))
+        a = desc.axis
+        inner_layout(who, _rows_first(args.grad_out, a).shape[1:],
+                     [_rows_first(args.grad_out, a), _rows_first(args.grad_input, a)])
+
+    def launch(self, desc, args, workspace) -> None:
+        a = desc.axis
+        views = self._layout(desc).views(workspace)
+        seg = self._seg(desc)
+        perm = segment_offsets(args.index, seg.num_segments, views, True)
+        run_reduce(seg, KIND_ID[SegmentKind.SUM], False, _rows_first(args.grad_out, a), perm,
+                   views["offsets"], _rows_first(args.grad_input, a), None)
+
+
+def _narrow_to(t: torch.Tensor, shape, axis: int) -> torch.Tensor:
+    """View of `t` cut to `shape` in every dim but `axis`."""
+    for d, e in enumerate(shape):
+        if d != axis and t.shape[d] != e:
+            t = t.narrow(d, 0, e)
+    return t
+
+
+@register_plan
+class GatherPlan(Plan):
+    """out = torch.gather(input, dim, index).
+
+    Shapes: index and out share index_shape; input_shape >= index_shape in dims other than dim.
+    Any strides. Dtypes: floats and integers. Workspace: none.
+    Precision: exact (a copy); deterministic. Out-of-range indices give 0 here; the torch
+    frontend raises first.
+    """
+
+    category = OpCategory.INDEXING
+    descriptor_type = GatherDescriptor
+    args_type = GatherArgs
+    partner = "ScatterReducePlan"
+
+    @classmethod
+    def op_name(cls, desc) -> str:
+        return "gather"
+
+    def check_args(self, args) -> None:
+        who, d = type(self).__name__, self.desc
+        V.check_tensor(who, "input", args.input, d.input_shape, d.element)
+        V.check_tensor(who, "index", args.index, d.index_shape, d.index_element)
+        V.check_tensor(who, "out", args.out, d.index_shape, d.element)
+
+
+@register_plan
+class ScatterReducePlan(Plan):
+    """out = self.scatter_reduce(dim, index, src, reduce, include_self) for reduce in sum,
+    prod, mean, amax, amin; ASSIGN is torch.scatter (the last duplicate wins, deterministic);
+    has_self=False scatters into zeros (gather's backward); `alpha` scales src (index_add).
+
+    Shapes: self / out input_shape; index index_shape; src >= index_shape in every dim.
+    Dtypes: f32, f16, bf16 (computed in f32), f64. Workspace: none.
+    Precision: deterministic and bit-stable: each destination block is owned by one program
+    that scans its line's indices in order (O(extent x index length) per line); no atomics.
+    """
+
+    category = OpCategory.INDEXING
+    descriptor_type = ScatterDescriptor
+    args_type = ScatterArgs
+    partner = "GatherPlan"
+    is_backward = True
+
+    @classmethod
+    def op_name(cls, desc) -> str:
+        return "scatter_" + desc.kind.value
+
+    def check_args(self, args) -> None:
+        who, d = type(self).__name__, self.desc
+        if d.has_self:
+            V.check_tensor(who, "self_", args.self_, d.input_shape, d.element)
+        elif args.self_ is not None:
+            raise InvalidProblem(f"{who}: self_ must be None when has_self is False")
+        V.check_tensor(who, "index", args.index, d.index_shape, d.index_element)
+        V.check_tensor(who, "src", args.src, None, d.element)
+        V.check_tensor(who, "out", args.out, d.input_shape, d.element)
+        if args.src.dim() != len(d.index_shape) or any(
+                a < b for a, b in zip(args.src.shape, d.index_shape)):
+            raise InvalidProblem(f"{who}: src.shape {tuple(args.src.shape)} must be >= "
+                                 f"index_shape {d.index_shape} in every dim")
+        if isinstance(args.alpha, bool) or not isinstance(args.alpha, (int, float)):
+            raise InvalidProblem(f"{who}: alpha must be a number, got {args.alpha!r}")
+
+
+def _strided_lines(index_shape, tensors, axis):
+    view = axis_view(index_shape, tensors, axis)
+    return view, list(outer_launch_groups(view, tensors))
+
+
+@register_candidate(GatherPlan)
+class TritonGather(Candidate):
+    name = "triton_line_gather"
+
+    def guarantee(self, desc, pref):
+        return _exact(desc)
+
+    def can_implement(self, desc, args) -> None:
+        for n in ("input", "index", "out"):
+            V.check_nonnegative_strides(type(self).__name__, n, getattr(args, n))
+
+    def launch(self, desc, args, workspace) -> None:
+        a = desc.axis
+        x = _narrow_to(args.input, desc.index_shape, a)
+        tensors = [x, args.index, args.out]
+        view, groups = _strided_lines(desc.index_shape, tensors, a)
+        k, n = view.extent, desc.input_shape[a]
+        block_j = min(next_pow2(k), 256)
+        block_l = 16 if INTERPRET else max(1, 2048 // block_j)
+        for group, shape, strides in groups:
+            n_lines = 1
+            for e in shape:
+                n_lines *= e
+            st = []
+            for t_i, s in enumerate(strides):
+                st += [*s, view.axis_strides[t_i]]
+            line_gather_kernel[(cdiv(n_lines, block_l), cdiv(k, block_j))](
+                *group, n_lines, k, n, *shape[1:], *st, BLOCK_L=block_l, BLOCK_J=block_j,
+                num_warps=WARPS)
+
+
+@register_candidate(ScatterReducePlan)
+class TritonScatterReduce(Candidate):
+    name = "triton_owner_scatter"
+
+    def can_implement(self, desc, args) -> None:
+        for n in ("self_", "index", "src", "out"):
+            t = getattr(args, n)
+            if t is not None:
+                V.check_nonnegative_strides(type(self).__name__, n, t)
+
+    def launch(self, desc, args, workspace) -> None:
+        a = desc.axis
+        ishape = desc.index_shape
+        out = _narrow_to(args.out, ishape, a)
+        narrowed = tuple(out.shape) != tuple(args.out.shape)
+        if narrowed:  # positions outside the index's extent keep self (or 0)
+            if desc.has_self:
+                args.out.copy_(args.self_)
+            else:
+                args.out.zero_()
+        selfv = _narrow_to(args.self_, ishape, a) if desc.has_self else out
+        src = args.src
+        for d, e in enumerate(ishape):
+            if src.shape[d] != e:
+                src = src.narrow(d, 0, e)
+        tensors = [selfv, args.index, src, out]
+        view, groups = _strided_lines(ishape, tensors, a)
+        k, n = view.extent, desc.input_shape[a]
+        if n == 0:
+            return
+        block_s = min(next_pow2(n), 64)
+        block_j = min(next_pow2(k), 32)
+        acc = tl.float64 if desc.element is ElementKind.F64 else tl.float32
+        for group, shape, strides in groups:
+            n_lines = 1
+            for e in shape:
+                n_lines *= e
+            st = []
+            for t_i, s in enumerate(strides):
+                st += [*s, view.axis_strides[t_i]]
+            line_scatter_kernel[(n_lines, cdiv(n, block_s))](
+                *group, k, n, float(args.alpha), *shape[1:], *st,
+                KIND=SCATTER_ID[desc.kind], HAS_SELF=desc.has_self,
+                INCLUDE_SELF=desc.include_self and desc.has_self, ACC=acc, BLOCK_S=block_s,
+                BLOCK_J=block_j, num_warps=WARPS)
+
+
+class _IndexUpdatePlan(Plan):
+    category = OpCategory.INDEXING
+    descriptor_type = IndexUpdateDescriptor
+    args_type = IndexUpdateArgs
+
+    def check_args(self, args) -> None:
+        who, d = type(self).__name__, self.desc
+        V.check_tensor(who, "input", args.input, d.input_shape, d.element)
+        V.check_tensor(who, "index", args.index, (d.num_indices,), d.index_element)
+        V.check_tensor(who, "source", args.source, d.out_shape, d.element)
+        V.check_tensor(who, "out", args.out, d.input_shape, d.element)
+        if isinstance(args.alpha, bool) or not isinstance(args.alpha, (int, float)):
+            raise InvalidProblem(f"{who}: alpha must be a number, got {args.alpha!r}")
+
+
+@register_plan
+class IndexAddPlan(_IndexUpdatePlan):
+    """out = input.index_add(dim, index, source, alpha=alpha), deterministically.
+
+    Shapes: input / out any rank (strided), index [K], source = input's shape with K at dim.
+    Workspace: a stable radix sort of index (about 16 K + 4 n bytes).
+    Precision: deterministic and bit-stable: each destination row block sums its sources in
+    index order (f32, f64 for f64), then adds input once; no float atomics.
+    """
+
+    @classmethod
+    def op_name(cls, desc) -> str:
+        return "index_add"
+
+
+@register_plan
+class IndexCopyPlan(_IndexUpdatePlan):
+    """out = input.index_copy(dim, index, source); on duplicate indices the last one wins
+    (deterministic, where torch leaves it unspecified).
+
+    Workspace: a stable radix sort of index. Precision: exact copy (via the compute type:
+    f32 / f64, exact for every float input); deterministic.
+    """
+
+    @classmethod
+    def op_name(cls, desc) -> str:
+        return "index_copy"
+
+
+class _IndexUpdateCandidate(Candidate):
+    KIND = SegmentKind.SUM
+
+    def _layout(self, desc) -> Layout:
+        return Layout.build(sort_sections(desc.num_indices, desc.input_shape[desc.axis], True))
+
+    def workspace_size(self, desc) -> int:
+        return self._layout(desc).nbytes
+
+    def can_implement(self, desc, args) -> None:
+        who = type(self).__name__
+        for n in ("input", "index", "source", "out"):
+            V.check_nonnegative_strides(who, n, getattr(args, n))
+        a = desc.axis
+        inner_layout(who, _rows_first(args.source, a).shape[1:],
+                     [_rows_first(t, a) for t in (args.source, args.out, args.input)])
+
+    def launch(self, desc, args, workspace) -> None:
+        a = desc.axis
+        views = self._layout(desc).views(workspace)
+        rest = tuple(e for i, e in enumerate(desc.input_shape) if i != a)
+        seg = SegmentDescriptor((desc.num_indices, *rest), desc.input_shape[a], desc.element,
+                                desc.index_element)
+        perm = segment_offsets(args.index, seg.num_segments, views, True)
+        kind = PROD_LAST if self.KIND is None else KIND_ID[self.KIND]
+        run_reduce(seg, kind, False, _rows_first(args.source, a), perm, views["offsets"],
+                   _rows_first(args.out, a), None, base=_rows_first(args.input, a),
+                   alpha=float(args.alpha))
+
+
+PROD_LAST = 6  # segment kernel's K_LAST
+
+
+@register_candidate(IndexAddPlan)
+class TritonIndexAdd(_IndexUpdateCandidate):
+    name = "triton_radix_sorted_index_add"
+    KIND = SegmentKind.SUM
+
+
+@register_candidate(IndexCopyPlan)
+class TritonIndexCopy(_IndexUpdateCandidate):
+    name = "triton_radix_sorted_index_copy"
+    KIND = None
+
+
+def _row_major(shape) -> list[int]:
+    st, acc = [], 1
+    for e in reversed(shape):
+        st.append(acc)
+        acc *= e
+    return st[::-1]
+
+
+@register_candidate(ScatterReducePlan)
+class TritonSortedScatter(TritonScatterReduce):
+    """Sum (self + src, or into zeros) and assign (last duplicate wins) through a stable sort
+    of destination keys: O(index numel) instead of O(extent x index length) per line. Needs
+    contiguous index / src (src the index's shape) / self / out; otherwise it runs the
+    destination-owned kernel of TritonScatterReduce."""
+
+    name = "triton_sorted_scatter"
+    priority = -1
+
+    def supports(self, desc, pref, arch):
+        if desc.kind is ScatterKind.ASSIGN or (desc.kind is ScatterKind.SUM and (
+                desc.include_self or not desc.has_self)):
+            n_out = 1
+            for e in desc.input_shape:
+                n_out *= e
+            if n_out <= 2**31 - 2:
+                return None
+            return "more than 2^31 - 2 destination elements"
+        return "only sum (include_self, or without self) and assign go through the sort"
+
+    def _numel(self, shape):
+        n = 1
+        for e in shape:
+            n *= e
+        return n
+
+    def _layout(self, desc) -> Layout:
+        p, s = self._numel(desc.index_shape), self._numel(desc.input_shape)
+        return Layout.build([("keys", max(p, 1), torch.int32)] + sort_sections(p, s, True))
+
+    def workspace_size(self, desc) -> int:
+        return self._layout(desc).nbytes
+
+    def launch(self, desc, args, workspace) -> None:
+        ok = (args.index.is_contiguous() and args.src.is_contiguous()
+              and tuple(args.src.shape) == tuple(desc.index_shape) and args.out.is_contiguous()
+              and (args.self_ is None or args.self_.is_contiguous()))
+        if not ok:
+            super().launch(desc, args, workspace)
+            return
+        views = self._layout(desc).views(workspace)
+        p, s = self._numel(desc.index_shape), self._numel(desc.input_shape)
+        keys = views["keys"][:p]
+        if p:
+            rank = len(desc.index_shape)
+            dims = [1] * (8 - rank) + list(desc.index_shape)
+            strides = _row_major(desc.input_shape)
+            dim_stride = strides[desc.axis]
+            strides[desc.axis] = 0
+            cs = [0] * (8 - rank) + strides
+            scatter_keys_kernel[(cdiv(p, 1024),)](
+                args.index, keys, p, desc.input_shape[desc.axis], s, *dims[1:], *cs,
+                dim_stride, BLOCK=1024, num_warps=WARPS)
+        perm = segment_offsets(keys, s, views, True)
+        seg = SegmentDescriptor((p,), s, desc.element, ElementKind.I32)
+        kind = KIND_ID[SegmentKind.SUM] if desc.kind is ScatterKind.SUM else PROD_LAST
+        base = args.self_.reshape(-1) if desc.has_self else None
+        run_reduce(seg, kind, False, args.src.reshape(-1), perm, views["offsets"],
+                   args.out.view(-1), None, base=base, alpha=float(args.alpha))

@@ -1,0 +1,119 @@
+"""Segment-reduction descriptors and args (jax.ops.segment_* semantics).
+
+data is [N, D...]; segment_ids is [N] (int32 / int64); the output is [num_segments, D...].
+Rows whose id lies outside [0, num_segments) are dropped, as jax does; empty segments hold the
+identity (0 for sum and mean, -inf / +inf for max / min, 1 for prod).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import ClassVar
+
+import torch
+
+from ...core import validate as V
+from ...core.plan import Args, Descriptor
+from ...core.vocab import FLOAT_KINDS, INDEX_KINDS, ElementKind
+
+#: Row positions and permutations are int32 in the workspace.
+MAX_ROWS = 2**31 - 2
+
+
+class SegmentKind(enum.Enum):
+    SUM = "sum"
+    MEAN = "mean"
+    MAX = "max"
+    MIN = "min"
+    PROD = "prod"
+
+
+def _by_value(kinds):
+    return sorted(kinds, key=lambda k: k.value)
+
+
+def validate_segment_desc(desc, who: str) -> None:
+    """One rule set for forward and backward descriptors."""
+    for name in ("element", "index_element"):
+        if not isinstance(getattr(desc, name), ElementKind):
+            raise V.InvalidProblem(f"{who}: {name} must be an ElementKind, "
+                                   f"got {getattr(desc, name)!r}")
+    shape = V.check_shape(who, "data_shape", desc.data_shape)
+    V.check_rank(who, "data_shape", shape)
+    if shape[0] > MAX_ROWS:
+        raise V.Unsupported(f"{who}: data_shape[0] must be <= {MAX_ROWS}, got {shape[0]}")
+    s = desc.num_segments
+    if isinstance(s, bool) or not isinstance(s, int) or s < 0:
+        raise V.InvalidProblem(f"{who}: num_segments must be an int >= 0, got {s!r}")
+    if s > MAX_ROWS:
+        raise V.Unsupported(f"{who}: num_segments must be <= {MAX_ROWS}, got {s}")
+    V.check_element(who, "element", desc.element, _by_value(FLOAT_KINDS))
+    V.check_element(who, "index_element", desc.index_element, _by_value(INDEX_KINDS))
+
+
+@dataclass(frozen=True)
+class SegmentDescriptor(Descriptor):
+    """out[s] = reduce(data[i] for i with segment_ids[i] == s), s in [0, num_segments).
+
+    The reduction (sum, mean, max, min, prod) and whether ids are sorted are the plan's.
+    """
+
+    data_shape: tuple[int, ...]
+    num_segments: int
+    element: ElementKind
+    index_element: ElementKind = ElementKind.I64
+
+    def validate(self, who: str) -> None:
+        validate_segment_desc(self, who)
+
+    @property
+    def num_rows(self) -> int:
+        return self.data_shape[0]
+
+    @property
+    def row_shape(self) -> tuple[int, ...]:
+        return self.data_shape[1:]
+
+    @property
+    def out_shape(self) -> tuple[int, ...]:
+        return (self.num_segments, *self.data_shape[1:])
+
+    @property
+    def row_numel(self) -> int:
+        n = 1
+        for d in self.data_shape[1:]:
+            n *= d
+        return n
+
+
+@dataclass(frozen=True)
+class SegmentBackwardDescriptor(SegmentDescriptor):
+    """d data from d out (and, per reduction, the forward's argmax or data)."""
+
+
+@dataclass
+class SegmentArgs(Args):
+    """`argmax` (max / min plans only, optional): int64 [num_segments, D...], the row each
+    output came from (first index on ties, NaN wins), -1 for an empty segment."""
+
+    data: torch.Tensor
+    segment_ids: torch.Tensor
+    out: torch.Tensor
+    argmax: torch.Tensor | None = None
+    OUTPUTS: ClassVar[tuple[str, ...]] = ("out", "argmax")
+
+
+@dataclass
+class SegmentBackwardArgs(Args):
+    """grad_out [num_segments, D...] -> grad_data [N, D...].
+
+    max / min need the forward's `argmax`; prod needs the forward's `data`.
+    """
+
+    grad_out: torch.Tensor
+    segment_ids: torch.Tensor
+    grad_data: torch.Tensor
+    argmax: torch.Tensor | None = None
+    data: torch.Tensor | None = None
+    OUTPUTS: ClassVar[tuple[str, ...]] = ("grad_data",)

@@ -1,0 +1,351 @@
+"""Segment reduction plans: {sorted, unsorted} x {sum, mean, max, min, prod}, forward and
+backward, all deterministic (no float atomics)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import torch
+import triton.language as tl
+
+from ...backends.triton_support import INTERPRET, next_pow2
+from ...core import validate as V
+from ...core.errors import InvalidProblem, Unsupported
+from ...core.layout import collapse_dims
+from ...core.plan import Candidate, Plan
+from ...core.registry import register_candidate, register_plan
+from ...core.vocab import ElementKind, OpCategory, PrecisionGuarantee
+from .descriptors import (
+    SegmentArgs,
+    SegmentBackwardArgs,
+    SegmentBackwardDescriptor,
+    SegmentDescriptor,
+    SegmentKind,
+)
+from .kernels import (
+    segment_argmax_scatter_kernel,
+    segment_backward_kernel,
+    segment_reduce_kernel,
+)
+from .sort import Layout, cdiv, segment_counts, segment_offsets, sort_sections
+
+KIND_ID = {SegmentKind.SUM: 0, SegmentKind.MEAN: 1, SegmentKind.MAX: 2, SegmentKind.MIN: 3,
+           SegmentKind.PROD: 4}
+PROD_STATS = 5
+MAX_INNER_DIMS = 4
+WARPS = 1 if INTERPRET else 4
+
+
+def acc_type(element: ElementKind):
+    return tl.float64 if element is ElementKind.F64 else tl.float32
+
+
+def inner_layout(who: str, row_shape, tensors) -> tuple[list[int], list[list[int]]]:
+    """Collapse the inner dims [D...] shared by `tensors` (each [rows, D...]) to 4 dims."""
+    shape, strides = collapse_dims(list(row_shape), [list(t.stride()[1:]) for t in tensors])
+    if len(shape) > MAX_INNER_DIMS:
+        raise Unsupported(f"{who}: inner dims {tuple(row_shape)} collapse to {len(shape)} "
+                          f"strided dims; at most {MAX_INNER_DIMS} are supported")
+    pad = MAX_INNER_DIMS - len(shape)
+    return [1] * pad + list(shape), [[0] * pad + list(s) for s in strides]
+
+
+def is_flat(shape) -> bool:
+    """One collapsed inner dim: kernels index columns without div/mod."""
+    return list(shape[:3]) == [1, 1, 1]
+
+
+class _SegmentPlan(Plan):
+    category = OpCategory.SEGMENT_OPS
+    KIND: ClassVar[SegmentKind]
+    SORTED: ClassVar[bool]
+
+    @classmethod
+    def op_name(cls, desc) -> str:
+        return ("" if cls.SORTED else "unsorted_") + "segment_" + cls.KIND.value + (
+            "_backward" if cls.is_backward else "")
+
+
+class _SegmentForward(_SegmentPlan):
+    descriptor_type = SegmentDescriptor
+    args_type = SegmentArgs
+
+    def check_args(self, args: SegmentArgs) -> None:
+        who, d = type(self).__name__, self.desc
+        V.check_tensor(who, "data", args.data, d.data_shape, d.element)
+        V.check_tensor(who, "segment_ids", args.segment_ids, (d.num_rows,), d.index_element)
+        V.check_tensor(who, "out", args.out, d.out_shape, d.element)
+        if args.argmax is not None:
+            if self.KIND not in (SegmentKind.MAX, SegmentKind.MIN):
+                raise InvalidProblem(f"{who}: argmax is an output of max / min plans only; "
+                                     "expected None")
+            V.check_tensor(who, "argmax", args.argmax, d.out_shape, ElementKind.I64)
+
+
+class _SegmentBackward(_SegmentPlan):
+    descriptor_type = SegmentBackwardDescriptor
+    args_type = SegmentBackwardArgs
+    is_backward = True
+
+    def check_args(self, args: SegmentBackwardArgs) -> None:
+        who, d = type(self).__name__, self.desc
+        V.check_tensor(who, "grad_out", args.grad_out, d.out_shape, d.element)
+        V.check_tensor(who, "segment_ids", args.segment_ids, (d.num_rows,), d.index_element)
+        V.check_tensor(who, "grad_data", args.grad_data, d.data_shape, d.element)
+        need_arg = self.KIND in (SegmentKind.MAX, SegmentKind.MIN)
+        need_data = self.KIND is SegmentKind.PROD
+        if need_arg:
+            if args.argmax is None:
+                raise InvalidProblem(f"{who}: argmax (the forward's) is required, got None")
+            V.check_tensor(who, "argmax", args.argmax, d.out_shape, ElementKind.I64)
+        if need_data:
+            if args.data is None:
+                raise InvalidProblem(f"{who}: data (the forward's input) is required, got None")
+            V.check_tensor(who, "data", args.data, d.data_shape, d.element)
+
+
+def _guarantee(desc) -> PrecisionGuarantee:
+    return PrecisionGuarantee.for_element(desc.element)
+
+
+class _ForwardCandidate(Candidate):
+    KIND: ClassVar[SegmentKind]
+    SORTED: ClassVar[bool]
+
+    def guarantee(self, desc, pref):
+        return _guarantee(desc)
+
+    def _layout(self, desc) -> Layout:
+        return Layout.build(sort_sections(desc.num_rows, desc.num_segments, not self.SORTED))
+
+    def workspace_size(self, desc) -> int:
+        return self._layout(desc).nbytes
+
+    def can_implement(self, desc, args) -> None:
+        who = type(self).__name__
+        outs = [args.data, args.out] + ([args.argmax] if args.argmax is not None else [])
+        for name, t in zip(("data", "out", "argmax"), outs):
+            V.check_nonnegative_strides(who, name, t)
+        inner_layout(who, desc.row_shape, outs)
+
+    def launch(self, desc, args, workspace) -> None:
+        views = self._layout(desc).views(workspace)
+        perm = segment_offsets(args.segment_ids, desc.num_segments, views, not self.SORTED)
+        run_reduce(desc, self.KIND_ID, self.SORTED, args.data, perm, views["offsets"],
+                   args.out, args.argmax)
+
+    @property
+    def KIND_ID(self) -> int:
+        return KIND_ID[self.KIND]
+
+
+def run_reduce(desc, kind_id: int, sorted_ids: bool, data, perm, offsets, out, arg,
+               dense_stats: bool = False, base=None, alpha: float = 1.0) -> None:
+    """Launch the segment-owned reduction (also used for prod-backward statistics, the
+    embedding gradient and index_add / index_copy, whose `base` rows are added to / kept).
+    `desc` needs num_rows, num_segments, row_shape, row_numel, element."""
+    tensors = [data] if dense_stats else [data, out] + ([arg] if arg is not None else [])
+    if base is not None:
+        tensors.append(base)
+    shape, strides = inner_layout("segment_reduce", desc.row_shape, tensors)
+    zero = [0] * MAX_INNER_DIMS
+    it = iter(strides)
+    x_st = next(it)
+    o_st = zero if dense_stats else next(it)
+    a_st = next(it) if (arg is not None and not dense_stats) else zero
+    b_st = next(it) if base is not None else zero
+    d = desc.row_numel
+    n_seg = desc.num_segments
+    # short segments (< 4 rows on average, e.g. an embedding gradient): several segments per
+    # program, fewer rows and more columns per tile
+    short = desc.num_rows < 4 * n_seg
+    segs, block_r = (4, 4) if short else (1, 16)
+    if kind_id in (KIND_ID[SegmentKind.MAX], KIND_ID[SegmentKind.MIN]):
+        block_r = min(block_r, 8)  # value + position lanes: 16 rows spill on sm_90a
+    block_d = min(next_pow2(d), (512 if short else 128) // (2 if desc.element is
+                                                             ElementKind.F64 else 1))
+    grid = (cdiv(n_seg, segs), cdiv(d, block_d))
+    x_r = data.stride(0) if data.shape[0] > 1 else d
+    o_r = 0 if dense_stats else out.stride(0)
+    a_r = arg.stride(0) if (arg is not None and not dense_stats) else 0
+    b_r = base.stride(0) if base is not None else 0
+    segment_reduce_kernel[grid](
+        data, perm if perm is not None else offsets, offsets, out,
+        arg if arg is not None else out, d, n_seg, *shape[1:],
+        x_r, *x_st, o_r, *o_st, a_r, *a_st,
+        base if base is not None else out, b_r, *b_st, float(alpha),
+        KIND=kind_id, SORTED=perm is None, STORE_ARG=arg is not None and not dense_stats,
+        ACC=acc_type(desc.element), BLOCK_R=block_r, BLOCK_D=block_d, SEGS=segs,
+        FLAT=is_flat(shape), HAS_BASE=base is not None, num_warps=WARPS,
+    )
+
+
+class _BackwardCandidate(Candidate):
+    KIND: ClassVar[SegmentKind]
+    SORTED: ClassVar[bool]
+
+    def guarantee(self, desc, pref):
+        return _guarantee(desc)
+
+    def _layout(self, desc) -> Layout:
+        n, s = desc.num_rows, desc.num_segments
+        if self.KIND is SegmentKind.MEAN:
+            return Layout.build([("counts", s, torch.int32)])
+        if self.KIND is SegmentKind.PROD:
+            acc = torch.float64 if desc.element is ElementKind.F64 else torch.float32
+            return Layout.build(sort_sections(n, s, not self.SORTED) + [
+                ("stats", s * desc.row_numel, acc), ("zeros", s * desc.row_numel, torch.int32)])
+        return Layout.build([])
+
+    def workspace_size(self, desc) -> int:
+        return self._layout(desc).nbytes
+
+    def _tensors(self, args):
+        return [args.grad_out, args.argmax, args.data, args.grad_data]
+
+    def can_implement(self, desc, args) -> None:
+        who = type(self).__name__
+        ts = [t for t in self._tensors(args) if t is not None]
+        for t in ts:
+            V.check_nonnegative_strides(who, "operand", t)
+        inner_layout(who, desc.row_shape, ts)
+
+    def launch(self, desc, args, workspace) -> None:
+        views = self._layout(desc).views(workspace)
+        s, n, d = desc.num_segments, desc.num_rows, desc.row_numel
+        ids = args.segment_ids
+        g, a, x, dx = args.grad_out, args.argmax, args.data, args.grad_data
+        dummy = views.get("counts", ids)
+        st = zc = cnt = dummy
+        if self.KIND is SegmentKind.MEAN:
+            segment_counts(ids, s, views["counts"])
+            cnt = views["counts"]
+        if self.KIND is SegmentKind.PROD:
+            perm = segment_offsets(ids, s, views, not self.SORTED)
+            st, zc = views["stats"], views["zeros"]
+            run_reduce(desc, PROD_STATS, self.SORTED, x, perm, views["offsets"], st, zc,
+                       dense_stats=True)
+        if self.KIND in (SegmentKind.MAX, SegmentKind.MIN):
+            # zero grad_data, then one store per (segment, column) at the forward's argmax
+            dx.zero_()
+            shape, (gst, ast, dst) = inner_layout(type(self).__name__, desc.row_shape,
+                                                  [g, a, dx])
+            block_d = min(next_pow2(d), 128)
+            block_s = 16 if INTERPRET else max(1, 1024 // block_d)
+            segment_argmax_scatter_kernel[(cdiv(s, block_s), cdiv(d, block_d))](
+                g, a, dx, s, d, n, *shape[1:], g.stride(0), *gst, a.stride(0), *ast,
+                dx.stride(0), *dst, BLOCK_S=block_s, BLOCK_D=block_d, FLAT=is_flat(shape),
+                num_warps=WARPS)
+            return
+        present = [g] + [t for t in (a, x) if t is not None] + [dx]
+        shape, strides = inner_layout(type(self).__name__, desc.row_shape, present)
+        it = iter(zip(present, strides))
+        per = {}
+        for key, t in (("g", g), ("a", a), ("x", x), ("dx", dx)):
+            if t is None:
+                per[key] = [0] * (MAX_INNER_DIMS + 1)
+            else:
+                tt, stv = next(it)
+                per[key] = [tt.stride(0), *stv]
+        block_d = min(next_pow2(d), 128)
+        block_r = 16 if INTERPRET else 8
+        grid = (cdiv(n, block_r), cdiv(d, block_d))
+        segment_backward_kernel[grid](
+            g, ids, a if a is not None else dummy, x if x is not None else dummy, st, zc, cnt,
+            dx, n, s, d, ids.stride(0) if n else 1, *shape[1:],
+            *per["g"], *per["a"], *per["x"], *per["dx"],
+            KIND=KIND_ID[self.KIND], ACC=acc_type(desc.element), BLOCK_R=block_r,
+            BLOCK_D=block_d, FLAT=is_flat(shape), num_warps=WARPS,
+        )
+
+
+_DOC = """{title}.
+
+Formula: {formula}. data [N, D...], segment_ids [N] int32/int64 ({order}), out [num_segments,
+D...]; ids outside [0, num_segments) are dropped; an empty segment gives {identity}.
+Dtypes: f32, f16, bf16 (computed in f32), f64.
+Workspace: {workspace}.
+Precision: deterministic and bit-stable (segment-owned reduction in ascending row order, no
+float atomics); accumulation in f32 (f64 for f64).
+"""
+
+_FORMULA = {
+    SegmentKind.SUM: ("out[s] = sum of data[i] over ids[i] == s", "0"),
+    SegmentKind.MEAN: ("out[s] = sum / count over ids[i] == s", "0"),
+    SegmentKind.MAX: ("out[s] = max of data[i] over ids[i] == s; optional argmax output "
+                      "(first row on ties, NaN wins)", "-inf (argmax -1)"),
+    SegmentKind.MIN: ("out[s] = min of data[i] over ids[i] == s; optional argmax output "
+                      "(first row on ties, NaN wins)", "+inf (argmax -1)"),
+    SegmentKind.PROD: ("out[s] = product of data[i] over ids[i] == s", "1"),
+}
+
+_BWD_FORMULA = {
+    SegmentKind.SUM: "grad_data[i] = grad_out[ids[i]]",
+    SegmentKind.MEAN: "grad_data[i] = grad_out[ids[i]] / count[ids[i]]",
+    SegmentKind.MAX: "grad_data[i, d] = grad_out[s, d] where argmax[s, d] == i, else 0",
+    SegmentKind.MIN: "grad_data[i, d] = grad_out[s, d] where argmax[s, d] == i, else 0",
+    SegmentKind.PROD: "grad_data[i] = grad_out[s] * product of the other rows of segment s",
+}
+
+
+def _make(kind: SegmentKind, sorted_ids: bool, backward: bool):
+    prefix = "" if sorted_ids else "Unsorted"
+    name = f"{prefix}Segment{kind.value.capitalize()}{'Backward' if backward else ''}Plan"
+    partner = f"{prefix}Segment{kind.value.capitalize()}{'' if backward else 'Backward'}Plan"
+    order = "sorted ascending" if sorted_ids else "any order"
+    if backward:
+        ws = {SegmentKind.MEAN: "num_segments int32 counts",
+              SegmentKind.PROD: "segment offsets" + ("" if sorted_ids else " + radix sort")
+              + " + [num_segments, D] statistics"}.get(kind, "none")
+        doc = _DOC.format(title=f"Backward of {prefix}Segment{kind.value.capitalize()}Plan",
+                          formula=_BWD_FORMULA[kind], order=order, identity="no gradient",
+                          workspace=ws)
+    else:
+        ws = "segment offsets" + ("" if sorted_ids else " + a stable radix sort of the ids")
+        formula, ident = _FORMULA[kind]
+        doc = _DOC.format(title=f"{'Sorted' if sorted_ids else 'Unsorted'} segment {kind.value}",
+                          formula=formula, order=order, identity=ident, workspace=ws)
+    base = _SegmentBackward if backward else _SegmentForward
+    plan = type(name, (base,), {"KIND": kind, "SORTED": sorted_ids, "partner": partner,
+                                "__doc__": doc, "__module__": __name__})
+    plan = register_plan(plan)
+    cbase = _BackwardCandidate if backward else _ForwardCandidate
+    cname = "triton_" + ("sorted" if sorted_ids else "radix_sorted") + "_segment_" + (
+        "backward" if backward else "reduce")
+    cand = type(f"Triton{name[:-4]}", (cbase,), {"KIND": kind, "SORTED": sorted_ids,
+                                                 "name": cname, "__module__": __name__})
+    register_candidate(plan)(cand)
+    return plan
+
+
+SegmentSumPlan = _make(SegmentKind.SUM, True, False)
+SegmentMeanPlan = _make(SegmentKind.MEAN, True, False)
+SegmentMaxPlan = _make(SegmentKind.MAX, True, False)
+SegmentMinPlan = _make(SegmentKind.MIN, True, False)
+SegmentProdPlan = _make(SegmentKind.PROD, True, False)
+UnsortedSegmentSumPlan = _make(SegmentKind.SUM, False, False)
+UnsortedSegmentMeanPlan = _make(SegmentKind.MEAN, False, False)
+UnsortedSegmentMaxPlan = _make(SegmentKind.MAX, False, False)
+UnsortedSegmentMinPlan = _make(SegmentKind.MIN, False, False)
+UnsortedSegmentProdPlan = _make(SegmentKind.PROD, False, False)
+SegmentSumBackwardPlan = _make(SegmentKind.SUM, True, True)
+SegmentMeanBackwardPlan = _make(SegmentKind.MEAN, True, True)
+SegmentMaxBackwardPlan = _make(SegmentKind.MAX, True, True)
+SegmentMinBackwardPlan = _make(SegmentKind.MIN, True, True)
+SegmentProdBackwardPlan = _make(SegmentKind.PROD, True, True)
+UnsortedSegmentSumBackwardPlan = _make(SegmentKind.SUM, False, True)
+UnsortedSegmentMeanBackwardPlan = _make(SegmentKind.MEAN, False, True)
+UnsortedSegmentMaxBackwardPlan = _make(SegmentKind.MAX, False, True)
+UnsortedSegmentMinBackwardPlan = _make(SegmentKind.MIN, False, True)
+UnsortedSegmentProdBackwardPlan = _make(SegmentKind.PROD, False, True)
+
+FORWARD_PLANS = {(k, s): _p for _p in (
+    SegmentSumPlan, SegmentMeanPlan, SegmentMaxPlan, SegmentMinPlan, SegmentProdPlan,
+    UnsortedSegmentSumPlan, UnsortedSegmentMeanPlan, UnsortedSegmentMaxPlan,
+    UnsortedSegmentMinPlan, UnsortedSegmentProdPlan) for k, s in [(_p.KIND, _p.SORTED)]}
+BACKWARD_PLANS = {(k, s): _p for _p in (
+    SegmentSumBackwardPlan, SegmentMeanBackwardPlan, SegmentMaxBackwardPlan,
+    SegmentMinBackwardPlan, SegmentProdBackwardPlan, UnsortedSegmentSumBackwardPlan,
+    UnsortedSegmentMeanBackwardPlan, UnsortedSegmentMaxBackwardPlan,
+    UnsortedSegmentMinBackwardPlan, UnsortedSegmentProdBackwardPlan) for k, s in
+    [(_p.KIND, _p.SORTED)]}

@@ -1,0 +1,140 @@
+"""jax.ops.segment_sum / segment_max / segment_min / segment_prod (and segment_mean) on
+baracuda plans, for torch tensors, differentiable with respect to `data`.
+
+Signature: (data, segment_ids, num_segments=None, indices_are_sorted=False,
+unique_indices=False, bucket_size=None). `num_segments=None` means max(segment_ids) + 1, read
+from the device (a sync; pass it explicitly under torch.compile). `indices_are_sorted=True`
+promises ascending ids (as in jax, results are unspecified otherwise); `unique_indices` and
+`bucket_size` are accepted and ignored (hints only in jax too). Ids outside
+[0, num_segments) are dropped; an empty segment gives 0 / -inf / +inf / 1 (sum and mean / max /
+min / prod). max / min send the gradient to the first row holding the extremum (NaN wins).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ...frontends.torch.factory import define_op, run_plan
+from .descriptors import (
+    SegmentArgs,
+    SegmentBackwardArgs,
+    SegmentBackwardDescriptor,
+    SegmentDescriptor,
+    SegmentKind,
+)
+from .plans import BACKWARD_PLANS, FORWARD_PLANS
+
+__all__ = ["segment_sum", "segment_mean", "segment_max", "segment_min", "segment_prod"]
+
+_EXTREMAL = ("max", "min")
+
+
+def _desc(cls, data, ids, num_segments):
+    return cls(tuple(data.shape), num_segments, data.dtype, ids.dtype)
+
+
+def _forward(data: torch.Tensor, segment_ids: torch.Tensor, num_segments: int, kind: str,
+             indices_are_sorted: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    out = data.new_empty((num_segments, *data.shape[1:]))
+    shape = out.shape if kind in _EXTREMAL else (0,)
+    arg = torch.empty(shape, dtype=torch.int64, device=data.device)
+    plan = FORWARD_PLANS[(SegmentKind(kind), indices_are_sorted)]
+    run_plan(plan, _desc(SegmentDescriptor, data, segment_ids, num_segments),
+             SegmentArgs(data, segment_ids, out, arg if kind in _EXTREMAL else None))
+    return out, arg
+
+
+def _forward_fake(data, segment_ids, num_segments, kind, indices_are_sorted):
+    out = data.new_empty((num_segments, *data.shape[1:]))
+    shape = out.shape if kind in _EXTREMAL else (0,)
+    return out, torch.empty(shape, dtype=torch.int64, device=data.device)
+
+
+def _backward_impl(grad_out: torch.Tensor, segment_ids: torch.Tensor, argmax: torch.Tensor,
+                   data: torch.Tensor | None, num_rows: int, kind: str,
+                   indices_are_sorted: bool) -> torch.Tensor:
+    shape = (num_rows, *grad_out.shape[1:])
+    dx = grad_out.new_empty(shape)
+    desc = SegmentBackwardDescriptor(shape, grad_out.shape[0], grad_out.dtype, segment_ids.dtype)
+    plan = BACKWARD_PLANS[(SegmentKind(kind), indices_are_sorted)]
+    run_plan(plan, desc, SegmentBackwardArgs(
+        grad_out, segment_ids, dx, argmax if kind in _EXTREMAL else None,
+        data if kind == "prod" else None))
+    return dx
+
+
+def _backward_fake(grad_out, segment_ids, argmax, data, num_rows, kind, indices_are_sorted):
+    return grad_out.new_empty((num_rows, *grad_out.shape[1:]))
+
+
+_segment_backward = define_op("segment_reduce_backward", _backward_impl, _backward_fake)
+
+
+def _setup(ctx, inputs, output):
+    data, ids, _, kind, srt = inputs
+    ctx.kind, ctx.sorted, ctx.num_rows = kind, srt, data.shape[0]
+    ctx.save_for_backward(ids, output[1], data if kind == "prod" else None)
+    ctx.set_materialize_grads(True)
+
+
+def _autograd(ctx, grad_out, grad_arg):
+    ids, arg, data = ctx.saved_tensors
+    dx = _segment_backward(grad_out, ids, arg, data, ctx.num_rows, ctx.kind, ctx.sorted)
+    return dx, None, None, None, None
+
+
+_segment_reduce = define_op("segment_reduce", _forward, _forward_fake, backward=_autograd,
+                            setup_context=_setup)
+
+
+def _call(kind: str, data, segment_ids, num_segments, indices_are_sorted):
+    if not isinstance(data, torch.Tensor) or not isinstance(segment_ids, torch.Tensor):
+        raise TypeError(f"segment_{kind}: data and segment_ids must be torch tensors")
+    if segment_ids.dim() != 1 or data.dim() < 1 or segment_ids.shape[0] != data.shape[0]:
+        raise ValueError(
+            f"segment_{kind}: segment_ids must be 1-D with data.shape[0] entries; got "
+            f"segment_ids.shape {tuple(segment_ids.shape)}, data.shape {tuple(data.shape)}")
+    if segment_ids.dtype not in (torch.int32, torch.int64):
+        raise TypeError(f"segment_{kind}: segment_ids must be int32 or int64, "
+                        f"got {segment_ids.dtype}")
+    if num_segments is None:
+        num_segments = int(segment_ids.max()) + 1 if segment_ids.numel() else 0
+        num_segments = max(num_segments, 0)
+    num_segments = int(num_segments)
+    out, _ = _segment_reduce(data, segment_ids, num_segments, kind, bool(indices_are_sorted))
+    return out
+
+
+def segment_sum(data: torch.Tensor, segment_ids: torch.Tensor, num_segments: int | None = None,
+                indices_are_sorted: bool = False, unique_indices: bool = False,
+                bucket_size: int | None = None) -> torch.Tensor:
+    """jax.ops.segment_sum: out[s] = sum of data[i] with segment_ids[i] == s."""
+    return _call("sum", data, segment_ids, num_segments, indices_are_sorted)
+
+
+def segment_mean(data: torch.Tensor, segment_ids: torch.Tensor, num_segments: int | None = None,
+                 indices_are_sorted: bool = False, unique_indices: bool = False,
+                 bucket_size: int | None = None) -> torch.Tensor:
+    """Mean per segment (0 for an empty segment), with jax.ops' segment signature."""
+    return _call("mean", data, segment_ids, num_segments, indices_are_sorted)
+
+
+def segment_max(data: torch.Tensor, segment_ids: torch.Tensor, num_segments: int | None = None,
+                indices_are_sorted: bool = False, unique_indices: bool = False,
+                bucket_size: int | None = None) -> torch.Tensor:
+    """jax.ops.segment_max (-inf for an empty segment); gradient to the first maximal row."""
+    return _call("max", data, segment_ids, num_segments, indices_are_sorted)
+
+
+def segment_min(data: torch.Tensor, segment_ids: torch.Tensor, num_segments: int | None = None,
+                indices_are_sorted: bool = False, unique_indices: bool = False,
+                bucket_size: int | None = None) -> torch.Tensor:
+    """jax.ops.segment_min (+inf for an empty segment); gradient to the first minimal row."""
+    return _call("min", data, segment_ids, num_segments, indices_are_sorted)
+
+
+def segment_prod(data: torch.Tensor, segment_ids: torch.Tensor, num_segments: int | None = None,
+                 indices_are_sorted: bool = False, unique_indices: bool = False,
+                 bucket_size: int | None = None) -> torch.Tensor:
+    """jax.ops.segment_prod (1 for an empty segment); zeros handled exactly in the gradient."""
+    return _call("prod", data, segment_ids, num_segments, indices_are_sorted)

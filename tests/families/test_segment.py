@@ -1,0 +1,144 @@
+"""Segment family through the torch frontend: values vs the float64 reference, gradcheck,
+tie / NaN / empty-segment / dropped-id semantics, opcheck, torch.compile, determinism."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from baracuda.families.segment import reference as ref
+from baracuda.families.segment.torch_api import (
+    segment_max,
+    segment_mean,
+    segment_min,
+    segment_prod,
+    segment_sum,
+)
+from helpers import assert_bitwise_equal, assert_close
+
+FNS = {"sum": segment_sum, "mean": segment_mean, "max": segment_max, "min": segment_min,
+       "prod": segment_prod}
+
+
+@pytest.mark.parametrize("kind", list(FNS))
+@pytest.mark.parametrize("sort", [False, True])
+def test_values_and_gradcheck(kind, sort, device):
+    gen = torch.Generator().manual_seed(0)
+    ids = torch.randint(-1, 6, (12,), generator=gen)
+    if sort:
+        ids = ids.sort().values
+    x = torch.rand(12, 2, generator=gen, dtype=torch.float64) + 0.5
+    x = x.to(device).requires_grad_()
+    ids = ids.to(device)
+    out = FNS[kind](x, ids, 6, indices_are_sorted=sort)
+    expect, _ = ref.segment_reduce(x, ids, 6, kind)
+    assert_close(out, expect, torch.float64)
+    torch.autograd.gradcheck(lambda t: FNS[kind](t, ids, 6, indices_are_sorted=sort), (x,),
+                             fast_mode=True)
+
+
+def test_identity_for_empty_segments_and_dropped_ids(device):
+    x = torch.arange(8, dtype=torch.float32, device=device)[:, None].repeat(1, 2)
+    ids = torch.tensor([0, 0, 9, -1, 2, 2, 5, 0], device=device)
+    assert segment_sum(x, ids, 4)[:, 0].tolist() == [8.0, 0.0, 9.0, 0.0]
+    assert segment_mean(x, ids, 4)[:, 0].tolist() == pytest.approx([8.0 / 3, 0.0, 4.5, 0.0])
+    assert segment_max(x, ids, 4)[:, 0].tolist() == [7.0, -float("inf"), 5.0, -float("inf")]
+    assert segment_min(x, ids, 4)[:, 0].tolist() == [0.0, float("inf"), 4.0, float("inf")]
+    assert segment_prod(x, ids, 4)[:, 0].tolist() == [0.0, 1.0, 20.0, 1.0]
+
+
+@pytest.mark.parametrize("fn", [segment_max, segment_min])
+def test_ties_go_to_the_first_row_forward_and_backward(fn, device):
+    x = torch.tensor([[1.0], [3.0], [3.0], [0.0], [3.0], [-2.0]], device=device,
+                     requires_grad=True)
+    if fn is segment_min:
+        x = (-x).detach().requires_grad_()
+    ids = torch.tensor([1, 0, 1, 1, 0, 1], device=device)
+    out = fn(x, ids, 3)
+    (g,) = torch.autograd.grad(out, x, torch.tensor([[10.0], [20.0], [30.0]], device=device))
+    # row 1 holds segment 0's extremum before row 4; row 2 holds segment 1's
+    assert g[:, 0].tolist() == [0.0, 10.0, 20.0, 0.0, 0.0, 0.0]
+
+
+def test_nan_wins_max(device):
+    x = torch.tensor([[1.0], [float("nan")], [5.0], [float("nan")]], device=device,
+                     requires_grad=True)
+    ids = torch.zeros(4, dtype=torch.int64, device=device)
+    out = segment_max(x, ids, 1)
+    assert torch.isnan(out).all()
+    (g,) = torch.autograd.grad(out, x, torch.ones_like(out))
+    assert g[:, 0].tolist() == [0.0, 1.0, 0.0, 0.0]
+
+
+def test_prod_gradient_with_zeros(device):
+    x = torch.tensor([2.0, 0.0, 3.0, 0.0, 0.0, 4.0, 5.0], dtype=torch.float64, device=device,
+                     requires_grad=True)
+    ids = torch.tensor([0, 0, 0, 1, 1, 2, 2], device=device)
+    (g,) = torch.autograd.grad(segment_prod(x, ids, 3).sum(), x)
+    assert g.tolist() == [0.0, 6.0, 0.0, 0.0, 0.0, 5.0, 4.0]
+
+
+def test_strided_inputs_and_int32_ids(device):
+    gen = torch.Generator().manual_seed(3)
+    big = torch.randn(50, 12, generator=gen).to(device)
+    x = big[::2, 1::3]  # [25, 4] strided
+    ids = torch.randint(0, 5, (50,), generator=gen, dtype=torch.int32).to(device)[::2]
+    expect, _ = ref.segment_reduce(x, ids, 5, "sum")
+    assert_close(segment_sum(x, ids, 5), expect, torch.float32)
+
+
+def test_bf16_and_multidim_rows(device):
+    gen = torch.Generator().manual_seed(4)
+    x = torch.randn(30, 2, 3, generator=gen).to(device, torch.bfloat16)
+    ids = torch.randint(0, 4, (30,), generator=gen).to(device)
+    out = segment_max(x, ids, 4)
+    expect, _ = ref.segment_reduce(x, ids, 4, "max")
+    assert out.shape == (4, 2, 3) and out.dtype == torch.bfloat16
+    assert_close(out, expect, torch.bfloat16)
+
+
+def test_num_segments_default_and_zero_rows(device):
+    x = torch.ones(5, 2, device=device)
+    ids = torch.tensor([0, 3, 3, 1, 0], device=device)
+    assert segment_sum(x, ids).shape == (4, 2)
+    empty = segment_max(torch.ones(0, 2, device=device), ids[:0], 2)
+    assert torch.equal(empty, torch.full((2, 2), -float("inf"), device=device))
+
+
+def test_deterministic_reruns(device):
+    gen = torch.Generator().manual_seed(5)
+    x = torch.randn(1000, 7, generator=gen).to(device)
+    ids = torch.randint(0, 11, (1000,), generator=gen).to(device)
+    first = segment_sum(x, ids, 11)
+    for _ in range(2):
+        assert_bitwise_equal(first, segment_sum(x, ids, 11))
+
+
+def test_errors(device):
+    x = torch.ones(4, 2, device=device)
+    with pytest.raises(ValueError):
+        segment_sum(x, torch.zeros(3, dtype=torch.int64, device=device), 2)
+    with pytest.raises(TypeError):
+        segment_sum(x, torch.zeros(4, device=device), 2)
+
+
+def test_opcheck(device):
+    from baracuda.families.segment.torch_api import _segment_reduce
+
+    x = torch.randn(9, 3, dtype=torch.float64, device=device, requires_grad=True)
+    ids = torch.tensor([0, 2, 2, 1, 0, 0, 3, 1, 2], device=device)
+    for kind in ("sum", "max"):
+        torch.library.opcheck(_segment_reduce, (x, ids, 4, kind, False))
+
+
+def test_compile_fullgraph(device):
+    x = torch.randn(9, 3, device=device, requires_grad=True)
+    ids = torch.tensor([0, 2, 2, 1, 0, 0, 3, 1, 2], device=device)
+
+    def f(x, ids):
+        return segment_max(x, ids, 4).sum() + segment_mean(x, ids, 4).sum()
+
+    compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
+    (g1,) = torch.autograd.grad(compiled(x, ids), x)
+    (g2,) = torch.autograd.grad(f(x, ids), x)
+    assert torch.equal(g1, g2)
