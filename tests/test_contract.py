@@ -40,7 +40,7 @@ def test_families_import_cleanly():
     assert registry.import_errors() == {}, registry.import_errors()
 
 
-@pytest.mark.parametrize("plan", PLANS, ids=lambda p: p.__name__)
+@pytest.mark.parametrize("plan", PLANS, ids=lambda p: f"{p.family}-{p.__name__}")
 def test_plan_is_complete(plan):
     assert SPECS[plan.__name__] is not None, f"{plan.__name__} has no registered PlanSpec"
     assert plan.candidates, f"{plan.__name__} has no candidates"
@@ -70,7 +70,7 @@ def _malformed_desc():
     for plan in PLANS:
         spec = SPECS[plan.__name__]
         for m in (spec.malformed_descriptors() if spec else ()):
-            yield pytest.param(plan, m, id=f"{plan.__name__}-{m.name}")
+            yield pytest.param(plan, m, id=f"{plan.family}-{plan.__name__}-{m.name}")
 
 
 @pytest.mark.parametrize("plan,bad", list(_malformed_desc()))
@@ -87,7 +87,7 @@ def _first_cases():
         if spec is None:
             continue
         for case in itertools.islice(spec.cases("small"), 1):
-            yield pytest.param(plan, case, id=plan.__name__)
+            yield pytest.param(plan, case, id=f"{plan.family}-{plan.__name__}")
 
 
 FIRST = list(_first_cases())
