@@ -123,6 +123,7 @@ class Candidate:
         raise NotImplementedError
 
 
+@functools.cache
 def interpreter_active() -> bool:
     from ..backends.triton_support import INTERPRET
 

@@ -1,0 +1,191 @@
+"""Normalization family descriptors and args (RMSNorm and LayerNorm over a suffix of axes)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import torch
+
+from ...core import validate as V
+from ...core.plan import Args, Descriptor
+from ...core.vocab import FLOAT_KINDS, ElementKind
+
+FLOATS_SORTED = sorted(FLOAT_KINDS, key=lambda k: k.value)
+
+
+def _check_flag(who: str, name: str, value) -> None:
+    if not isinstance(value, bool):
+        raise V.InvalidProblem(f"{who}: {name} must be a bool, got {value!r}")
+
+
+def validate_row_norm(desc, who: str, with_eps: bool) -> None:
+    """One rule set for every RMSNorm / LayerNorm descriptor, forward and backward."""
+    if not isinstance(desc.element, ElementKind):
+        raise V.InvalidProblem(f"{who}: element must be an ElementKind, got {desc.element!r}")
+    shape = V.check_shape(who, "input_shape", desc.input_shape)
+    V.check_rank(who, "input_shape", shape)
+    if not isinstance(desc.norm_axes, tuple):
+        raise V.InvalidProblem(f"{who}: norm_axes must be a tuple of ints, got {desc.norm_axes!r}")
+    V.check_suffix_axes(who, "norm_axes", desc.norm_axes, len(shape))
+    V.check_element(who, "element", desc.element, FLOATS_SORTED)
+    for flag in ("has_gamma", "has_beta", "has_residual"):
+        if hasattr(desc, flag):
+            _check_flag(who, flag, getattr(desc, flag))
+    if with_eps:
+        V.check_finite(who, "eps", desc.eps)
+        if desc.eps < 0:
+            raise V.InvalidProblem(f"{who}: eps must be >= 0, got {desc.eps!r}")
+
+
+class _RowNormShape:
+    """Shape helpers shared by the row-norm descriptors."""
+
+    @property
+    def n_norm(self) -> int:
+        return len(self.norm_axes)  # type: ignore[attr-defined]
+
+    @property
+    def normalized_shape(self) -> tuple[int, ...]:
+        return tuple(self.input_shape[len(self.input_shape) - self.n_norm:])  # type: ignore
+
+    @property
+    def stats_shape(self) -> tuple[int, ...]:
+        """Saved statistics: the input shape with the normalized axes set to 1 (as torch)."""
+        k = len(self.input_shape) - self.n_norm  # type: ignore[attr-defined]
+        return tuple(self.input_shape[:k]) + (1,) * self.n_norm  # type: ignore[attr-defined]
+
+    @property
+    def norm_total_extent(self) -> int:
+        m = 1
+        for d in self.normalized_shape:
+            m *= d
+        return m
+
+    @property
+    def rows(self) -> int:
+        r = 1
+        for d in self.input_shape[: len(self.input_shape) - self.n_norm]:  # type: ignore
+            r *= d
+        return r
+
+    @property
+    def stats_element(self) -> ElementKind:
+        """Statistics are kept in the compute kind: f32 for halves and f32, f64 for f64."""
+        return self.element.compute_kind  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class RMSNormDescriptor(Descriptor, _RowNormShape):
+    """y = x * rstd * gamma, rstd = 1 / sqrt(mean(x^2 over norm_axes) + eps).
+
+    ``has_residual``: the fused residual variant, h = x + residual (rounded to `element`),
+    y = rms_norm(h); h is also written (``residual_out``) and is what the backward takes as x.
+    """
+
+    input_shape: tuple[int, ...]
+    norm_axes: tuple[int, ...]
+    has_gamma: bool
+    eps: float
+    element: ElementKind
+    has_residual: bool = False
+
+    def validate(self, who: str) -> None:
+        validate_row_norm(self, who, with_eps=True)
+
+
+@dataclass(frozen=True)
+class RMSNormBackwardDescriptor(Descriptor, _RowNormShape):
+    """dx (and dgamma when has_gamma) from dy, the forward's x (h for the residual variant)
+    and its saved rstd; ``has_residual`` adds the gradient of the residual output to dx."""
+
+    input_shape: tuple[int, ...]
+    norm_axes: tuple[int, ...]
+    has_gamma: bool
+    element: ElementKind
+    has_residual: bool = False
+
+    def validate(self, who: str) -> None:
+        validate_row_norm(self, who, with_eps=False)
+
+
+@dataclass(frozen=True)
+class LayerNormDescriptor(Descriptor, _RowNormShape):
+    """y = (x - mean) * rstd * gamma + beta over norm_axes; rstd = 1 / sqrt(var + eps),
+    biased variance. ``has_residual`` as in RMSNormDescriptor."""
+
+    input_shape: tuple[int, ...]
+    norm_axes: tuple[int, ...]
+    has_gamma: bool
+    has_beta: bool
+    eps: float
+    element: ElementKind
+    has_residual: bool = False
+
+    def validate(self, who: str) -> None:
+        validate_row_norm(self, who, with_eps=True)
+
+
+@dataclass(frozen=True)
+class LayerNormBackwardDescriptor(Descriptor, _RowNormShape):
+    """dx, dgamma (has_gamma), dbeta (has_beta) from dy, x and the saved mean and rstd."""
+
+    input_shape: tuple[int, ...]
+    norm_axes: tuple[int, ...]
+    has_gamma: bool
+    has_beta: bool
+    element: ElementKind
+    has_residual: bool = False
+
+    def validate(self, who: str) -> None:
+        validate_row_norm(self, who, with_eps=False)
+
+
+@dataclass
+class RMSNormArgs(Args):
+    x: torch.Tensor
+    y: torch.Tensor
+    rstd: torch.Tensor
+    gamma: torch.Tensor | None = None
+    residual: torch.Tensor | None = None
+    residual_out: torch.Tensor | None = None
+    OUTPUTS: ClassVar[tuple[str, ...]] = ("y", "rstd", "residual_out")
+
+
+@dataclass
+class RMSNormBackwardArgs(Args):
+    dy: torch.Tensor
+    x: torch.Tensor
+    rstd: torch.Tensor
+    dx: torch.Tensor
+    gamma: torch.Tensor | None = None
+    dgamma: torch.Tensor | None = None
+    dresidual_out: torch.Tensor | None = None
+    OUTPUTS: ClassVar[tuple[str, ...]] = ("dx", "dgamma")
+
+
+@dataclass
+class LayerNormArgs(Args):
+    x: torch.Tensor
+    y: torch.Tensor
+    mean: torch.Tensor
+    rstd: torch.Tensor
+    gamma: torch.Tensor | None = None
+    beta: torch.Tensor | None = None
+    residual: torch.Tensor | None = None
+    residual_out: torch.Tensor | None = None
+    OUTPUTS: ClassVar[tuple[str, ...]] = ("y", "mean", "rstd", "residual_out")
+
+
+@dataclass
+class LayerNormBackwardArgs(Args):
+    dy: torch.Tensor
+    x: torch.Tensor
+    mean: torch.Tensor
+    rstd: torch.Tensor
+    dx: torch.Tensor
+    gamma: torch.Tensor | None = None
+    dgamma: torch.Tensor | None = None
+    dbeta: torch.Tensor | None = None
+    dresidual_out: torch.Tensor | None = None
+    OUTPUTS: ClassVar[tuple[str, ...]] = ("dx", "dgamma", "dbeta")

@@ -1,0 +1,391 @@
+"""Row-norm kernels (RMSNorm and LayerNorm; the kind is the RMS constexpr).
+
+A row is the normalized suffix of the input, flattened to M elements; the outer dims (at most
+three per launch after host-side collapsing) index rows. Inside a row, flat column c sits at
+`_col_off(c, ...)`: c * sc when the suffix collapses to one dim (NI = 1), else decomposed over
+up to three collapsed dims [.., IN1, IN2].
+
+Forward: each program owns row groups of BLOCK_R rows (pid, pid + G, ...). SINGLE: the
+[BLOCK_R, BLOCK_N] tile stays in registers (one read of x, one write of y). Otherwise the row is
+streamed twice in blocks of BLOCK_N through a persistent grid, so the second pass hits L2.
+
+Backward: persistent programs (grid G) walk row groups pid, pid + G, ...; dx is written per
+row and each program accumulates its own dgamma / dbeta partial over all of its rows, stored
+once into its row of the workspace [G, M] (ACCUM: added to it, when one problem takes several
+launches). `partial_sum_kernel` then adds the G partials per column in a fixed order:
+deterministic, no atomics, and the second stage reads only G * M floats.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _row_off(row, O1, O2, s0, s1, s2):
+    """Offset of row `row` (int64) with outer dims [O0, O1, O2] and strides s0..s2."""
+    i2 = row % O2
+    r = row // O2
+    return (r // O1) * s0 + (r % O1) * s1 + i2 * s2
+
+
+@triton.jit
+def _col_off(c, IN1, IN2, sa, sb, sc, NI: tl.constexpr):
+    """Offset of flat column c in a normalized suffix collapsed to NI dims [.., IN1, IN2]."""
+    if NI == 3:
+        return (c // (IN1 * IN2)) * sa + ((c // IN2) % IN1) * sb + (c % IN2) * sc
+    if NI == 2:
+        return (c // IN2) * sb + (c % IN2) * sc
+    return c * sc
+
+
+@triton.jit
+def _cols(BLOCK_N: tl.constexpr, COL64: tl.constexpr):
+    """Column indices: int32 (cheaper addresses, fewer registers) unless a row's offsets can
+    pass 2**31 (COL64, decided on the host); row offsets are always int64."""
+    if COL64:
+        return tl.arange(0, BLOCK_N).to(tl.int64)
+    return tl.arange(0, BLOCK_N)
+
+
+@triton.jit
+def row_norm_fwd_kernel(
+    x_ptr, r_ptr, h_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr,
+    n_rows, M, O1, O2, IN1, IN2, G, eps, eps_lo,
+    xs0, xs1, xs2, xsa, xsb, xsc,
+    rs0, rs1, rs2, rsa, rsb, rsc,
+    hs0, hs1, hs2, hsa, hsb, hsc,
+    ys0, ys1, ys2, ysa, ysb, ysc,
+    wsa, wsb, wsc, bsa, bsb, bsc,
+    ms0, ms1, ms2, ts0, ts1, ts2,
+    RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr, HAS_RES: tl.constexpr,
+    NI: tl.constexpr, ACC: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr,
+    SINGLE: tl.constexpr, COL64: tl.constexpr, PIPE: tl.constexpr,
+):
+    pid = tl.program_id(0).to(tl.int64)
+    cols0 = _cols(BLOCK_N, COL64)
+    n_groups = tl.cdiv(n_rows, BLOCK_R)
+    # Float scalars arrive as fp32: eps = eps + eps_lo restores it in f64 (f64 inputs).
+    one = tl.full([], 1.0, ACC)
+    eps_a = eps * one + eps_lo * one
+    cm = cols0 < M
+    xo = _col_off(cols0, IN1, IN2, xsa, xsb, xsc, NI)[None, :]
+    ro = _col_off(cols0, IN1, IN2, rsa, rsb, rsc, NI)[None, :]
+    if PIPE:
+        # Persistent rows in registers: parameters load once per program, and the next row
+        # group's x (and residual) is prefetched while this one is reduced and written (PIPE:
+        # rows short enough for the extra registers; else one row per program, as loaded).
+        if HAS_W:
+            w = tl.load(w_ptr + _col_off(cols0, IN1, IN2, wsa, wsb, wsc, NI), mask=cm,
+                        other=0.0).to(ACC)
+        if HAS_B:
+            b = tl.load(b_ptr + _col_off(cols0, IN1, IN2, bsa, bsb, bsc, NI), mask=cm,
+                        other=0.0).to(ACC)
+        rows_n = pid * BLOCK_R + tl.arange(0, BLOCK_R).to(tl.int64)
+        m_n = (rows_n < n_rows)[:, None] & cm[None, :]
+        x_nxt = tl.load(x_ptr + _row_off(rows_n, O1, O2, xs0, xs1, xs2)[:, None] + xo,
+                        mask=m_n, other=0.0)
+        if HAS_RES:
+            r_nxt = tl.load(r_ptr + _row_off(rows_n, O1, O2, rs0, rs1, rs2)[:, None] + ro,
+                            mask=m_n, other=0.0)
+    for g in range(pid, n_groups, G):
+        rows = g * BLOCK_R + tl.arange(0, BLOCK_R).to(tl.int64)
+        row_ok = rows < n_rows
+        x_row = x_ptr + _row_off(rows, O1, O2, xs0, xs1, xs2)[:, None]
+        y_row = y_ptr + _row_off(rows, O1, O2, ys0, ys1, ys2)[:, None]
+        r_row = r_ptr + _row_off(rows, O1, O2, rs0, rs1, rs2)[:, None]
+        h_row = h_ptr + _row_off(rows, O1, O2, hs0, hs1, hs2)[:, None]
+        if SINGLE:
+            mask = row_ok[:, None] & cm[None, :]
+            if PIPE:
+                x = x_nxt
+                rows_n = rows + G * BLOCK_R
+                m_n = (rows_n < n_rows)[:, None] & cm[None, :]
+                x_nxt = tl.load(x_ptr + _row_off(rows_n, O1, O2, xs0, xs1, xs2)[:, None] + xo,
+                                mask=m_n, other=0.0)
+                if HAS_RES:
+                    r = r_nxt
+                    r_nxt = tl.load(
+                        r_ptr + _row_off(rows_n, O1, O2, rs0, rs1, rs2)[:, None] + ro,
+                        mask=m_n, other=0.0)
+            else:
+                x = tl.load(x_row + xo, mask=mask, other=0.0)
+                if HAS_RES:
+                    r = tl.load(r_row + ro, mask=mask, other=0.0)
+            if HAS_RES:
+                # h is rounded to the storage type first: the backward sees exactly this h.
+                x = (x.to(ACC) + r.to(ACC)).to(h_ptr.dtype.element_ty)
+                tl.store(h_row + _col_off(cols0, IN1, IN2, hsa, hsb, hsc, NI)[None, :], x,
+                         mask=mask)
+            xf = x.to(ACC)
+            if RMS:
+                mean = tl.zeros([BLOCK_R], ACC)
+                xc = xf
+            else:
+                mean = tl.sum(xf, 1) / M
+                xc = tl.where(mask, xf - mean[:, None], 0.0)
+            rstd = 1.0 / tl.sqrt(tl.sum(xc * xc, 1) / M + eps_a)
+            y = xc * rstd[:, None]
+            if not PIPE:
+                if HAS_W:
+                    w = tl.load(w_ptr + _col_off(cols0, IN1, IN2, wsa, wsb, wsc, NI), mask=cm,
+                                other=0.0).to(ACC)
+                if HAS_B:
+                    b = tl.load(b_ptr + _col_off(cols0, IN1, IN2, bsa, bsb, bsc, NI), mask=cm,
+                                other=0.0).to(ACC)
+            if HAS_W:
+                y = y * w[None, :]
+            if HAS_B:
+                y = y + b[None, :]
+            tl.store(y_row + _col_off(cols0, IN1, IN2, ysa, ysb, ysc, NI)[None, :],
+                     y.to(y_ptr.dtype.element_ty), mask=mask)
+        else:
+            # Pass 1: per-lane sums of (x - k) and (x - k)^2 with k = the row's first element,
+            # so the variance does not cancel catastrophically when |mean| >> std.
+            if RMS:
+                k = tl.zeros([BLOCK_R], ACC)
+            else:
+                m0 = row_ok[:, None] & (cols0 < 1)[None, :]
+                x0 = tl.load(x_row + 0 * cols0[None, :], mask=m0, other=0.0)
+                if HAS_RES:
+                    r0 = tl.load(r_row + 0 * cols0[None, :], mask=m0, other=0.0)
+                    x0 = (x0.to(ACC) + r0.to(ACC)).to(h_ptr.dtype.element_ty)
+                k = tl.sum(x0.to(ACC), 1)
+            s1 = tl.zeros([BLOCK_R, BLOCK_N], ACC)
+            s2 = tl.zeros([BLOCK_R, BLOCK_N], ACC)
+            for start in range(0, M, BLOCK_N):
+                cols = start + cols0
+                mask = row_ok[:, None] & (cols < M)[None, :]
+                x = tl.load(x_row + _col_off(cols, IN1, IN2, xsa, xsb, xsc, NI)[None, :],
+                            mask=mask, other=0.0)
+                if HAS_RES:
+                    r = tl.load(r_row + _col_off(cols, IN1, IN2, rsa, rsb, rsc, NI)[None, :],
+                                mask=mask, other=0.0)
+                    x = (x.to(ACC) + r.to(ACC)).to(h_ptr.dtype.element_ty)
+                    tl.store(h_row + _col_off(cols, IN1, IN2, hsa, hsb, hsc, NI)[None, :], x,
+                             mask=mask)
+                d = tl.where(mask, x.to(ACC) - k[:, None], 0.0)
+                s1 += d
+                s2 += d * d
+            t1 = tl.sum(s1, 1) / M
+            if RMS:
+                mean = tl.zeros([BLOCK_R], ACC)
+                var = tl.sum(s2, 1) / M
+            else:
+                mean = k + t1
+                var = tl.maximum(tl.sum(s2, 1) / M - t1 * t1, 0.0)
+            rstd = 1.0 / tl.sqrt(var + eps_a)
+            for start in range(0, M, BLOCK_N):
+                cols = start + cols0
+                cm = cols < M
+                mask = row_ok[:, None] & cm[None, :]
+                if HAS_RES:
+                    x = tl.load(h_row + _col_off(cols, IN1, IN2, hsa, hsb, hsc, NI)[None, :],
+                                mask=mask, other=0.0)
+                else:
+                    x = tl.load(x_row + _col_off(cols, IN1, IN2, xsa, xsb, xsc, NI)[None, :],
+                                mask=mask, other=0.0)
+                y = (x.to(ACC) - mean[:, None]) * rstd[:, None]
+                if HAS_W:
+                    w = tl.load(w_ptr + _col_off(cols, IN1, IN2, wsa, wsb, wsc, NI), mask=cm,
+                                other=0.0)
+                    y = y * w.to(ACC)[None, :]
+                if HAS_B:
+                    b = tl.load(b_ptr + _col_off(cols, IN1, IN2, bsa, bsb, bsc, NI), mask=cm,
+                                other=0.0)
+                    y = y + b.to(ACC)[None, :]
+                tl.store(y_row + _col_off(cols, IN1, IN2, ysa, ysb, ysc, NI)[None, :],
+                         y.to(y_ptr.dtype.element_ty), mask=mask)
+        if not RMS:
+            tl.store(mean_ptr + _row_off(rows, O1, O2, ms0, ms1, ms2),
+                     mean.to(mean_ptr.dtype.element_ty), mask=row_ok)
+        tl.store(rstd_ptr + _row_off(rows, O1, O2, ts0, ts1, ts2),
+                 rstd.to(rstd_ptr.dtype.element_ty), mask=row_ok)
+
+
+@triton.jit
+def row_norm_bwd_kernel(
+    dy_ptr, x_ptr, w_ptr, mean_ptr, rstd_ptr, dh_ptr, dx_ptr, part_ptr,
+    n_rows, M, O1, O2, IN1, IN2, G,
+    gs0, gs1, gs2, gsa, gsb, gsc,
+    xs0, xs1, xs2, xsa, xsb, xsc,
+    hs0, hs1, hs2, hsa, hsb, hsc,
+    ds0, ds1, ds2, dsa, dsb, dsc,
+    wsa, wsb, wsc, ms0, ms1, ms2, ts0, ts1, ts2,
+    RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_DB: tl.constexpr, HAS_RES: tl.constexpr,
+    ACCUM: tl.constexpr, NI: tl.constexpr, ACC: tl.constexpr, BLOCK_R: tl.constexpr,
+    BLOCK_N: tl.constexpr, SINGLE: tl.constexpr, COL64: tl.constexpr, PIPE: tl.constexpr,
+):
+    """part_ptr: [G, M] dgamma partials (when HAS_W), then [G, M] dbeta partials (HAS_DB)."""
+    pid = tl.program_id(0).to(tl.int64)
+    cols0 = _cols(BLOCK_N, COL64)
+    n_groups = tl.cdiv(n_rows, BLOCK_R)
+    dg_row = part_ptr + pid * M
+    if HAS_W:
+        db_row = part_ptr + (G + pid) * M
+    else:
+        db_row = part_ptr + pid * M
+    if SINGLE:
+        cm0 = cols0 < M
+        if HAS_W:
+            w0 = tl.load(w_ptr + _col_off(cols0, IN1, IN2, wsa, wsb, wsc, NI), mask=cm0,
+                         other=0.0).to(ACC)
+        dg_acc = tl.zeros([BLOCK_N], ACC)
+        db_acc = tl.zeros([BLOCK_N], ACC)
+        if ACCUM:
+            if HAS_W:
+                dg_acc = tl.load(dg_row + cols0, mask=cm0, other=0.0)
+            if HAS_DB:
+                db_acc = tl.load(db_row + cols0, mask=cm0, other=0.0)
+        go = _col_off(cols0, IN1, IN2, gsa, gsb, gsc, NI)[None, :]
+        xo = _col_off(cols0, IN1, IN2, xsa, xsb, xsc, NI)[None, :]
+        if PIPE:  # prefetch the first row group's dy and x (then each next one in the loop)
+            rows_n = pid * BLOCK_R + tl.arange(0, BLOCK_R).to(tl.int64)
+            m_n = (rows_n < n_rows)[:, None] & cm0[None, :]
+            dy_nxt = tl.load(dy_ptr + _row_off(rows_n, O1, O2, gs0, gs1, gs2)[:, None] + go,
+                             mask=m_n, other=0.0)
+            x_nxt = tl.load(x_ptr + _row_off(rows_n, O1, O2, xs0, xs1, xs2)[:, None] + xo,
+                            mask=m_n, other=0.0)
+    else:
+        if not ACCUM:
+            if pid >= n_groups:  # no rows here: this partial row must still read as zero
+                for start in range(0, M, BLOCK_N):
+                    cols = start + cols0
+                    if HAS_W:
+                        tl.store(dg_row + cols, tl.zeros([BLOCK_N], ACC), mask=cols < M)
+                    if HAS_DB:
+                        tl.store(db_row + cols, tl.zeros([BLOCK_N], ACC), mask=cols < M)
+    for g in range(pid, n_groups, G):
+        rows = g * BLOCK_R + tl.arange(0, BLOCK_R).to(tl.int64)
+        row_ok = rows < n_rows
+        g_row = dy_ptr + _row_off(rows, O1, O2, gs0, gs1, gs2)[:, None]
+        x_row = x_ptr + _row_off(rows, O1, O2, xs0, xs1, xs2)[:, None]
+        d_row = dx_ptr + _row_off(rows, O1, O2, ds0, ds1, ds2)[:, None]
+        h_row = dh_ptr + _row_off(rows, O1, O2, hs0, hs1, hs2)[:, None]
+        rstd = tl.load(rstd_ptr + _row_off(rows, O1, O2, ts0, ts1, ts2), mask=row_ok,
+                       other=0.0).to(ACC)
+        if RMS:
+            mean = tl.zeros([BLOCK_R], ACC)
+        else:
+            mean = tl.load(mean_ptr + _row_off(rows, O1, O2, ms0, ms1, ms2), mask=row_ok,
+                           other=0.0).to(ACC)
+        if SINGLE:
+            mask = row_ok[:, None] & cm0[None, :]
+            if PIPE:
+                dy = dy_nxt.to(ACC)
+                x = x_nxt.to(ACC)
+                rows_n = rows + G * BLOCK_R
+                m_n = (rows_n < n_rows)[:, None] & cm0[None, :]
+                dy_nxt = tl.load(
+                    dy_ptr + _row_off(rows_n, O1, O2, gs0, gs1, gs2)[:, None] + go,
+                    mask=m_n, other=0.0)
+                x_nxt = tl.load(x_ptr + _row_off(rows_n, O1, O2, xs0, xs1, xs2)[:, None] + xo,
+                                mask=m_n, other=0.0)
+            else:
+                dy = tl.load(g_row + go, mask=mask, other=0.0).to(ACC)
+                x = tl.load(x_row + xo, mask=mask, other=0.0).to(ACC)
+            xhat = tl.where(mask, (x - mean[:, None]) * rstd[:, None], 0.0)
+            if HAS_W:
+                wdy = dy * w0[None, :]
+                dg_acc += tl.sum(dy * xhat, 0)
+            else:
+                wdy = dy
+            c1 = tl.sum(wdy * xhat, 1) / M
+            if RMS:
+                dx = (wdy - xhat * c1[:, None]) * rstd[:, None]
+            else:
+                c2 = tl.sum(wdy, 1) / M
+                dx = (wdy - xhat * c1[:, None] - c2[:, None]) * rstd[:, None]
+                # M = 1: y = beta does not depend on x; exact zero (no fma rounding residue)
+                dx = tl.where(M == 1, 0.0, dx)
+            if HAS_DB:
+                db_acc += tl.sum(dy, 0)
+            if HAS_RES:
+                dx += tl.load(h_row + _col_off(cols0, IN1, IN2, hsa, hsb, hsc, NI)[None, :],
+                              mask=mask, other=0.0).to(ACC)
+            tl.store(d_row + _col_off(cols0, IN1, IN2, dsa, dsb, dsc, NI)[None, :],
+                     dx.to(dx_ptr.dtype.element_ty), mask=mask)
+        else:
+            a1 = tl.zeros([BLOCK_R, BLOCK_N], ACC)
+            a2 = tl.zeros([BLOCK_R, BLOCK_N], ACC)
+            for start in range(0, M, BLOCK_N):
+                cols = start + cols0
+                cm = cols < M
+                mask = row_ok[:, None] & cm[None, :]
+                dy = tl.load(g_row + _col_off(cols, IN1, IN2, gsa, gsb, gsc, NI)[None, :],
+                             mask=mask, other=0.0).to(ACC)
+                x = tl.load(x_row + _col_off(cols, IN1, IN2, xsa, xsb, xsc, NI)[None, :],
+                            mask=mask, other=0.0).to(ACC)
+                if HAS_W:
+                    w = tl.load(w_ptr + _col_off(cols, IN1, IN2, wsa, wsb, wsc, NI), mask=cm,
+                                other=0.0).to(ACC)
+                    dy = dy * w[None, :]
+                a1 += dy * tl.where(mask, (x - mean[:, None]) * rstd[:, None], 0.0)
+                a2 += dy
+            c1 = tl.sum(a1, 1) / M
+            c2 = tl.sum(a2, 1) / M
+            # The first group of a program starts its partial row (unless ACCUM); later groups
+            # add to it. The row stays hot in L2 between this program's row groups.
+            if ACCUM:
+                keep = g >= 0
+            else:
+                keep = g != pid
+            for start in range(0, M, BLOCK_N):
+                cols = start + cols0
+                cm = cols < M
+                mask = row_ok[:, None] & cm[None, :]
+                dy = tl.load(g_row + _col_off(cols, IN1, IN2, gsa, gsb, gsc, NI)[None, :],
+                             mask=mask, other=0.0).to(ACC)
+                x = tl.load(x_row + _col_off(cols, IN1, IN2, xsa, xsb, xsc, NI)[None, :],
+                            mask=mask, other=0.0).to(ACC)
+                xhat = tl.where(mask, (x - mean[:, None]) * rstd[:, None], 0.0)
+                if HAS_W:
+                    w = tl.load(w_ptr + _col_off(cols, IN1, IN2, wsa, wsb, wsc, NI), mask=cm,
+                                other=0.0).to(ACC)
+                    wdy = dy * w[None, :]
+                    prev = tl.load(dg_row + cols, mask=cm & keep, other=0.0)
+                    tl.store(dg_row + cols, prev + tl.sum(dy * xhat, 0), mask=cm)
+                else:
+                    wdy = dy
+                if HAS_DB:
+                    prev_b = tl.load(db_row + cols, mask=cm & keep, other=0.0)
+                    tl.store(db_row + cols, prev_b + tl.sum(dy, 0), mask=cm)
+                if RMS:
+                    dx = (wdy - xhat * c1[:, None]) * rstd[:, None]
+                else:
+                    dx = (wdy - xhat * c1[:, None] - c2[:, None]) * rstd[:, None]
+                if HAS_RES:
+                    dx += tl.load(h_row + _col_off(cols, IN1, IN2, hsa, hsb, hsc, NI)[None, :],
+                                  mask=mask, other=0.0).to(ACC)
+                tl.store(d_row + _col_off(cols, IN1, IN2, dsa, dsb, dsc, NI)[None, :],
+                         dx.to(dx_ptr.dtype.element_ty), mask=mask)
+    if SINGLE:
+        if HAS_W:
+            tl.store(dg_row + cols0, dg_acc, mask=cm0)
+        if HAS_DB:
+            tl.store(db_row + cols0, db_acc, mask=cm0)
+
+
+@triton.jit
+def partial_sum_kernel(
+    part_ptr, out_ptr, G, M, IN1, IN2, osa, osb, osc,
+    NI: tl.constexpr, ACC: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_C: tl.constexpr,
+):
+    """out[c] = sum over g of part[g, c], in a fixed order (the second, tiny stage)."""
+    pid = tl.program_id(0).to(tl.int64)
+    cols = pid * BLOCK_C + tl.arange(0, BLOCK_C).to(tl.int64)
+    cm = cols < M
+    acc = tl.zeros([BLOCK_G, BLOCK_C], ACC)
+    gi = tl.arange(0, BLOCK_G).to(tl.int64)
+    for start in range(0, G, BLOCK_G):
+        g = start + gi
+        acc += tl.load(part_ptr + g[:, None] * M + cols[None, :],
+                       mask=(g < G)[:, None] & cm[None, :], other=0.0)
+    total = tl.sum(acc, 0)
+    tl.store(out_ptr + _col_off(cols, IN1, IN2, osa, osb, osc, NI),
+             total.to(out_ptr.dtype.element_ty), mask=cm)
+
+
+def cdiv(a: int, b: int) -> int:
+    return triton.cdiv(a, b)

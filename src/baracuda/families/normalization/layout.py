@@ -1,0 +1,193 @@
+"""Host-side row layout for the row-norm kernels and their launch tables.
+
+A row-norm problem is `rows` independent rows of M = prod(normalized_shape) elements. Outer dims
+(those before the normalized suffix) are collapsed jointly over every row-shaped operand and
+the statistics; the normalized suffix is collapsed jointly over the row-shaped operands and the
+per-feature parameters (gamma, beta, dgamma, dbeta). A launch addresses three outer dims (more
+leading dims become more launches) and three inner dims (more is refused as Unsupported).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+import triton.language as tl
+
+from ...backends.triton_support import INTERPRET, next_pow2, sm_count
+from ...core.errors import Unsupported
+from ...core.layout import collapse_dims
+from ...core.vocab import ElementKind
+
+MAX_OUTER = 3  # outer dims one launch addresses; more leading dims become more launches
+MAX_INNER = 3
+
+
+@dataclass(frozen=True)
+class RowLayout:
+    outer_shape: tuple[int, ...]  # collapsed outer dims (any number)
+    outer: tuple[tuple[int, ...], ...]  # per row/stat operand: strides of the outer dims
+    in1: int
+    in2: int
+    ni: int
+    inner: tuple[tuple[int, int, int], ...]  # per row/param operand: strides (a, b, c)
+    col64: bool  # some row's element offsets reach 2**31: int64 column math
+
+    @functools.cached_property
+    def _single(self):
+        pad = MAX_OUTER - len(self.outer_shape)
+        rest = [1] * pad + list(self.outer_shape)
+        strides = tuple(tuple([0] * pad + list(st)) for st in self.outer)
+        return rest[0] * rest[1] * rest[2], rest[1], rest[2], strides
+
+    def launches(self, tensors):
+        """Yield (views, rows, o1, o2, per-operand 3 outer strides): one per index of the
+        leading outer dims beyond MAX_OUTER (views shifted there); `tensors` are the row and
+        stat operands in layout order (None allowed)."""
+        shape = list(self.outer_shape)
+        if len(shape) <= MAX_OUTER:  # the common case: one launch, no shifted views
+            yield tensors, *self._single
+            return
+        extra = max(0, len(shape) - MAX_OUTER)
+        lead, rest = shape[:extra], [1] * max(0, MAX_OUTER - len(shape)) + shape[extra:]
+        pad = MAX_OUTER - (len(shape) - extra)
+        rest_strides = [tuple([0] * pad + list(st[extra:])) for st in self.outer]
+        rows = rest[0] * rest[1] * rest[2]
+        for idx in itertools.product(*[range(d) for d in lead]):
+            offs = [sum(i * s for i, s in zip(idx, st)) for st in self.outer]
+            views = [t if t is None or not off else _shifted(t, off)
+                     for t, off in zip(tensors, offs)]
+            yield views, rows, rest[1], rest[2], rest_strides
+
+
+def _shifted(t: torch.Tensor, offset: int) -> torch.Tensor:
+    """A flat view of t's storage starting `offset` elements after t's first element."""
+    return t.as_strided((1,), (1,), t.storage_offset() + offset)
+
+
+def row_layout(who: str, shape: Sequence[int], n_norm: int,
+               rows_ops: Sequence[torch.Tensor | None],
+               stat_ops: Sequence[torch.Tensor | None],
+               param_ops: Sequence[torch.Tensor | None]) -> RowLayout:
+    """Strides of rows_ops (outer and inner), stat_ops (outer) and param_ops (inner)."""
+    strides = tuple(None if t is None else t.stride()
+                    for t in (*rows_ops, *stat_ops, *param_ops))
+    return _row_layout(who, tuple(shape), n_norm, len(rows_ops), len(stat_ops), strides)
+
+
+@functools.lru_cache(maxsize=1024)
+def _row_layout(who, shape, n_norm, n_rows, n_stats, strides) -> RowLayout:
+    # Cached on (shape, strides): the host-side cost of a launch matters at these sizes.
+    k = len(shape) - n_norm
+    rows_st, stat_st, param_st = (strides[:n_rows], strides[n_rows:n_rows + n_stats],
+                                  strides[n_rows + n_stats:])
+    outer_st = [[0] * k if s is None else list(s[:k]) for s in rows_st + stat_st]
+    if k:
+        oshape, ostr = collapse_dims(shape[:k], outer_st)
+    else:
+        oshape, ostr = (1,), tuple((0,) for _ in outer_st)
+    inner_st = [[0] * n_norm if s is None else list(s[len(s) - n_norm:])
+                for s in rows_st + param_st]
+    ishape, istr = collapse_dims(shape[k:], inner_st)
+    if len(ishape) > MAX_INNER:
+        raise Unsupported(
+            f"{who}: the normalized dims collapse to {len(ishape)} strided dims {ishape}; "
+            f"the kernel addresses at most {MAX_INNER}; make them more contiguous"
+        )
+    pad = MAX_INNER - len(ishape)
+    full = (1,) * pad + tuple(ishape)
+    inner = tuple(tuple([0] * pad + list(s)) for s in istr)
+    span = max((sum((d - 1) * abs(x) for d, x in zip(ishape, st)) for st in istr), default=0)
+    col64 = span + max(ishape) >= 2**31 - 1
+    return RowLayout(tuple(oshape), tuple(tuple(s) for s in ostr), full[1], full[2],
+                     len(ishape), inner, col64)
+
+
+def split_f64(v: float) -> tuple[float, float]:
+    """(hi, lo) fp32-representable parts with hi + lo == v to ~1e-16: Triton passes Python
+    floats as fp32 scalars, which f64 kernels must not round to."""
+    hi = float(torch.tensor(v, dtype=torch.float32))
+    return hi, float(torch.tensor(v - hi, dtype=torch.float32))
+
+
+def acc_type(element: ElementKind):
+    return tl.float64 if element is ElementKind.F64 else tl.float32
+
+
+def acc_dtype(element: ElementKind) -> torch.dtype:
+    return torch.float64 if element is ElementKind.F64 else torch.float32
+
+
+def _clamp(v: int, lo: int, hi: int) -> int:
+    return max(lo, min(hi, v))
+
+
+@functools.lru_cache(maxsize=1024)
+def _fwd_config(m: int, rows: int, element: ElementKind) -> dict:
+    """Tile table for the forward: the row in registers up to 16K elements (8K in f64),
+    several rows per program for short rows; longer rows stream twice through a persistent
+    grid of one 16-warp program per SM, so the rows in flight stay inside L2 for the second
+    pass. (Register counts checked with sm_90a compiles: no spills.)"""
+    single_max = 8192 if element is ElementKind.F64 else 16384
+    if m <= single_max:
+        block_n = next_pow2(m)
+        block_r = _clamp(4096 // block_n, 1, 32)
+        warps = _clamp(block_r * block_n // 512, 1, 16)
+        # PIPE (at most 16 elements per thread): a persistent grid, oversubscribed 8x
+        # (programs beyond those resident just start later), each amortizing its parameter
+        # loads and prefetching its next rows; longer rows: one row group per program.
+        groups = -(-rows // block_r)
+        pipe = block_r * block_n <= 16 * 32 * warps
+        return dict(BLOCK_R=block_r, BLOCK_N=block_n, SINGLE=True, num_warps=warps,
+                    PIPE=pipe, G=min(groups, 8 * sm_count()) if pipe else groups)
+    block_n = 2048 if element is ElementKind.F64 else 4096
+    return dict(BLOCK_R=1, BLOCK_N=block_n, SINGLE=False, num_warps=16, PIPE=False,
+                G=min(rows, sm_count()))
+
+
+@functools.lru_cache(maxsize=1024)
+def _bwd_config(m: int, rows: int, element: ElementKind) -> dict:
+    """Tile table for the backward: a persistent grid G of as many programs as fit on the
+    SMs at once (a second wave would double the time); each program's dgamma/dbeta partial
+    covers many rows, so the second stage reads only G * M floats. Rows up to 8K elements
+    (4K in f32, 2K in f64) stay in registers; longer rows stream twice (L2 for the second)."""
+    single_max = {ElementKind.F64: 2048, ElementKind.F32: 4096}.get(element, 8192)
+    if m <= single_max:
+        block_n = next_pow2(m)
+        block_r = _clamp(4096 // block_n, 1, 64)
+        warps = _clamp(block_r * block_n // 256, 1, 16)
+        # oversubscribed grid (extra programs start as others finish); the workspace grows
+        # with G * M, so longer rows take fewer partial rows.
+        per_sm = 4 if block_n <= 2048 else 2
+        single = True
+    else:
+        block_n = 2048 if element is ElementKind.F64 else 4096
+        block_r, warps, per_sm, single = 1, 32, 1, False
+    groups = -(-rows // block_r)
+    pipe = single and block_r * block_n <= 8 * 32 * warps
+    return dict(BLOCK_R=block_r, BLOCK_N=block_n, SINGLE=single, num_warps=warps, PIPE=pipe,
+                G=min(groups, per_sm * sm_count()))
+
+
+@functools.lru_cache(maxsize=1024)
+def _partial_config(m: int, g: int) -> dict:
+    block_c = min(next_pow2(m), 256 if m >= 32768 else 64)
+    if INTERPRET:  # programs cost ~0.5 ms each there; wide blocks cost little
+        block_c = min(next_pow2(m), 4096)
+    block_g = _clamp(next_pow2(max(g, 1)), 1, max(1, 4096 // block_c))
+    return dict(BLOCK_C=block_c, BLOCK_G=block_g, num_warps=4)
+
+
+def fwd_config(m: int, rows: int, element: ElementKind) -> dict:
+    return dict(_fwd_config(m, rows, element))
+
+
+def bwd_config(m: int, rows: int, element: ElementKind) -> dict:
+    return dict(_bwd_config(m, rows, element))
+
+
+def partial_config(m: int, g: int) -> dict:
+    return dict(_partial_config(m, g))

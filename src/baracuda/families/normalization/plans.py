@@ -1,0 +1,330 @@
+"""RMSNormPlan / LayerNormPlan and their backward plans, on one Triton row-norm candidate each.
+
+**Formulas**: over the normalized suffix (M = prod of its extents), per row:
+RMSNorm   rstd = 1 / sqrt(mean(x^2) + eps),            y = x * rstd * gamma
+LayerNorm mean = mean(x), rstd = 1 / sqrt(var(x) + eps) (biased), y = (x - mean) rstd gamma + beta
+Backward (xhat = (x - mean) * rstd, mean = 0 for RMSNorm, g = dy * gamma):
+dx = rstd * (g - xhat * mean(g * xhat) - mean(g)) (the mean(g) term for LayerNorm only),
+dgamma = sum over rows of dy * xhat, dbeta = sum over rows of dy.
+Fused residual variant (``has_residual``): h = x + residual (rounded to the element type) is
+written to ``residual_out`` and normalized; its backward takes h as x and adds the gradient of
+residual_out (``dresidual_out``) to dx, which is then the gradient of both x and residual.
+
+**Dtypes / shape**: {f32, f16, bf16, f64}, rank 1..8, norm_axes a non-empty suffix; gamma /
+beta / dgamma / dbeta have the normalized shape. Saved statistics (mean, rstd) have the input
+shape with the normalized axes set to 1 and are f32 (f64 for f64 inputs). Any non-negative
+strides: outer dims collapse to at most 3, the normalized suffix to at most 2.
+
+**Workspace**: forward none; backward (has_gamma + has_beta) * G * M accumulator floats for
+the per-program dgamma / dbeta partials (G = a few programs per SM, at most the row groups).
+
+**Precision**: f16/bf16 accumulate in f32, f64 in f64. Deterministic and bit-stable on the same
+hardware: each row is reduced by one program in a fixed order, dgamma / dbeta by fixed-order
+two-stage sums (partials in the workspace, no atomics).
+"""
+
+from __future__ import annotations
+
+import functools
+
+from ...core import validate as V
+from ...core.errors import InvalidProblem
+from ...core.plan import Candidate, Plan
+from ...core.registry import register_candidate, register_plan
+from ...core.vocab import OpCategory
+from .descriptors import (
+    LayerNormArgs,
+    LayerNormBackwardArgs,
+    LayerNormBackwardDescriptor,
+    LayerNormDescriptor,
+    RMSNormArgs,
+    RMSNormBackwardArgs,
+    RMSNormBackwardDescriptor,
+    RMSNormDescriptor,
+)
+from .kernels import cdiv, partial_sum_kernel, row_norm_bwd_kernel, row_norm_fwd_kernel
+from .layout import (
+    acc_dtype,
+    acc_type,
+    bwd_config,
+    fwd_config,
+    partial_config,
+    row_layout,
+    split_f64,
+)
+
+
+def _optional(who: str, name: str, t, present: bool, flag: str, shape, element) -> None:
+    if present:
+        if t is None:
+            raise InvalidProblem(f"{who}: {name} is required when {flag}=True, got None")
+        V.check_tensor(who, name, t, shape, element)
+    elif t is not None:
+        raise InvalidProblem(f"{who}: {name} must be None when {flag}=False, got a tensor")
+
+
+def _check_rows(who, d, names_tensors) -> None:
+    for name, t in names_tensors:
+        V.check_tensor(who, name, t, d.input_shape, d.element)
+
+
+def _check_stats(who, d, names_tensors) -> None:
+    for name, t in names_tensors:
+        if t is None:
+            raise InvalidProblem(f"{who}: saved statistic {name} is required, got None")
+        V.check_tensor(who, name, t, d.stats_shape, d.stats_element)
+
+
+def _check_forward(plan, args, layer: bool) -> None:
+    who, d = type(plan).__name__, plan.desc
+    _check_rows(who, d, [("x", args.x), ("y", args.y)])
+    _check_stats(who, d, [("mean", args.mean)] if layer else [])
+    _check_stats(who, d, [("rstd", args.rstd)])
+    _optional(who, "gamma", args.gamma, d.has_gamma, "has_gamma", d.normalized_shape, d.element)
+    if layer:
+        _optional(who, "beta", args.beta, d.has_beta, "has_beta", d.normalized_shape,
+                  d.element)
+    for name in ("residual", "residual_out"):
+        _optional(who, name, getattr(args, name), d.has_residual, "has_residual",
+                  d.input_shape, d.element)
+
+
+def _check_backward(plan, args, layer: bool) -> None:
+    who, d = type(plan).__name__, plan.desc
+    _check_rows(who, d, [("dy", args.dy), ("x", args.x), ("dx", args.dx)])
+    _check_stats(who, d, [("mean", args.mean)] if layer else [])
+    _check_stats(who, d, [("rstd", args.rstd)])
+    for name in ("gamma", "dgamma"):
+        _optional(who, name, getattr(args, name), d.has_gamma, "has_gamma",
+                  d.normalized_shape, d.element)
+    if layer:
+        _optional(who, "dbeta", args.dbeta, d.has_beta, "has_beta", d.normalized_shape,
+                  d.element)
+    _optional(who, "dresidual_out", args.dresidual_out, d.has_residual, "has_residual",
+              d.input_shape, d.element)
+
+
+@register_plan
+class RMSNormPlan(Plan):
+    __doc__ = __doc__
+    category = OpCategory.NORMALIZATION
+    descriptor_type = RMSNormDescriptor
+    args_type = RMSNormArgs
+    partner = "RMSNormBackwardPlan"
+
+    @classmethod
+    def op_name(cls, desc) -> str:
+        return "rms_norm_residual" if desc.has_residual else "rms_norm"
+
+    def check_args(self, args: RMSNormArgs) -> None:
+        _check_forward(self, args, layer=False)
+
+
+@register_plan
+class RMSNormBackwardPlan(Plan):
+    __doc__ = __doc__
+    category = OpCategory.NORMALIZATION
+    descriptor_type = RMSNormBackwardDescriptor
+    args_type = RMSNormBackwardArgs
+    partner = "RMSNormPlan"
+    is_backward = True
+
+    @classmethod
+    def op_name(cls, desc) -> str:
+        return "rms_norm_residual_backward" if desc.has_residual else "rms_norm_backward"
+
+    def check_args(self, args: RMSNormBackwardArgs) -> None:
+        _check_backward(self, args, layer=False)
+
+
+@register_plan
+class LayerNormPlan(Plan):
+    __doc__ = __doc__
+    category = OpCategory.NORMALIZATION
+    descriptor_type = LayerNormDescriptor
+    args_type = LayerNormArgs
+    partner = "LayerNormBackwardPlan"
+
+    @classmethod
+    def op_name(cls, desc) -> str:
+        return "layer_norm_residual" if desc.has_residual else "layer_norm"
+
+    def check_args(self, args: LayerNormArgs) -> None:
+        _check_forward(self, args, layer=True)
+
+
+@register_plan
+class LayerNormBackwardPlan(Plan):
+    __doc__ = __doc__
+    category = OpCategory.NORMALIZATION
+    descriptor_type = LayerNormBackwardDescriptor
+    args_type = LayerNormBackwardArgs
+    partner = "LayerNormPlan"
+    is_backward = True
+
+    @classmethod
+    def op_name(cls, desc) -> str:
+        return "layer_norm_residual_backward" if desc.has_residual else "layer_norm_backward"
+
+    def check_args(self, args: LayerNormBackwardArgs) -> None:
+        _check_backward(self, args, layer=True)
+
+
+# -- launch ------------------------------------------------------------------------------------
+def _forward_ops(args):
+    return getattr(args, "mean", None), getattr(args, "beta", None)
+
+
+def _fwd_layout(who, desc, args):
+    mean, beta = _forward_ops(args)
+    rows_ops = [args.x, args.residual, args.residual_out, args.y]
+    return row_layout(who, desc.input_shape, desc.n_norm, rows_ops, [mean, args.rstd],
+                      [args.gamma, beta])
+
+
+def _bwd_layout(who, desc, args):
+    rows_ops = [args.dy, args.x, args.dresidual_out, args.dx]
+    params = [args.gamma, args.dgamma, getattr(args, "dbeta", None)]
+    return row_layout(who, desc.input_shape, desc.n_norm, rows_ops,
+                      [getattr(args, "mean", None), args.rstd], params)
+
+
+@functools.lru_cache(maxsize=2048)
+def _fwd_recipe(desc, rms: bool, lay, n_rows, o1, o2, o):
+    """Grid, scalar tail and constexprs of one forward launch (cached: host time matters)."""
+    m = desc.norm_total_extent
+    cfg = fwd_config(m, n_rows, desc.element)
+    warps, g = cfg.pop("num_warps"), cfg.pop("G")
+    i = lay.inner
+    scalars = (n_rows, m, o1, o2, lay.in1, lay.in2, g, *split_f64(desc.eps),
+               *o[0], *i[0], *o[1], *i[1], *o[2], *i[2], *o[3], *i[3],
+               *i[4], *i[5], *o[4], *o[5])
+    kw = dict(RMS=rms, HAS_W=desc.has_gamma, HAS_B=getattr(desc, "has_beta", False),
+              HAS_RES=desc.has_residual, NI=lay.ni, COL64=lay.col64,
+              ACC=acc_type(desc.element), num_warps=warps, **cfg)
+    return (g,), scalars, kw
+
+
+def _launch_forward(desc, args, rms: bool) -> None:
+    m, rows = desc.norm_total_extent, desc.rows
+    mean, beta = _forward_ops(args)
+    if rows == 0:
+        return
+    if m == 0:  # torch: mean 0, rstd NaN for an empty normalized extent
+        args.rstd.fill_(float("nan"))
+        if mean is not None:
+            mean.zero_()
+        return
+    lay = _fwd_layout("RMSNormPlan" if rms else "LayerNormPlan", desc, args)
+    outer_ops = [args.x, args.residual, args.residual_out, args.y, mean, args.rstd]
+    for views, n_rows, o1, o2, o in lay.launches(outer_ops):
+        grid, scalars, kw = _fwd_recipe(desc, rms, lay, n_rows, o1, o2, tuple(o))
+        x, r, h, y, mu, rs = views
+        ptrs = [x, r, h, y, args.gamma, beta, mu, rs]
+        row_norm_fwd_kernel[grid](*[x if t is None else t for t in ptrs], *scalars, **kw)
+
+
+def backward_workspace(desc) -> int:
+    n_part = int(desc.has_gamma) + int(getattr(desc, "has_beta", False))
+    if n_part == 0 or desc.norm_total_extent == 0:
+        return 0
+    cfg = bwd_config(desc.norm_total_extent, desc.rows, desc.element)
+    return n_part * cfg["G"] * desc.norm_total_extent * acc_dtype(desc.element).itemsize
+
+
+@functools.lru_cache(maxsize=2048)
+def _bwd_recipe(desc, rms: bool, lay, n_rows, o1, o2, o, accum: bool):
+    """Scalar tail and constexprs of one backward launch (cached: host time matters)."""
+    m = desc.norm_total_extent
+    cfg = bwd_config(m, desc.rows, desc.element)
+    warps, g = cfg.pop("num_warps"), cfg.pop("G")
+    i = lay.inner
+    scalars = (n_rows, m, o1, o2, lay.in1, lay.in2, g,
+               *o[0], *i[0], *o[1], *i[1], *o[2], *i[2], *o[3], *i[3], *i[4], *o[4], *o[5])
+    kw = dict(RMS=rms, HAS_W=desc.has_gamma, HAS_DB=getattr(desc, "has_beta", False),
+              HAS_RES=desc.has_residual, ACCUM=accum, NI=lay.ni, COL64=lay.col64,
+              ACC=acc_type(desc.element), num_warps=warps, **cfg)
+    return scalars, kw
+
+
+def _launch_backward(desc, args, workspace, rms: bool) -> None:
+    m, rows = desc.norm_total_extent, desc.rows
+    dbeta = getattr(args, "dbeta", None)
+    mean = getattr(args, "mean", None)
+    if m == 0:
+        return
+    # G and the tile come from the whole problem (the workspace was sized from it); a problem
+    # split over several launches accumulates into the same partial rows.
+    g = bwd_config(m, rows, desc.element)["G"]
+    n_part = int(args.dgamma is not None) + int(dbeta is not None)
+    part = args.dx
+    if n_part and g:
+        part = workspace[: n_part * g * m * acc_dtype(desc.element).itemsize]
+        part = part.view(acc_dtype(desc.element))
+    lay = _bwd_layout("RMSNormBackwardPlan" if rms else "LayerNormBackwardPlan", desc, args)
+    if rows > 0:
+        outer_ops = [args.dy, args.x, args.dresidual_out, args.dx, mean, args.rstd]
+        for n, (views, n_rows, o1, o2, o) in enumerate(lay.launches(outer_ops)):
+            scalars, kw = _bwd_recipe(desc, rms, lay, n_rows, o1, o2, tuple(o), n > 0)
+            dy, x, dh, dx, mu, rs = views
+            ptrs = [dy, x, args.gamma, mu, rs, dh, dx]
+            row_norm_bwd_kernel[(g,)](*[x if t is None else t for t in ptrs], part, *scalars,
+                                      **kw)
+    pcfg = partial_config(m, g)
+    pw = pcfg.pop("num_warps")
+    i = lay.inner
+    for k, (out, stride) in enumerate(((args.dgamma, i[5]), (dbeta, i[6]))):
+        if out is None:
+            continue
+        if g == 0:  # empty batch: the sums over no rows are zero
+            out.zero_()
+            continue
+        base = part[(k if args.dgamma is not None else 0) * g * m:]
+        partial_sum_kernel[(cdiv(m, pcfg["BLOCK_C"]),)](
+            base, out, g, m, lay.in1, lay.in2, *stride, NI=lay.ni,
+            ACC=acc_type(desc.element), num_warps=pw, **pcfg,
+        )
+
+
+class _RowNormCandidate(Candidate):
+    rms: bool = True
+    backward: bool = False
+
+    def workspace_size(self, desc) -> int:
+        return backward_workspace(desc) if self.backward else 0
+
+    def can_implement(self, desc, args) -> None:
+        who = type(self).__name__
+        for name, t in args.tensors().items():
+            V.check_nonnegative_strides(who, name, t)
+        (_bwd_layout if self.backward else _fwd_layout)(who, desc, args)
+
+    def launch(self, desc, args, workspace) -> None:
+        if self.backward:
+            _launch_backward(desc, args, workspace, self.rms)
+        else:
+            _launch_forward(desc, args, self.rms)
+
+
+@register_candidate(RMSNormPlan)
+class TritonRMSNorm(_RowNormCandidate):
+    name = "triton_row_rms_norm"
+    rms, backward = True, False
+
+
+@register_candidate(RMSNormBackwardPlan)
+class TritonRMSNormBackward(_RowNormCandidate):
+    name = "triton_row_rms_norm_backward"
+    rms, backward = True, True
+
+
+@register_candidate(LayerNormPlan)
+class TritonLayerNorm(_RowNormCandidate):
+    name = "triton_row_layer_norm"
+    rms, backward = False, False
+
+
+@register_candidate(LayerNormBackwardPlan)
+class TritonLayerNormBackward(_RowNormCandidate):
+    name = "triton_row_layer_norm_backward"
+    rms, backward = False, True

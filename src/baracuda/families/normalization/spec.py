@@ -1,0 +1,392 @@
+"""Row-norm (RMSNorm / LayerNorm) test cases, malformed inputs, AOT variants and benchmarks."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+import torch
+
+from ...backends.triton_support import triton_dtype
+from ...core.errors import InvalidProblem, Unsupported
+from ...core.registry import register_bench, register_spec
+from ...core.spec import AotVariant, BenchCase, Case, Malformed, PlanSpec
+from ...core.testing import poisoned, randn, with_layout
+from ...core.vocab import ElementKind
+from . import reference as ref
+from . import spec_channel  # noqa: F401 - registers the channel-norm specs
+from .descriptors import (
+    LayerNormArgs,
+    LayerNormBackwardArgs,
+    LayerNormBackwardDescriptor,
+    LayerNormDescriptor,
+    RMSNormArgs,
+    RMSNormBackwardArgs,
+    RMSNormBackwardDescriptor,
+    RMSNormDescriptor,
+)
+from .kernels import partial_sum_kernel, row_norm_bwd_kernel, row_norm_fwd_kernel
+from .layout import acc_type, bwd_config, fwd_config, partial_config
+from .plans import LayerNormBackwardPlan, LayerNormPlan, RMSNormBackwardPlan, RMSNormPlan
+
+FLOATS = (ElementKind.F32, ElementKind.F16, ElementKind.BF16, ElementKind.F64)
+F32_BF16 = (ElementKind.F32, ElementKind.BF16)
+
+# (shape, n_norm, layout, gamma, beta, residual, elements): ragged extents, multi-axis
+# suffixes, strided / transposed / broadcast layouts, the streamed path, empty batches.
+SMALL = [
+    ((5, 777), 1, "contiguous", True, True, False, FLOATS),
+    ((3, 4, 50), 2, "strided", True, False, True, FLOATS),
+    ((6, 33), 1, "transposed", False, True, False, FLOATS),
+    ((4, 7, 6), 2, "transposed", True, True, True, F32_BF16),  # suffix stays 2 strided dims
+    ((300, 8), 1, "broadcast", True, True, False, F32_BF16),  # many rows, stride-0 rows
+    ((2, 20000), 1, "contiguous", True, True, True, F32_BF16),  # streamed rows
+    ((1, 262144), 1, "contiguous", True, False, False, (ElementKind.F32,)),  # huge extent
+    ((0, 16), 1, "contiguous", True, True, False, (ElementKind.F32,)),  # empty batch
+    ((5, 1), 1, "contiguous", True, True, False, (ElementKind.F64,)),  # extent 1
+    ((7,), 1, "contiguous", True, True, False, (ElementKind.F64, ElementKind.BF16)),  # rank 1
+    ((2, 1, 3, 2, 2, 1, 2, 5), 3, "transposed", True, True, False, (ElementKind.F32,)),
+]
+REAL = [
+    ((32768, 1024), 1, "contiguous", True, True, False, F32_BF16),
+    ((16384, 4096), 1, "contiguous", True, True, True, F32_BF16),
+    ((4096, 16384), 1, "contiguous", True, True, False, F32_BF16),
+    ((1024, 65536), 1, "contiguous", True, True, True, F32_BF16),
+    ((64, 262144), 1, "contiguous", True, False, False, (ElementKind.BF16,)),
+    ((512, 33, 100), 2, "strided", True, True, False, (ElementKind.F32,)),
+    ((1000, 777), 1, "transposed", True, True, False, (ElementKind.F16,)),
+]
+
+EPS = 1e-5
+#: Unit inner strides, as the JIT specializes them (contiguous rows) for the AOT variants.
+# (The JIT also specializes the unit outer extents of a 2-D problem and contiguous stats.)
+_UNIT_FWD = {**{f"{p}sc": 1 for p in "xrhywb"}, "O1": 1, "O2": 1, "IN1": 1, "ms0": 1, "ts0": 1}
+_UNIT_BWD = {**{f"{p}sc": 1 for p in "gxhdw"}, "O1": 1, "O2": 1, "IN1": 1, "ms0": 1, "ts0": 1}
+
+
+def _axes(shape, n_norm):
+    return tuple(range(len(shape) - n_norm, len(shape)))
+
+
+def _stats(desc, device):
+    return poisoned(desc.stats_shape, desc.stats_element.torch_dtype, device)
+
+
+def _table(scale):
+    return SMALL if scale == "small" else REAL
+
+
+def _param(desc, device, gen, present, layout="contiguous"):
+    if not present:
+        return None
+    t = randn(desc.normalized_shape, desc.element.torch_dtype, device, gen)
+    return with_layout(t, layout)
+
+
+class _FwdSpec(PlanSpec):
+    rms = True
+
+    def _desc(self, shape, n_norm, gamma, beta, res, element):
+        if self.rms:
+            return RMSNormDescriptor(shape, _axes(shape, n_norm), gamma, EPS, element, res)
+        return LayerNormDescriptor(shape, _axes(shape, n_norm), gamma, beta, EPS, element, res)
+
+    def cases(self, scale):
+        for shape, n_norm, layout, gamma, beta, res, elements in _table(scale):
+            for element in elements:
+                desc = self._desc(shape, n_norm, gamma, beta, res, element)
+                yield Case(f"{'rms' if self.rms else 'ln'} {shape}/{n_norm} {layout} "
+                           f"g{int(gamma)}b{int(beta)}r{int(res)} {element.value}",
+                           desc, self._maker(desc, layout), self._expect(desc))
+
+    def _maker(self, desc, layout):
+        rms = self.rms
+
+        def make(device, gen):
+            dt = desc.element.torch_dtype
+            x = with_layout(randn(desc.input_shape, dt, device, gen, std=2.0) + 0.5, layout)
+            g = _param(desc, device, gen, desc.has_gamma, "strided")
+            r = (with_layout(randn(desc.input_shape, dt, device, gen), "strided")
+                 if desc.has_residual else None)
+            ro = poisoned(desc.input_shape, dt, device) if desc.has_residual else None
+            y = poisoned(desc.input_shape, dt, device)
+            if rms:
+                return RMSNormArgs(x=x, y=y, rstd=_stats(desc, device), gamma=g, residual=r,
+                                   residual_out=ro)
+            b = _param(desc, device, gen, desc.has_beta)
+            return LayerNormArgs(x=x, y=y, mean=_stats(desc, device), rstd=_stats(desc, device),
+                                 gamma=g, beta=b, residual=r, residual_out=ro)
+
+        return make
+
+    def _expect(self, desc):
+        def expect(args):
+            out = ref.row_norm_forward(args.x, desc.n_norm, args.gamma,
+                                       getattr(args, "beta", None), desc.eps, self.rms,
+                                       args.residual)
+            return out
+
+        return expect
+
+    def malformed_descriptors(self):
+        E = ElementKind.F32
+
+        def mk(s, a, **kw):
+            return dataclasses.replace(self._desc(s, 1, True, True, False, E), norm_axes=a, **kw)
+
+        yield Malformed("non-suffix norm axes", lambda: mk((4, 8, 3), (0, 1)), InvalidProblem)
+        yield Malformed("gap in norm axes", lambda: mk((4, 8, 3), (0, 2)), InvalidProblem)
+        yield Malformed("empty norm axes", lambda: mk((4, 8), ()), InvalidProblem)
+        yield Malformed("axis out of range", lambda: mk((4, 8), (2,)), InvalidProblem)
+        yield Malformed("negative extent", lambda: mk((4, -8), (1,)), InvalidProblem)
+        yield Malformed("rank 9", lambda: mk((1,) * 9, (8,)), Unsupported)
+        yield Malformed("integer element", lambda: mk((4, 8), (1,), element=ElementKind.I32),
+                        Unsupported)
+        yield Malformed("negative eps", lambda: mk((4, 8), (1,), eps=-1.0), InvalidProblem)
+        yield Malformed("nan eps", lambda: mk((4, 8), (1,), eps=float("nan")), InvalidProblem)
+        yield Malformed("has_gamma not a bool", lambda: mk((4, 8), (1,), has_gamma=1),
+                        InvalidProblem)
+
+    def malformed_args(self, case, device):
+        d = case.desc
+        gen = lambda: torch.Generator().manual_seed(5)
+        good = lambda: case.make_args(device, gen())
+
+        def edit(**kw):
+            a = good()
+            for k, v in kw.items():
+                setattr(a, k, v(a) if callable(v) else v)
+            return a
+
+        dt = d.element.torch_dtype
+        bad_len = tuple(s + 1 for s in d.normalized_shape)
+        yield Malformed("gamma of the wrong length",
+                        lambda: edit(gamma=torch.ones(bad_len, dtype=dt, device=device)),
+                        InvalidProblem)
+        yield Malformed("missing saved statistics", lambda: edit(rstd=None), InvalidProblem)
+        yield Malformed("rstd wrong dtype", lambda: edit(rstd=lambda a: a.rstd.to(torch.int32)),
+                        InvalidProblem)
+        yield Malformed("x wrong shape",
+                        lambda: edit(x=torch.ones(tuple(s + 1 for s in d.input_shape), dtype=dt,
+                                                  device=device)), InvalidProblem)
+        yield Malformed("y aliases x", lambda: edit(y=lambda a: a.x), InvalidProblem)
+        yield Malformed("gamma given without has_gamma" if not d.has_gamma else "gamma missing",
+                        lambda: edit(gamma=None if d.has_gamma else
+                                     torch.ones(d.normalized_shape, dtype=dt, device=device)),
+                        InvalidProblem)
+        yield Malformed("not a tensor", lambda: edit(x=[1.0]), InvalidProblem)
+
+    def aot_variants(self):
+        for element, extent in itertools.product(F32_BF16, (1024, 4096, 16384, 65536)):
+            cfg = fwd_config(extent, 16384, element)
+            warps = cfg.pop("num_warps")
+            cfg.pop("G")
+            t = "*" + triton_dtype(element.torch_dtype)
+            s = "*" + triton_dtype(element.compute_kind.torch_dtype)
+            sig = {n: t for n in row_norm_fwd_kernel.arg_names[:6]}
+            sig.update(mean_ptr=s, rstd_ptr=s)
+            const = dict(cfg, RMS=self.rms, HAS_W=True, HAS_B=not self.rms, HAS_RES=False,
+                         NI=1, COL64=False, ACC=acc_type(element), **_UNIT_FWD)
+            for n in row_norm_fwd_kernel.arg_names:
+                if n not in sig and n not in const:
+                    sig[n] = "fp32" if n.startswith("eps") else "i64"
+            sig.update({n: "constexpr" for n in const})
+            yield AotVariant(f"fwd {'rms' if self.rms else 'ln'} {element.value} N={extent}",
+                             row_norm_fwd_kernel, sig, const, num_warps=warps)
+
+
+class _BwdSpec(PlanSpec):
+    rms = True
+
+    def cases(self, scale):
+        fw_spec = RMSNormSpec() if self.rms else LayerNormSpec()
+        for fw in fw_spec.cases(scale):
+            d = fw.desc
+            if self.rms:
+                desc = RMSNormBackwardDescriptor(d.input_shape, d.norm_axes, d.has_gamma,
+                                                 d.element, d.has_residual)
+            else:
+                desc = LayerNormBackwardDescriptor(d.input_shape, d.norm_axes, d.has_gamma,
+                                                   d.has_beta, d.element, d.has_residual)
+            yield Case(fw.name.replace(" ", " bwd ", 1), desc, self._maker(fw, desc),
+                       self._expect(desc))
+
+    def _maker(self, fw, desc):
+        rms = self.rms
+
+        def make(device, gen):
+            fargs = fw.make_args(device, gen)
+            x = fargs.x
+            if desc.has_residual:
+                x = ref.residual_sum(fargs.x, fargs.residual).to(device)
+            out = ref.row_norm_forward(x, desc.n_norm, None, None, EPS, rms)
+            sdt = desc.stats_element.torch_dtype
+            dt = desc.element.torch_dtype
+            dy = with_layout(randn(desc.input_shape, dt, device, gen), "strided")
+            dh = randn(desc.input_shape, dt, device, gen) if desc.has_residual else None
+            dg = poisoned(desc.normalized_shape, dt, device) if desc.has_gamma else None
+            dx = poisoned(desc.input_shape, dt, device)
+            rstd = out["rstd"].to(device, sdt)
+            if rms:
+                return RMSNormBackwardArgs(dy=dy, x=x, rstd=rstd, dx=dx, gamma=fargs.gamma,
+                                           dgamma=dg, dresidual_out=dh)
+            db = poisoned(desc.normalized_shape, dt, device) if desc.has_beta else None
+            return LayerNormBackwardArgs(dy=dy, x=x, mean=out["mean"].to(device, sdt),
+                                         rstd=rstd, dx=dx, gamma=fargs.gamma, dgamma=dg,
+                                         dbeta=db, dresidual_out=dh)
+
+        return make
+
+    def _expect(self, desc):
+        def expect(args):
+            return ref.row_norm_backward(args.dy, args.x, args.rstd, desc.n_norm,
+                                         getattr(args, "mean", None), args.gamma,
+                                         getattr(desc, "has_beta", False), args.dresidual_out)
+
+        return expect
+
+    def malformed_descriptors(self):
+        E = ElementKind.BF16
+        if self.rms:
+            mk = lambda s, a: RMSNormBackwardDescriptor(s, a, True, E)
+        else:
+            mk = lambda s, a: LayerNormBackwardDescriptor(s, a, True, True, E)
+        yield Malformed("non-suffix norm axes", lambda: mk((4, 8, 3), (1,)), InvalidProblem)
+        yield Malformed("negative extent", lambda: mk((-4, 8), (1,)), InvalidProblem)
+        yield Malformed("norm axes not a tuple", lambda: mk((4, 8), 1), InvalidProblem)
+
+    def malformed_args(self, case, device):
+        d = case.desc
+        good = lambda: case.make_args(device, torch.Generator().manual_seed(5))
+        dt = d.element.torch_dtype
+
+        def edit(**kw):
+            a = good()
+            for k, v in kw.items():
+                setattr(a, k, v(a) if callable(v) else v)
+            return a
+
+        bad_len = tuple(s + 1 for s in d.normalized_shape)
+        yield Malformed("missing saved statistics", lambda: edit(rstd=None), InvalidProblem)
+        yield Malformed("dgamma of the wrong length",
+                        lambda: edit(dgamma=torch.ones(bad_len, dtype=dt, device=device)),
+                        InvalidProblem)
+        yield Malformed("dx overlaps dy", lambda: edit(dx=lambda a: a.dy), InvalidProblem)
+        yield Malformed("dy wrong dtype", lambda: edit(dy=lambda a: a.dy.to(torch.float64)
+                                                       if dt != torch.float64 else
+                                                       a.dy.to(torch.float32)),
+                        InvalidProblem)
+        if not self.rms:
+            yield Malformed("missing mean", lambda: edit(mean=None), InvalidProblem)
+
+    def aot_variants(self):
+        for element, extent in itertools.product(F32_BF16, (1024, 4096, 16384, 65536)):
+            cfg = bwd_config(extent, 16384, element)
+            warps = cfg.pop("num_warps")
+            cfg.pop("G")
+            t = "*" + triton_dtype(element.torch_dtype)
+            s = "*" + triton_dtype(element.compute_kind.torch_dtype)
+            sig = {"dy_ptr": t, "x_ptr": t, "w_ptr": t, "mean_ptr": s, "rstd_ptr": s,
+                   "dh_ptr": t, "dx_ptr": t, "part_ptr": s}
+            const = dict(cfg, RMS=self.rms, HAS_W=True, HAS_DB=not self.rms, HAS_RES=False,
+                         ACCUM=False, NI=1, COL64=False, ACC=acc_type(element),
+                         **_UNIT_BWD)
+            for n in row_norm_bwd_kernel.arg_names:
+                if n not in sig and n not in const:
+                    sig[n] = "i64"
+            sig.update({n: "constexpr" for n in const})
+            yield AotVariant(f"bwd {'rms' if self.rms else 'ln'} {element.value} N={extent}",
+                             row_norm_bwd_kernel, sig, const, num_warps=warps)
+        if self.rms:
+            for extent in (1024, 65536):
+                pcfg = partial_config(extent, 264)
+                warps = pcfg.pop("num_warps")
+                const = dict(pcfg, NI=1, ACC=acc_type(ElementKind.F32), osc=1)
+                sig = {"part_ptr": "*fp32", "out_ptr": "*bf16", "G": "i64", "M": "i64",
+                       "IN1": "i64", "IN2": "i64", "osa": "i64", "osb": "i64"}
+                sig.update({n: "constexpr" for n in const})
+                yield AotVariant(f"partial sum N={extent}", partial_sum_kernel, sig, const,
+                                 num_warps=warps)
+
+
+class RMSNormSpec(_FwdSpec):
+    plan = RMSNormPlan
+    rms = True
+
+
+class LayerNormSpec(_FwdSpec):
+    plan = LayerNormPlan
+    rms = False
+
+
+class RMSNormBackwardSpec(_BwdSpec):
+    plan = RMSNormBackwardPlan
+    rms = True
+
+
+class LayerNormBackwardSpec(_BwdSpec):
+    plan = LayerNormBackwardPlan
+    rms = False
+
+
+for _spec in (RMSNormSpec(), LayerNormSpec(), RMSNormBackwardSpec(), LayerNormBackwardSpec()):
+    register_spec(_spec)
+
+
+BENCH_SHAPES = [(32768, 1024), (16384, 4096), (4096, 16384), (1024, 65536)]
+
+
+@register_bench("normalization")
+def normalization_benches(quick: bool):
+    """rms_norm / layer_norm, forward (bytes x + y) and forward+backward (x, y, dy, x, dx)."""
+    import torch.nn.functional as F
+
+    from .torch_api import layer_norm, rms_norm
+
+    ours = {"rms_norm": lambda x, w, b: rms_norm(x, [x.shape[-1]], w, 1e-6),
+            "layer_norm": lambda x, w, b: layer_norm(x, [x.shape[-1]], w, b, 1e-5)}
+    peer = {"rms_norm": lambda x, w, b: F.rms_norm(x, [x.shape[-1]], w, 1e-6),
+            "layer_norm": lambda x, w, b: F.layer_norm(x, [x.shape[-1]], w, b, 1e-5)}
+    liger = {}
+    try:  # the issue's third peer, when its wheel is installed
+        from liger_kernel.ops.layer_norm import LigerLayerNormFunction
+        from liger_kernel.ops.rms_norm import LigerRMSNormFunction
+
+        liger = {"rms_norm": lambda x, w, b: LigerRMSNormFunction.apply(x, w, 1e-6),
+                 "layer_norm": lambda x, w, b: LigerLayerNormFunction.apply(x, w, b, 1e-5)}
+    except Exception:  # noqa: BLE001 - optional peer
+        pass
+    out = []
+    for dtype in (torch.bfloat16, torch.float32):
+        for op in ("rms_norm", "layer_norm"):
+            for shape in BENCH_SHAPES:
+                nbytes = shape[0] * shape[1] * dtype.itemsize
+                label = f"{list(shape)} {str(dtype).replace('torch.', '')}"
+
+                def setup(device, shape=shape, dtype=dtype, grad=False):
+                    x = torch.randn(shape, device=device, dtype=dtype, requires_grad=grad)
+                    w = torch.randn(shape[-1:], device=device, dtype=dtype, requires_grad=grad)
+                    b = torch.randn(shape[-1:], device=device, dtype=dtype, requires_grad=grad)
+                    return {"x": x, "w": w, "b": b}
+
+                def fwbw_setup(device, setup=setup):
+                    s = setup(device, grad=True)
+                    s["dy"] = torch.randn_like(s["x"])
+                    return s
+
+                def fb(fn, bias=op == "layer_norm"):
+                    def run(x, w, b, dy):
+                        return torch.autograd.grad(fn(x, w, b), (x, w, b) if bias else (x, w), dy)
+
+                    return run
+
+                headline = dtype == torch.bfloat16
+                extra = {"liger": liger[op]} if liger else {}
+                extra_fb = {"liger": fb(liger[op])} if liger else {}
+                out.append(BenchCase(f"{op} fwd", label, setup, ours=ours[op],
+                                     torch_eager=peer[op], bytes=2 * nbytes, quick=headline,
+                                     extra_peers=extra))
+                out.append(BenchCase(f"{op} fwd+bwd", label, fwbw_setup, ours=fb(ours[op]),
+                                     torch_eager=fb(peer[op]), bytes=5 * nbytes,
+                                     quick=headline, extra_peers=extra_fb))
+    return out

@@ -1,0 +1,250 @@
+"""Channel-norm (GroupNorm / BatchNorm / InstanceNorm) test cases and malformed inputs."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+from ...core.errors import InvalidProblem, Unsupported
+from ...core.registry import register_spec
+from ...core.spec import Case, Malformed, PlanSpec
+from ...core.testing import poisoned, randn, with_layout
+from ...core.vocab import ElementKind
+from . import reference as ref
+from .descriptors_channel import (
+    BatchNormArgs,
+    BatchNormBackwardArgs,
+    BatchNormBackwardDescriptor,
+    BatchNormDescriptor,
+    GroupNormArgs,
+    GroupNormBackwardArgs,
+    GroupNormBackwardDescriptor,
+    GroupNormDescriptor,
+    InstanceNormArgs,
+    InstanceNormBackwardArgs,
+    InstanceNormBackwardDescriptor,
+    InstanceNormDescriptor,
+)
+from .plans_channel import (
+    BatchNormBackwardPlan,
+    BatchNormPlan,
+    GroupNormBackwardPlan,
+    GroupNormPlan,
+    InstanceNormBackwardPlan,
+    InstanceNormPlan,
+)
+
+F32, BF16, F16, F64 = ElementKind.F32, ElementKind.BF16, ElementKind.F16, ElementKind.F64
+
+# (shape, layout, option, gamma, beta, running, elements); option = num_groups (group),
+# training (batch) or use_input_stats (instance).
+GROUP = [((2, 6, 5, 7), "contiguous", 3, True, True, False, (F32, BF16, F64)),
+         ((3, 4, 33), "strided", 2, True, False, False, (F32, F16)),
+         ((2, 8), "contiguous", 4, False, True, False, (F32,)),
+         ((0, 4, 3), "contiguous", 2, True, True, False, (F32,))]
+BATCH = [((4, 3, 5, 6), "contiguous", True, True, True, True, (F32, BF16, F64)),
+         ((5, 4), "contiguous", True, False, False, False, (F32,)),
+         ((3, 4, 10), "strided", False, True, True, True, (F32, F16))]
+INSTANCE = [((2, 3, 40), "strided", True, True, True, True, (F32, BF16, F64)),
+            ((2, 3, 4, 5), "contiguous", True, False, False, False, (F32,)),
+            ((2, 3, 9), "contiguous", False, True, True, True, (F32,))]
+MODES = {"group": GROUP, "batch": BATCH, "instance": INSTANCE}
+
+
+def _fwd_desc(mode, shape, opt, gamma, beta, running, element):
+    if mode == "group":
+        return GroupNormDescriptor(shape, opt, gamma, beta, 1e-5, element)
+    if mode == "batch":
+        return BatchNormDescriptor(shape, opt, gamma, beta, running, 0.1, 1e-5, element)
+    return InstanceNormDescriptor(shape, opt, gamma, beta, running, 0.1, 1e-5, element)
+
+
+def _bwd_desc(mode, d):
+    if mode == "group":
+        return GroupNormBackwardDescriptor(d.input_shape, d.num_groups, d.has_gamma,
+                                           d.has_beta, d.element)
+    if mode == "batch":
+        return BatchNormBackwardDescriptor(d.input_shape, d.training, d.has_gamma, d.has_beta,
+                                           d.element)
+    return InstanceNormBackwardDescriptor(d.input_shape, d.use_input_stats, d.has_gamma,
+                                          d.has_beta, d.element)
+
+
+def _training(d) -> bool:
+    return getattr(d, "training", getattr(d, "use_input_stats", True))
+
+
+class _ChanFwdSpec(PlanSpec):
+    mode = "group"
+
+    def cases(self, scale):
+        for shape, layout, opt, gamma, beta, running, elements in MODES[self.mode]:
+            for element in elements:
+                d = _fwd_desc(self.mode, shape, opt, gamma, beta, running, element)
+                yield Case(f"{self.mode} {shape} {layout} opt{opt} g{int(gamma)}b{int(beta)}"
+                           f"r{int(running)} {element.value}", d, self._maker(d, layout),
+                           self._expect(d))
+
+    def _maker(self, d, layout):
+        mode = self.mode
+
+        def make(device, gen):
+            dt, sdt = d.element.torch_dtype, d.stats_element.torch_dtype
+            x = with_layout(randn(d.input_shape, dt, device, gen, std=2.0) + 0.5, layout)
+            g = randn((d.c,), dt, device, gen) if d.has_gamma else None
+            b = randn((d.c,), dt, device, gen) if d.has_beta else None
+            common = dict(x=x, y=poisoned(d.input_shape, dt, device),
+                          mean=poisoned(d.stats_shape, sdt, device),
+                          rstd=poisoned(d.stats_shape, sdt, device), gamma=g, beta=b)
+            if mode == "group":
+                return GroupNormArgs(**common)
+            rm = rv = None
+            if d.has_running:
+                rm = randn((d.c,), sdt, device, gen)
+                rv = randn((d.c,), sdt, device, gen).abs() + 0.5
+            cls = BatchNormArgs if mode == "batch" else InstanceNormArgs
+            return cls(**common, running_mean=rm, running_var=rv)
+
+        return make
+
+    def _expect(self, d):
+        mode = self.mode
+
+        def expect(args):
+            train = _training(d)
+            return ref.channel_norm_forward(
+                args.x, mode, getattr(d, "num_groups", None), args.gamma, args.beta, d.eps,
+                use_running=not train, running_mean=getattr(args, "running_mean", None),
+                running_var=getattr(args, "running_var", None),
+                momentum=getattr(d, "momentum", 0.1),
+                update_running=train and getattr(d, "has_running", False))
+
+        return expect
+
+    def malformed_descriptors(self):
+        base = _fwd_desc(self.mode, (4, 6, 5), 3 if self.mode == "group" else True, True, True,
+                         True, F32)
+        yield Malformed("rank 1", lambda: dataclasses.replace(base, input_shape=(4,)),
+                        Unsupported)
+        yield Malformed("negative eps", lambda: dataclasses.replace(base, eps=-1.0),
+                        InvalidProblem)
+        yield Malformed("integer element",
+                        lambda: dataclasses.replace(base, element=ElementKind.I32), Unsupported)
+        if self.mode == "group":
+            yield Malformed("groups do not divide channels",
+                            lambda: dataclasses.replace(base, num_groups=4), InvalidProblem)
+        else:
+            flag = "training" if self.mode == "batch" else "use_input_stats"
+            yield Malformed("eval without running statistics",
+                            lambda: dataclasses.replace(base, has_running=False, **{flag: False}),
+                            InvalidProblem)
+
+    def malformed_args(self, case, device):
+        d = case.desc
+        good = lambda: case.make_args(device, torch.Generator().manual_seed(5))
+
+        def edit(**kw):
+            a = good()
+            for k, v in kw.items():
+                setattr(a, k, v(a) if callable(v) else v)
+            return a
+
+        dt = d.element.torch_dtype
+        yield Malformed("gamma of the wrong length",
+                        lambda: edit(gamma=torch.ones(d.c + 1, dtype=dt, device=device)),
+                        InvalidProblem)
+        yield Malformed("missing saved statistics", lambda: edit(rstd=None), InvalidProblem)
+        yield Malformed("y aliases x", lambda: edit(y=lambda a: a.x), InvalidProblem)
+
+
+class _ChanBwdSpec(PlanSpec):
+    mode = "group"
+
+    def cases(self, scale):
+        fw_spec = {"group": GroupNormSpec, "batch": BatchNormSpec,
+                   "instance": InstanceNormSpec}[self.mode]()
+        for fw in fw_spec.cases(scale):
+            d = _bwd_desc(self.mode, fw.desc)
+            yield Case(fw.name.replace(" ", " bwd ", 1), d, self._maker(fw, d), self._expect(d))
+
+    def _maker(self, fw, d):
+        mode = self.mode
+        cls = {"group": GroupNormBackwardArgs, "batch": BatchNormBackwardArgs,
+               "instance": InstanceNormBackwardArgs}[mode]
+
+        def make(device, gen):
+            fa = fw.make_args(device, gen)
+            out = fw.reference(fa)
+            dt, sdt = d.element.torch_dtype, d.stats_element.torch_dtype
+            layout = "strided" if len(d.input_shape) <= 3 else "contiguous"
+            dy = with_layout(randn(d.input_shape, dt, device, gen), layout)
+            return cls(dy=dy, x=fa.x, mean=out["mean"].to(device, sdt),
+                       rstd=out["rstd"].to(device, sdt),
+                       dx=poisoned(d.input_shape, dt, device), gamma=fa.gamma,
+                       dgamma=poisoned((d.c,), dt, device) if d.has_gamma else None,
+                       dbeta=poisoned((d.c,), dt, device) if d.has_beta else None)
+
+        return make
+
+    def _expect(self, d):
+        mode = self.mode
+
+        def expect(args):
+            return ref.channel_norm_backward(args.dy, args.x, args.mean, args.rstd, mode,
+                                             getattr(d, "num_groups", None), args.gamma,
+                                             d.has_beta, stats_const=not _training(d))
+
+        return expect
+
+    def malformed_descriptors(self):
+        if self.mode == "group":
+            yield Malformed("groups do not divide channels",
+                            lambda: GroupNormBackwardDescriptor((2, 6, 4), 4, True, True, F32),
+                            InvalidProblem)
+        base = _bwd_desc(self.mode, _fwd_desc(self.mode, (4, 6, 5),
+                                              3 if self.mode == "group" else True, True, True,
+                                              True, F32))
+        yield Malformed("rank 1", lambda: dataclasses.replace(base, input_shape=(4,)),
+                        Unsupported)
+
+    def malformed_args(self, case, device):
+        good = lambda: case.make_args(device, torch.Generator().manual_seed(5))
+
+        def edit(**kw):
+            a = good()
+            for k, v in kw.items():
+                setattr(a, k, v(a) if callable(v) else v)
+            return a
+
+        yield Malformed("missing saved statistics", lambda: edit(mean=None), InvalidProblem)
+        yield Malformed("dx overlaps dy", lambda: edit(dx=lambda a: a.dy), InvalidProblem)
+
+
+class GroupNormSpec(_ChanFwdSpec):
+    plan, mode = GroupNormPlan, "group"
+
+
+class BatchNormSpec(_ChanFwdSpec):
+    plan, mode = BatchNormPlan, "batch"
+
+
+class InstanceNormSpec(_ChanFwdSpec):
+    plan, mode = InstanceNormPlan, "instance"
+
+
+class GroupNormBackwardSpec(_ChanBwdSpec):
+    plan, mode = GroupNormBackwardPlan, "group"
+
+
+class BatchNormBackwardSpec(_ChanBwdSpec):
+    plan, mode = BatchNormBackwardPlan, "batch"
+
+
+class InstanceNormBackwardSpec(_ChanBwdSpec):
+    plan, mode = InstanceNormBackwardPlan, "instance"
+
+
+for _s in (GroupNormSpec(), BatchNormSpec(), InstanceNormSpec(), GroupNormBackwardSpec(),
+           BatchNormBackwardSpec(), InstanceNormBackwardSpec()):
+    register_spec(_s)

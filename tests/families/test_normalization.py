@@ -1,0 +1,292 @@
+"""Normalization family: the torch frontend (rms_norm, layer_norm) against torch, gradcheck in
+f64, opcheck, torch.compile, torch's error behaviour, strided / empty / mixed-dtype inputs.
+
+The plans themselves (every dtype, layouts, residual variant, determinism, typed errors) are
+covered by tests/test_contract.py through the family's PlanSpecs.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import baracuda as bc
+from baracuda.families.normalization import reference as R
+from baracuda.families.normalization.torch_api import layer_norm, rms_norm
+from conftest import DEVICE
+from helpers import assert_bitwise_equal, assert_close
+
+
+def _rand(shape, dtype=torch.float32, seed=0, requires_grad=False):
+    g = torch.Generator().manual_seed(seed)
+    t = (torch.randn(shape, generator=g, dtype=torch.float64) * 1.5 + 0.3).to(DEVICE, dtype)
+    return t.requires_grad_(requires_grad)
+
+
+def _ours_and_torch(fn_ours, fn_torch, x, w, b, ns):
+    if fn_ours is rms_norm:
+        return fn_ours(x, ns, w, eps=1e-5), fn_torch(x, ns, w, eps=1e-5)
+    return fn_ours(x, ns, w, b, eps=1e-5), fn_torch(x, ns, w, b, eps=1e-5)
+
+
+@pytest.mark.parametrize("fn,tfn", [(rms_norm, F.rms_norm), (layer_norm, F.layer_norm)],
+                         ids=["rms_norm", "layer_norm"])
+@pytest.mark.parametrize("shape,ns", [((6, 100), [100]), ((2, 3, 7, 5), [7, 5]), ((9,), [9])])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_forward_backward_match_torch(fn, tfn, shape, ns, dtype):
+    x = _rand(shape, dtype, requires_grad=True)
+    w = _rand(ns, dtype, seed=1, requires_grad=True)
+    b = _rand(ns, dtype, seed=2, requires_grad=True)
+    y, y_t = _ours_and_torch(fn, tfn, x, w, b, ns)
+    # f64 oracle for values; torch (same dtype) only for shape/dtype parity.
+    ref = R.row_norm_forward(x, len(ns), w, None if fn is rms_norm else b, 1e-5,
+                             fn is rms_norm)["y"]
+    assert y.dtype == y_t.dtype and y.shape == y_t.shape
+    assert_close(y, ref, dtype, "y")
+    dy = _rand(shape, dtype, seed=3)
+    params = [x, w] if fn is rms_norm else [x, w, b]
+    got = torch.autograd.grad(y, params, dy)
+    x64 = x.detach().double().requires_grad_()
+    p64 = [x64] + [p.detach().double().requires_grad_() for p in params[1:]]
+    if fn is rms_norm:
+        y64 = tfn(x64, ns, p64[1], eps=1e-5)
+    else:
+        y64 = tfn(x64, ns, p64[1], p64[2], eps=1e-5)
+    want = torch.autograd.grad(y64, p64, dy.double())
+    for name, a, e in zip(("dx", "dweight", "dbias"), got, want):
+        assert a.dtype == dtype
+        assert_close(a, e, dtype, name, scale=2.0)
+
+
+@pytest.mark.parametrize("fn", [rms_norm, layer_norm], ids=["rms_norm", "layer_norm"])
+def test_gradcheck_f64(fn):
+    x = _rand((3, 4, 5), torch.float64, requires_grad=True)
+    w = _rand((4, 5), torch.float64, seed=1, requires_grad=True)
+    if fn is rms_norm:
+        f = lambda x, w: rms_norm(x, [4, 5], w, 1e-6)
+        assert torch.autograd.gradcheck(f, (x, w))
+    else:
+        b = _rand((4, 5), torch.float64, seed=2, requires_grad=True)
+        f = lambda x, w, b: layer_norm(x, [4, 5], w, b, 1e-6)
+        assert torch.autograd.gradcheck(f, (x, w, b))
+        assert torch.autograd.gradcheck(lambda x: layer_norm(x, [5]), (x,))
+
+
+def test_opcheck():
+    x = _rand((4, 33))
+    w = _rand((33,), seed=1)
+    b = _rand((33,), seed=2)
+    torch.library.opcheck(torch.ops.baracuda.rms_norm, (x, 1, w, 1e-5))
+    torch.library.opcheck(torch.ops.baracuda.rms_norm, (x, 1, None, 1e-5))
+    torch.library.opcheck(torch.ops.baracuda.layer_norm, (x, 1, w, b, 1e-5))
+    _, mean, rstd = torch.ops.baracuda.layer_norm(x, 1, w, b, 1e-5)
+    torch.library.opcheck(torch.ops.baracuda.layer_norm_backward,
+                          (_rand((4, 33), seed=4), x, mean, rstd, w, True, 1))
+
+
+def test_torch_compile_fullgraph():
+    x = _rand((5, 40), requires_grad=True)
+    w = _rand((40,), seed=1, requires_grad=True)
+
+    def f(x, w):
+        return (layer_norm(rms_norm(x, [40], w), [40], w) ** 2).sum()
+
+    compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
+    out = compiled(x, w)
+    gx, gw = torch.autograd.grad(out, (x, w))
+    ex, ew = torch.autograd.grad(f(x, w), (x, w))
+    assert torch.allclose(out, f(x, w), rtol=1e-5, atol=1e-5)
+    assert torch.allclose(gx, ex, rtol=1e-5, atol=1e-5)
+    assert torch.allclose(gw, ew, rtol=1e-5, atol=1e-5)
+
+
+def test_strided_and_broadcast_inputs_no_copy():
+    base = _rand((8, 30))
+    x = base.t()  # normalized axis strided (stride 30)
+    w = _rand((30, 2), seed=1)[:, 0]  # strided weight
+    assert_close(layer_norm(x, [8], None, None), R.row_norm_forward(x, 1, eps=1e-5)["y"],
+                 torch.float32)
+    xs = _rand((8, 30))[:, ::2]
+    assert_close(rms_norm(xs, [15], w[:15], 1e-5),
+                 R.row_norm_forward(xs, 1, w[:15], eps=1e-5, rms=True)["y"], torch.float32)
+    xb = _rand((1, 12)).expand(5, 12)
+    assert_close(rms_norm(xb, [12], eps=1e-5),
+                 R.row_norm_forward(xb, 1, eps=1e-5, rms=True)["y"], torch.float32)
+
+
+def test_empty_batch_gives_zero_weight_grads():
+    x = torch.empty((0, 16), device=DEVICE, requires_grad=True)
+    w = _rand((16,), requires_grad=True)
+    b = _rand((16,), seed=1, requires_grad=True)
+    y = layer_norm(x, [16], w, b)
+    assert y.shape == (0, 16)
+    gw, gb = torch.autograd.grad(y.sum(), (w, b))
+    assert torch.equal(gw, torch.zeros_like(gw)) and torch.equal(gb, torch.zeros_like(gb))
+
+
+def test_weight_grads_are_deterministic():
+    x = _rand((300, 24), requires_grad=True)
+    w = _rand((24,), seed=1, requires_grad=True)
+    dy = _rand((300, 24), seed=2)
+    first = torch.autograd.grad(rms_norm(x, [24], w), (x, w), dy)
+    for _ in range(2):
+        again = torch.autograd.grad(rms_norm(x, [24], w), (x, w), dy)
+        for a, b in zip(first, again):
+            assert_bitwise_equal(a, b, "rerun")
+
+
+def test_mixed_dtype_weight():
+    x = _rand((4, 32), torch.bfloat16, requires_grad=True)
+    w = _rand((32,), torch.float32, seed=1, requires_grad=True)
+    y = layer_norm(x, [32], w, None)
+    assert y.dtype == torch.bfloat16
+    (gw,) = torch.autograd.grad(y.float().sum(), (w,))
+    assert gw.dtype == torch.float32
+
+
+def test_default_eps_rms_norm_is_finfo_eps():
+    x = _rand((3, 8))
+    ref = R.row_norm_forward(x, 1, eps=torch.finfo(torch.float32).eps, rms=True)["y"]
+    assert_close(rms_norm(x, [8]), ref, torch.float32)
+
+
+@pytest.mark.parametrize("name,args,match", [
+    ("layer_norm", ([5],), "Given normalized_shape"),
+    ("rms_norm", ([2, 4],), "Given normalized_shape"),
+    ("rms_norm", ([3, 4, 5],), "at least 3 dimensions"),
+    ("layer_norm", ([],), "at least 1-dimensional"),
+    ("layer_norm", ([4], torch.ones(5)), "same shape"),
+    ("rms_norm", ([4], torch.ones(3)), "same shape"),
+])
+def test_torch_error_parity(name, args, match):
+    x = _rand((3, 4))
+    args = tuple(a.to(DEVICE) if isinstance(a, torch.Tensor) else a for a in args)
+    ours = {"layer_norm": layer_norm, "rms_norm": rms_norm}[name]
+    with pytest.raises(Exception, match=match) as torch_error:
+        getattr(F, name)(x, *args)
+    with pytest.raises(torch_error.type, match=match):
+        ours(x, *args)
+
+
+def test_plan_typed_errors():
+    with pytest.raises(bc.InvalidProblem, match="suffix"):
+        bc.LayerNormPlan.select(bc.LayerNormDescriptor((4, 8, 3), (0, 1), True, True, 1e-5,
+                                                       bc.ElementKind.F32))
+    plan = bc.RMSNormBackwardPlan.select(
+        bc.RMSNormBackwardDescriptor((4, 8), (1,), True, bc.ElementKind.F32))
+    x = _rand((4, 8))
+    args = bc.RMSNormBackwardArgs(dy=x.clone(), x=x, rstd=None, dx=torch.empty_like(x),
+                                  gamma=_rand((8,)), dgamma=torch.empty(8, device=DEVICE))
+    with pytest.raises(bc.InvalidProblem, match="rstd"):
+        plan.can_implement(args)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(4096, 4096), (512, 65536), (64, 262144)])
+def test_gpu_large_rows_against_torch(shape):
+    x = _rand(shape, torch.bfloat16, requires_grad=True)
+    w = _rand(shape[-1:], torch.bfloat16, seed=1, requires_grad=True)
+    b = _rand(shape[-1:], torch.bfloat16, seed=2, requires_grad=True)
+    y = layer_norm(x, shape[-1:], w, b)
+    dy = _rand(shape, torch.bfloat16, seed=3)
+    gx, gw, gb = torch.autograd.grad(y, (x, w, b), dy)
+    x64, w64, b64 = (t.detach().double().requires_grad_() for t in (x, w, b))
+    y64 = F.layer_norm(x64, shape[-1:], w64, b64)
+    ex, ew, eb = torch.autograd.grad(y64, (x64, w64, b64), dy.double())
+    assert_close(y, y64, torch.bfloat16, "y")
+    assert_close(gx, ex, torch.bfloat16, "dx", scale=2.0)
+    assert_close(gw, ew, torch.bfloat16, "dw", scale=2.0)
+    assert_close(gb, eb, torch.bfloat16, "db", scale=2.0)
+
+
+# -- group_norm / batch_norm / instance_norm -------------------------------------------------------
+from baracuda.families.normalization.torch_api import (  # noqa: E402
+    batch_norm,
+    group_norm,
+    instance_norm,
+)
+
+
+def _close_to_torch(got, want, dtype=torch.float32, scale=1.0):
+    assert got.shape == want.shape and got.dtype == want.dtype
+    assert_close(got, want.double(), dtype, scale=scale)
+
+
+def test_group_norm_matches_torch_and_grads():
+    x = _rand((2, 6, 3, 5), torch.float64, requires_grad=True)
+    w = _rand((6,), torch.float64, seed=1, requires_grad=True)
+    b = _rand((6,), torch.float64, seed=2, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda x, w, b: group_norm(x, 3, w, b), (x, w, b))
+    xf = x.detach().float()
+    _close_to_torch(group_norm(xf, 2), F.group_norm(xf, 2))
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_running_stats_and_grads(training):
+    x = _rand((4, 3, 7), torch.float32, requires_grad=True)
+    w = _rand((3,), seed=1, requires_grad=True)
+    b = _rand((3,), seed=2, requires_grad=True)
+    rm, rv = _rand((3,), seed=3), _rand((3,), seed=4).abs() + 0.5
+    rm_t, rv_t = rm.clone(), rv.clone()
+    y = batch_norm(x, rm, rv, w, b, training, 0.2, 1e-5)
+    x2, w2, b2 = (t.detach().clone().requires_grad_() for t in (x, w, b))
+    y_t = F.batch_norm(x2, rm_t, rv_t, w2, b2, training, 0.2, 1e-5)
+    _close_to_torch(y, y_t.detach())
+    assert torch.allclose(rm, rm_t, atol=1e-6) and torch.allclose(rv, rv_t, atol=1e-5)
+    dy = _rand((4, 3, 7), seed=5)
+    for a, e in zip(torch.autograd.grad(y, (x, w, b), dy),
+                    torch.autograd.grad(y_t, (x2, w2, b2), dy)):
+        _close_to_torch(a, e, scale=4.0)
+
+
+def test_batch_norm_gradcheck_f64_and_errors():
+    x = _rand((3, 2, 4), torch.float64, requires_grad=True)
+    w = _rand((2,), torch.float64, seed=1, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda x, w: batch_norm(x, None, None, w, None, True),
+                                    (x, w))
+    with pytest.raises(ValueError, match="more than 1 value per channel"):
+        batch_norm(_rand((1, 3)), None, None, training=True)
+    with pytest.raises(ValueError, match="more than 1 value per channel"):
+        F.batch_norm(_rand((1, 3)), None, None, training=True)
+
+
+@pytest.mark.parametrize("running", [False, True])
+def test_instance_norm_matches_torch(running):
+    x = _rand((2, 3, 11), torch.float32, requires_grad=True)
+    w = _rand((3,), seed=1, requires_grad=True)
+    rm = _rand((3,), seed=3) if running else None
+    rv = (_rand((3,), seed=4).abs() + 0.5) if running else None
+    rm_t = rm.clone() if running else None
+    rv_t = rv.clone() if running else None
+    y = instance_norm(x, rm, rv, w, None, True, 0.1, 1e-5)
+    x2, w2 = (t.detach().clone().requires_grad_() for t in (x, w))
+    y_t = F.instance_norm(x2, rm_t, rv_t, w2, None, True, 0.1, 1e-5)
+    _close_to_torch(y, y_t.detach())
+    if running:
+        assert torch.allclose(rm, rm_t, atol=1e-6) and torch.allclose(rv, rv_t, atol=1e-5)
+    dy = _rand((2, 3, 11), seed=5)
+    for a, e in zip(torch.autograd.grad(y, (x, w), dy), torch.autograd.grad(y_t, (x2, w2), dy)):
+        _close_to_torch(a, e, scale=4.0)
+
+
+def test_channel_norms_compile_and_opcheck():
+    x = _rand((2, 4, 6))
+    w = _rand((4,), seed=1)
+    torch.library.opcheck(torch.ops.baracuda.group_norm, (x, 2, w, None, 1e-5))
+    rm, rv = torch.zeros(4, device=DEVICE), torch.ones(4, device=DEVICE)
+    torch.library.opcheck(torch.ops.baracuda.batch_norm, (x, rm, rv, w, None, True, 0.1, 1e-5))
+
+    def f(x, w):
+        return group_norm(batch_norm(x, None, None, w, None, True), 2, w).sum()
+
+    xr, wr = x.clone().requires_grad_(), w.clone().requires_grad_()
+    out = torch.compile(f, fullgraph=True, backend="aot_eager")(xr, wr)
+    assert torch.allclose(out, f(xr, wr), rtol=1e-4, atol=1e-4)
+
+
+def test_group_norm_error_parity():
+    x = _rand((2, 6, 4))
+    for fn in (group_norm, F.group_norm):
+        with pytest.raises(RuntimeError, match="divisible by num_groups"):
+            fn(x, 4)
