@@ -18,7 +18,9 @@ def poison_value(dtype: torch.dtype):
         return float("nan")
     if dtype == torch.bool:
         return True
-    return INT_POISON if dtype.is_signed else 0xA5
+    if not dtype.is_signed:
+        return 0xA5
+    return max(INT_POISON, torch.iinfo(dtype).min)  # int8 can't hold INT_POISON
 
 
 def poisoned(shape: Sequence[int], dtype: torch.dtype, device) -> torch.Tensor:

@@ -1,0 +1,67 @@
+"""Elementwise family: unary (with and without parameters), binary with broadcasting and type
+promotion, lerp with a scalar weight, ternary, comparison, cast and gated activations,
+forward and backward."""
+
+from .descriptors import (
+    BinaryArgs,
+    BinaryBackwardArgs,
+    BinaryBackwardDescriptor,
+    BinaryDescriptor,
+    BinaryKind,
+    BinaryParamBackwardArgs,
+    BinaryParamBackwardDescriptor,
+    BinaryParamDescriptor,
+    CastDescriptor,
+    CompareDescriptor,
+    CompareKind,
+    GatedArgs,
+    GatedBackwardArgs,
+    GatedBackwardDescriptor,
+    GatedDescriptor,
+    GatedKind,
+    TernaryArgs,
+    TernaryBackwardArgs,
+    TernaryBackwardDescriptor,
+    TernaryDescriptor,
+    TernaryKind,
+    UnaryArgs,
+    UnaryBackwardArgs,
+    UnaryBackwardDescriptor,
+    UnaryDescriptor,
+    UnaryKind,
+    UnaryParamBackwardDescriptor,
+    UnaryParamDescriptor,
+    UnaryParamKind,
+)
+from .plans import (
+    BinaryBackwardPlan,
+    BinaryCmpPlan,
+    BinaryParamBackwardPlan,
+    BinaryParamPlan,
+    BinaryPlan,
+    CastPlan,
+    UnaryBackwardPlan,
+    UnaryParamBackwardPlan,
+    UnaryParamPlan,
+    UnaryPlan,
+)
+from .plans_more import (
+    GatedActivationBackwardPlan,
+    GatedActivationPlan,
+    TernaryBackwardPlan,
+    TernaryPlan,
+)
+
+__all__ = [
+    "BinaryArgs", "BinaryBackwardArgs", "BinaryBackwardDescriptor", "BinaryBackwardPlan",
+    "BinaryCmpPlan", "BinaryDescriptor", "BinaryKind", "BinaryParamBackwardArgs",
+    "BinaryParamBackwardDescriptor", "BinaryParamBackwardPlan", "BinaryParamDescriptor",
+    "BinaryParamPlan", "BinaryPlan", "CastDescriptor", "CastPlan", "CompareDescriptor",
+    "CompareKind", "GatedActivationBackwardPlan", "GatedActivationPlan", "GatedArgs",
+    "GatedBackwardArgs", "GatedBackwardDescriptor", "GatedDescriptor", "GatedKind",
+    "TernaryArgs", "TernaryBackwardArgs", "TernaryBackwardDescriptor", "TernaryBackwardPlan",
+    "TernaryDescriptor", "TernaryKind", "TernaryPlan", "UnaryArgs", "UnaryBackwardArgs",
+    "UnaryBackwardDescriptor", "UnaryBackwardPlan", "UnaryDescriptor", "UnaryKind",
+    "UnaryParamBackwardDescriptor", "UnaryParamBackwardPlan", "UnaryParamDescriptor",
+    "UnaryParamKind", "UnaryParamPlan", "UnaryPlan",
+]

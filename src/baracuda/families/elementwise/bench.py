@@ -1,0 +1,106 @@
+"""Elementwise benchmarks: unary (silu), binary (add), lerp and swiglu, forward and
+forward+backward, bf16 and f32. `bytes` is the fewest bytes each op must move."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from ...core.registry import register_bench
+from ...core.spec import BenchCase
+
+N28 = 1 << 28
+
+
+def _label(dtype, shape) -> str:
+    return f"{list(shape)} {str(dtype).replace('torch.', '')}"
+
+
+def _grad(y, inputs, dy):
+    return torch.autograd.grad(y, inputs, dy)
+
+
+@register_bench("elementwise")
+def elementwise_benches(quick: bool):
+    from ...frontends.torch import add, lerp, silu, swiglu  # noqa: F401 - registers ops
+
+    out = []
+    for dtype in (torch.bfloat16, torch.float32):
+        q = dtype == torch.bfloat16
+        s = dtype.itemsize
+        label = _label(dtype, (N28,))
+
+        def one(device, dtype=dtype, grad=False):
+            x = torch.randn(N28, device=device, dtype=dtype, requires_grad=grad)
+            return {"x": x, "dy": torch.randn_like(x, requires_grad=False)}
+
+        def two(device, dtype=dtype, grad=False):
+            a = torch.randn(N28, device=device, dtype=dtype, requires_grad=grad)
+            b = torch.randn(N28, device=device, dtype=dtype, requires_grad=grad)
+            return {"a": a, "b": b, "dy": torch.randn(N28, device=device, dtype=dtype)}
+
+        out.append(BenchCase("silu fwd", label, one, ours=lambda x, dy: silu(x),
+                             torch_eager=lambda x, dy: F.silu(x), bytes=2 * N28 * s,
+                             quick=True))
+        out.append(BenchCase("silu fwd+bwd", label, lambda d, f=one: f(d, grad=True),
+                             ours=lambda x, dy: _grad(silu(x), x, dy),
+                             torch_eager=lambda x, dy: _grad(F.silu(x), x, dy),
+                             bytes=5 * N28 * s, quick=q))
+        out.append(BenchCase("add fwd", label, two, ours=lambda a, b, dy: add(a, b),
+                             torch_eager=lambda a, b, dy: torch.add(a, b), bytes=3 * N28 * s,
+                             quick=q))
+        out.append(BenchCase("mul fwd+bwd", label, lambda d, f=two: f(d, grad=True),
+                             ours=lambda a, b, dy: _grad(torch_mul(a, b), (a, b), dy),
+                             torch_eager=lambda a, b, dy: _grad(a * b, (a, b), dy),
+                             bytes=7 * N28 * s, quick=False))
+        out.append(BenchCase("lerp fwd", label, two, ours=lambda a, b, dy: lerp(a, b, 0.3),
+                             torch_eager=lambda a, b, dy: torch.lerp(a, b, 0.3),
+                             bytes=3 * N28 * s, quick=q))
+        out.append(BenchCase("lerp fwd+bwd", label, lambda d, f=two: f(d, grad=True),
+                             ours=lambda a, b, dy: _grad(lerp(a, b, 0.3), (a, b), dy),
+                             torch_eager=lambda a, b, dy: _grad(torch.lerp(a, b, 0.3), (a, b),
+                                                                dy),
+                             bytes=6 * N28 * s, quick=q))
+    # layouts: a row-broadcast operand and a transposed view (target: >= 70% of contiguous)
+    rows, cols = 16384, 16384
+
+    def bsetup(device):
+        a = torch.randn(rows, cols, device=device, dtype=torch.bfloat16)
+        return {"a": a, "b": torch.randn(cols, device=device, dtype=torch.bfloat16)}
+
+    out.append(BenchCase("add row-broadcast fwd", _label(torch.bfloat16, (rows, cols)), bsetup,
+                         ours=lambda a, b: add(a, b), torch_eager=lambda a, b: torch.add(a, b),
+                         bytes=2 * rows * cols * 2, quick=False))
+
+    def tsetup(device):
+        return {"x": torch.randn(cols, rows, device=device, dtype=torch.float32).t()}
+
+    out.append(BenchCase("silu transposed fwd", _label(torch.float32, (rows, cols)), tsetup,
+                         ours=lambda x: silu(x), torch_eager=lambda x: F.silu(x),
+                         bytes=2 * rows * cols * 4, quick=False))
+    for shape in ((16384, 4096), (4096, 16384)):
+        dtype = torch.bfloat16
+        half = shape[0] * shape[1]
+
+        def gsetup(device, shape=shape, dtype=dtype):
+            x = torch.randn(shape[0], 2 * shape[1], device=device, dtype=dtype,
+                            requires_grad=True)
+            return {"x": x, "dy": torch.randn(shape, device=device, dtype=dtype)}
+
+        def torch_swiglu(x):
+            a, b = x.chunk(2, dim=-1)
+            return F.silu(a) * b
+
+        # halves a, b of [rows, cols] each: fwd reads a, b and writes y; bwd reads dy, a, b
+        # and writes da, db: 8 half-size tensors.
+        out.append(BenchCase("swiglu fwd+bwd", _label(dtype, shape) + " (per half)", gsetup,
+                             ours=lambda x, dy: _grad(swiglu(x, -1), x, dy),
+                             torch_eager=lambda x, dy: _grad(torch_swiglu(x), x, dy),
+                             bytes=8 * half * 2, quick=shape == (16384, 4096)))
+    return out
+
+
+def torch_mul(a, b):
+    from ...frontends.torch import mul
+
+    return mul(a, b)

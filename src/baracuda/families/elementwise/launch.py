@@ -1,0 +1,263 @@
+"""Host side of the elementwise kernels: broadcast strides, dim collapsing, launch sizes,
+scalar parameters, and the deterministic reduction of broadcast gradients."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+import triton.language as tl
+
+from ...backends.triton_support import INTERPRET, next_pow2
+from ...core.layout import collapse_dims
+from ...core.vocab import ElementKind
+from .kernels import rowsum_kernel, unary_kernel
+
+MAX_DIMS = 4
+#: Two-dim problems whose rows are at least this long are walked row by row (MODE 1).
+ROW_MODE_MIN = 256
+IDENTITY = 54
+_TL = {
+    ElementKind.F32: tl.float32, ElementKind.F64: tl.float64, ElementKind.F16: tl.float32,
+    ElementKind.BF16: tl.float32, ElementKind.I8: tl.int8, ElementKind.I16: tl.int16,
+    ElementKind.I32: tl.int32, ElementKind.I64: tl.int64, ElementKind.U8: tl.uint8,
+    ElementKind.BOOL: tl.int8,
+}
+
+
+def acc_type(element: ElementKind):
+    """The `tl` type a kernel computes in (halves in f32, bool as int8)."""
+    return _TL[element]
+
+
+def acc_torch(element: ElementKind) -> torch.dtype:
+    return torch.float64 if element is ElementKind.F64 else torch.float32
+
+
+def split_param(p: float) -> tuple[float, float]:
+    """p as hi + lo, both exactly float32 (kernels get float scalars as f32): f64 kernels
+    rebuild p to ~48 bits. hi rounds toward zero so integer params stay castable."""
+    p = float(p)
+    if not math.isfinite(p):
+        return p, 0.0
+    hi = np.float32(p)
+    if abs(float(hi)) > abs(p):
+        hi = np.nextafter(hi, np.float32(0))
+    return float(hi), float(np.float32(p - float(hi)))
+
+
+def params(*ps: float) -> list[float]:
+    out: list[float] = []
+    for p in ps:
+        out += split_param(p)
+    return out
+
+
+def expand_strides(t: torch.Tensor, out_shape: Sequence[int]) -> list[int]:
+    """t's strides seen at out_shape (torch broadcasting: missing or extent-1 dims get 0)."""
+    off = len(out_shape) - t.dim()
+    st = []
+    for j, d in enumerate(out_shape):
+        k = j - off
+        st.append(0 if k < 0 or (t.shape[k] == 1 and d != 1) else t.stride(k))
+    return st
+
+
+#: Op codes with long formulas (erfinv, lgamma, digamma, i0): half the elements per thread so
+#: their backward fits the register file without spilling.
+HEAVY_OPS = frozenset({34, 35, 36, 37})
+
+
+def block_for(tensors: Sequence[torch.Tensor], op: int | None = None) -> tuple[int, int]:
+    if INTERPRET:
+        return 1024, 4
+    # 8 elements per thread (one 16-byte access for halves, two for f32) keeps registers low
+    # enough for full occupancy in the gated backward too.
+    size = max(t.element_size() for t in tensors)
+    block = 1024 if size <= 4 else 512
+    return (block // 2 if op in HEAVY_OPS else block), 4
+
+
+def _shifted(t: torch.Tensor, offset: int) -> torch.Tensor:
+    return t.as_strided((1,), (1,), t.storage_offset() + offset)
+
+
+def launch_map(kernel, out_shape: Sequence[int], tensors: Sequence[torch.Tensor],
+               scalars: Sequence, strides: Sequence[Sequence[int]] | None = None,
+               **constexprs) -> None:
+    """Run an elementwise kernel over out_shape; operand k is addressed by strides[k]
+    (default: its broadcast strides). More than MAX_DIMS collapsed dims become several
+    launches over the leading dims."""
+    n = math.prod(out_shape)
+    if n == 0:
+        return
+    if strides is None:
+        strides = [expand_strides(t, out_shape) for t in tensors]
+    # Elementwise order is free: walk dims outermost-first by the strides of the outputs (the
+    # last operands), so a transposed or permuted dense layout collapses to one flat pass.
+    order = sorted(range(len(out_shape)), key=lambda j: [s[j] for s in reversed(strides)],
+                   reverse=True)
+    shape, st = collapse_dims(tuple(out_shape[j] for j in order),
+                              [tuple(s[j] for j in order) for s in strides])
+    shape, st = list(shape), [list(s) for s in st]
+    block, warps = block_for(tensors, constexprs.get("OP"))
+    extra = max(len(shape) - MAX_DIMS, 0)
+    lead, rest = shape[:extra], shape[extra:]
+    mode = 0 if len(rest) == 1 else 1 if len(rest) == 2 and rest[-1] >= ROW_MODE_MIN else 2
+    pad = MAX_DIMS - len(rest)
+    rest4 = [1] * pad + rest
+    n_inner = math.prod(rest)
+    programs = (rest4[2] * triton_cdiv(rest4[3], block) if mode == 1
+                else triton_cdiv(n_inner, block))
+    for idx in itertools.product(*[range(d) for d in lead]):
+        views = list(tensors)
+        if extra:
+            views = [_shifted(t, sum(i * s[k] for k, i in enumerate(idx)))
+                     for t, s in zip(tensors, st)]
+        st4 = [[0] * pad + s[extra:] for s in st]
+        big = n_inner >= 2**31 or any(
+            sum((d - 1) * x for d, x in zip(rest4, s)) >= 2**31 for s in st4)
+        args = [v for s in st4 for v in s]
+        kernel[(programs,)](*views, n_inner, rest4[1], rest4[2], rest4[3], *args, *scalars,
+                            MODE=mode, BIG=big, BLOCK=block, num_warps=warps, **constexprs)
+
+
+def triton_cdiv(a: int, b: int) -> int:
+    return (a + b - 1) // b
+
+
+# -- deterministic reduction of broadcast gradients ----------------------------------------
+
+TILE = 4096
+CHUNK = 8192
+MAX_GRID_Y = 65535
+
+
+def _tile(K: int, R: int, k_inner: bool) -> tuple[int, int]:
+    """(BK, BR): the unit-stride side gets up to the whole tile, the other side the rest."""
+    if k_inner:
+        bk = min(next_pow2(K), 256)
+        return bk, max(TILE // bk, 1)
+    br = min(next_pow2(R), TILE)
+    return max(TILE // br, 1), br
+
+
+@dataclasses.dataclass(frozen=True)
+class Reduction:
+    """How a gradient of an input broadcast to out_shape is reduced.
+
+    The full-size gradient is written into the workspace as [R, K] (broadcast dims outer,
+    kept dims inner: the usual bias-like case keeps the writes contiguous) or [K, R] when
+    the innermost output dim is broadcast. Stage after stage, chunks of R are summed in a
+    fixed order until one value per kept element is left, which is cast into the gradient.
+    """
+
+    out_shape: tuple[int, ...]
+    kept: tuple[int, ...]
+    reduced: tuple[int, ...]
+    k_inner: bool
+    #: (K, R, sk, sr, chunk, chunks, BK, BR) per stage
+    stages: tuple[tuple[int, ...], ...]
+
+    @property
+    def K(self) -> int:
+        return math.prod(self.out_shape[j] for j in self.kept)
+
+    @property
+    def R(self) -> int:
+        return math.prod(self.out_shape[j] for j in self.reduced)
+
+    def elements(self) -> int:
+        return self.K * self.R + sum(self.K * st[5] for st in self.stages)
+
+    def full_view(self, region: torch.Tensor) -> torch.Tensor:
+        """The [out_shape] view of the workspace region the backward kernel writes."""
+        order = (list(self.reduced) + list(self.kept) if self.k_inner
+                 else list(self.kept) + list(self.reduced))
+        strides = [0] * len(self.out_shape)
+        acc = 1
+        for j in reversed(order):
+            strides[j] = acc
+            acc *= self.out_shape[j]
+        return region.as_strided(self.out_shape, strides, region.storage_offset())
+
+    def finish(self, region: torch.Tensor, grad: torch.Tensor) -> None:
+        """Fixed-order sums of the region, then a cast into grad (any strides)."""
+        K = self.K
+        src = region
+        pos = K * self.R
+        for k, r, sk, sr, chunk, c, bk, br in self.stages:
+            dst = region[pos:pos + K * c]
+            rowsum_kernel[(triton_cdiv(K, bk), c)](src, dst, k, r, sk, sr, chunk, c,
+                                                    BK=bk, BR=br, num_warps=4)
+            src, pos = dst, pos + K * c
+        kept_shape = [self.out_shape[j] for j in self.kept]
+        off = len(self.out_shape) - grad.dim()
+        gstrides = [grad.stride(j - off) if j >= off else 0 for j in self.kept]
+        gview = grad.as_strided(kept_shape, gstrides, grad.storage_offset())
+        contiguous = src.as_strided(kept_shape, _contiguous_strides(kept_shape),
+                                    src.storage_offset())
+        launch_map(unary_kernel, kept_shape, [contiguous, gview], params(0.0, 0.0),
+                   OP=IDENTITY, ACC=tl.float64 if src.dtype == torch.float64 else tl.float32)
+
+
+def _contiguous_strides(shape: Sequence[int]) -> list[int]:
+    out, acc = [], 1
+    for d in reversed(shape):
+        out.append(acc)
+        acc *= d
+    return out[::-1]
+
+
+def reduction_for(in_shape: Sequence[int], out_shape: Sequence[int]) -> Reduction | None:
+    """None when the input is not broadcast (its gradient is written directly)."""
+    in_shape, out_shape = tuple(in_shape), tuple(out_shape)
+    if math.prod(in_shape) == math.prod(out_shape):
+        return None
+    nd = len(out_shape)
+    aligned = (1,) * (nd - len(in_shape)) + in_shape
+    kept = tuple(j for j in range(nd) if aligned[j] == out_shape[j])
+    reduced = tuple(j for j in range(nd) if aligned[j] != out_shape[j])
+    inner = [j for j in range(nd) if out_shape[j] > 1]
+    k_inner = bool(inner) and inner[-1] in kept
+    K = math.prod(out_shape[j] for j in kept)
+    r = math.prod(out_shape[j] for j in reduced)
+    sk, sr = (1, K) if k_inner else (r, 1)
+    inner_k = k_inner
+    stages = []
+    while r > 1:
+        bk, br = _tile(K, r, inner_k)
+        chunk = min(max(CHUNK, triton_cdiv(r, MAX_GRID_Y)), r)
+        chunk = triton_cdiv(chunk, br) * br
+        c = triton_cdiv(r, chunk)
+        stages.append((K, r, sk, sr, chunk, c, bk, br))
+        r, sk, sr, inner_k = c, c, 1, False  # partials are [K, C] contiguous
+    return Reduction(out_shape, kept, reduced, k_inner, tuple(stages))
+
+
+def workspace_regions(reductions: Sequence[Reduction | None], element: ElementKind,
+                      workspace: torch.Tensor | None) -> list[torch.Tensor | None]:
+    """Carve the workspace (bytes) into one accumulator region per broadcast gradient."""
+    dt = acc_torch(element)
+    size = torch.empty((), dtype=dt).element_size()
+    total = sum(r.elements() for r in reductions if r is not None)
+    if total == 0:
+        return [None] * len(reductions)
+    flat = workspace[: total * size].view(dt)
+    out, pos = [], 0
+    for r in reductions:
+        if r is None:
+            out.append(None)
+            continue
+        out.append(flat[pos:pos + r.elements()])
+        pos += r.elements()
+    return out
+
+
+def workspace_bytes(reductions: Sequence[Reduction | None], element: ElementKind) -> int:
+    size = 8 if element is ElementKind.F64 else 4
+    return size * sum(r.elements() for r in reductions if r is not None)

@@ -1,0 +1,330 @@
+"""The binary, gated, comparison and ternary op tables in `tl` (see `ops.py` for the unary
+ones and the conventions): forward formula and gradient per op code, resolved at compile time.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from . import special as S
+from .ops import (
+    _gelu,
+    _gelu_grad,
+    _gelu_tanh,
+    _gelu_tanh_grad,
+    _pow_float,
+    _silu,
+    _silu_grad,
+    pow_any,
+)
+
+
+@triton.jit
+def _floor_div_float(a, b):
+    """torch's div_floor for floats (fmod-based, exact at integer quotients)."""
+    mod = a % b
+    div = (a - mod) / b
+    div = tl.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1.0, div)
+    fl = tl.math.floor(div)
+    fl = tl.where(div - fl > 0.5, fl + 1.0, fl)
+    fl = tl.where(div == 0, div * 0.0 + tl.where((a / b) < 0, -0.0, 0.0), fl)
+    return tl.where(b == 0, a / b, fl)
+
+
+@triton.jit
+def _max_nan(a, b):
+    r = tl.where(a > b, a, b)
+    if a.dtype.is_floating():
+        r = tl.where(a != a, a, tl.where(b != b, b, r))
+    return r
+
+
+@triton.jit
+def _min_nan(a, b):
+    r = tl.where(a < b, a, b)
+    if a.dtype.is_floating():
+        r = tl.where(a != a, a, tl.where(b != b, b, r))
+    return r
+
+
+@triton.jit
+def _nextafter(a, b):
+    if a.dtype == tl.float64:
+        ai = a.to(tl.int64, bitcast=True)
+        one = tl.full(a.shape, 1, tl.int64)
+        tiny = one.to(tl.float64, bitcast=True)
+    else:
+        ai = a.to(tl.int32, bitcast=True)
+        one = tl.full(a.shape, 1, tl.int32)
+        tiny = one.to(tl.float32, bitcast=True)
+    up = (a < b) == (a > 0)
+    stepped = tl.where(up, ai + one, ai - one).to(a.dtype, bitcast=True)
+    r = tl.where(a == 0, tl.where(b > 0, tiny, -tiny), stepped)
+    r = tl.where(a == b, b, r)
+    return tl.where((a != a) | (b != b), a + b, r)
+
+
+@triton.jit
+def apply_binary(a, b, p0, p1, OP: tl.constexpr):
+    """Forward formula of binary kind OP (BinaryKind rows, gated rows 30.., compares 40..)."""
+    if OP == 0:  # add(alpha=p0)
+        y = a + b * p0
+    elif OP == 1:  # sub(alpha=p0)
+        y = a - b * p0
+    elif OP == 2:
+        y = a * b
+    elif OP == 3:  # true division
+        y = a / b
+    elif OP == 4:  # div rounding_mode="trunc"
+        if a.dtype.is_floating():
+            y = S.trunc(a / b)
+        else:
+            y = a // b
+    elif OP == 5:  # div rounding_mode="floor", floor_divide
+        if a.dtype.is_floating():
+            y = _floor_div_float(a, b)
+        else:
+            q = a // b
+            y = tl.where(((a % b) != 0) & ((a < 0) != (b < 0)), q - 1, q)
+    elif OP == 6:
+        y = pow_any(a, b)
+    elif OP == 7:
+        y = S.atan2(a, b)
+    elif OP == 8:  # hypot
+        aa = tl.abs(a)
+        ab = tl.abs(b)
+        hi = tl.maximum(aa, ab)
+        lo = tl.minimum(aa, ab)
+        rr = lo / tl.where(hi == 0, 1.0, hi)
+        y = hi * tl.sqrt(1.0 + rr * rr)
+        y = tl.where((a != a) | (b != b), a + b, y)
+        y = tl.where((aa == float("inf")) | (ab == float("inf")), float("inf"), y)
+    elif OP == 9:  # copysign
+        y = tl.where(S.signbit(b), -tl.abs(a), tl.abs(a))
+    elif OP == 10:
+        y = _max_nan(a, b)
+    elif OP == 11:
+        y = _min_nan(a, b)
+    elif OP == 12:  # fmax
+        y = tl.where(a != a, b, tl.where(b != b, a, tl.where(a > b, a, b)))
+    elif OP == 13:  # fmin
+        y = tl.where(a != a, b, tl.where(b != b, a, tl.where(a < b, a, b)))
+    elif OP == 14:  # remainder (sign of the divisor)
+        r = a % b
+        y = tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
+    elif OP == 15:  # fmod (sign of the dividend)
+        y = a % b
+    elif OP == 16:  # xlogy
+        y = tl.where(b != b, b, tl.where(a == 0, 0.0, a * tl.log(b)))
+    elif OP == 17:  # logaddexp
+        m = tl.maximum(a, b)
+        y = m + S.log1p(tl.exp(-tl.abs(a - b)))
+        y = tl.where((tl.abs(m) == float("inf")) & (a == b), a, y)
+        y = tl.where((a != a) | (b != b), a + b, y)
+    elif OP == 18:  # logaddexp2
+        m = tl.maximum(a, b)
+        y = m + S.log1p(tl.exp2(-tl.abs(a - b))) * 1.4426950408889634
+        y = tl.where((tl.abs(m) == float("inf")) & (a == b), a, y)
+        y = tl.where((a != a) | (b != b), a + b, y)
+    elif OP == 19:
+        y = _nextafter(a, b)
+    elif OP == 20:
+        y = a & b
+    elif OP == 21:
+        y = a | b
+    elif OP == 22:
+        y = a ^ b
+    elif OP == 23:  # left shift: shifts outside [0, bits) give 0, as torch
+        nb: tl.constexpr = a.dtype.primitive_bitwidth
+        ok = (b >= 0) & (b < nb)
+        y = tl.where(ok, a << tl.where(ok, b, 0), 0)
+    elif OP == 24:  # arithmetic right shift; shifts past the width give the sign fill
+        nb: tl.constexpr = a.dtype.primitive_bitwidth
+        ok = (b >= 0) & (b < nb)
+        fill = tl.where(a < 0, -1, 0)
+        y = tl.where(ok, a >> tl.where(ok, b, 0), fill)
+    elif OP == 25:
+        y = (a != 0) & (b != 0)
+    elif OP == 26:
+        y = (a != 0) | (b != 0)
+    elif OP == 27:
+        y = (a != 0) != (b != 0)
+    elif OP == 28:  # lerp with the scalar weight p0 (torch's two-sided form)
+        d = b - a
+        y = tl.where(tl.abs(p0) < 0.5, a + p0 * d, b - d * (1.0 - p0))
+    elif OP == 30:  # glu: a * sigmoid(b)
+        y = a * S.sigmoid(b)
+    elif OP == 31:  # swiglu: silu(a) * b
+        y = _silu(a) * b
+    elif OP == 32:  # geglu: gelu(a) * b
+        y = _gelu(a) * b
+    elif OP == 33:  # geglu with the tanh approximation
+        y = _gelu_tanh(a) * b
+    elif OP == 34:  # reglu
+        y = tl.where(a <= 0, 0.0, a) * b
+    elif OP == 40:
+        y = a == b
+    elif OP == 41:
+        y = a != b
+    elif OP == 42:
+        y = a < b
+    elif OP == 43:
+        y = a <= b
+    elif OP == 44:
+        y = a > b
+    elif OP == 45:
+        y = a >= b
+    elif OP == 46 or OP == 47:  # isclose(rtol=p0, atol=p1), equal_nan for 47
+        close = a == b
+        if a.dtype.is_floating():
+            finite = (tl.abs(a) != float("inf")) & (tl.abs(b) != float("inf"))
+            close = close | (finite & (tl.abs(a - b) <= p1 + p0 * tl.abs(b)))
+            if OP == 47:
+                close = close | ((a != a) & (b != b))
+        else:
+            d = tl.abs((a - b).to(tl.float64))
+            close = close | (d <= p1 + p0 * tl.abs(b.to(tl.float64)))
+        y = close
+    else:
+        tl.static_assert(False, "unknown binary op")
+    return y
+
+
+@triton.jit
+def grad_binary(a, b, g, p0, p1, OP: tl.constexpr):
+    """(dL/da, dL/db) of binary kind OP."""
+    zero = tl.zeros_like(g)
+    if OP == 0:
+        ga = g
+        gb = g * p0
+    elif OP == 1:
+        ga = g
+        gb = -g * p0
+    elif OP == 2:
+        ga = g * b
+        gb = g * a
+    elif OP == 3:
+        ga = g / b
+        gb = -g * (a / b) / b
+    elif OP == 4 or OP == 5:
+        ga = zero
+        gb = zero
+    elif OP == 6:
+        ga = tl.where(b == 0, zero, g * b * _pow_float(a, b - 1.0))
+        gb = tl.where((a == 0) & (b >= 0), zero, g * _pow_float(a, b) * tl.log(a))
+    elif OP == 7:
+        den = a * a + b * b
+        safe = tl.where(den == 0, 1.0, den)
+        ga = tl.where(den == 0, zero, g * b / safe)
+        gb = tl.where(den == 0, zero, -g * a / safe)
+    elif OP == 8:
+        y = apply_binary(a, b, p0, p1, 8)
+        ga = g * a / y
+        gb = g * b / y
+    elif OP == 9:
+        y = apply_binary(a, b, p0, p1, 9)
+        ga = tl.where(a == 0, zero, g * (y / tl.where(a == 0, 1.0, a)))
+        gb = zero
+    elif OP == 10 or OP == 11:
+        h = tl.where(a == b, g * 0.5, g)
+        if OP == 10:
+            ga = tl.where(a < b, zero, h)
+            gb = tl.where(a > b, zero, h)
+        else:
+            ga = tl.where(a > b, zero, h)
+            gb = tl.where(a < b, zero, h)
+    elif OP == 12:
+        take_a = (a >= b) | (b != b)
+        ga = tl.where(take_a, g, zero)
+        gb = tl.where(take_a, zero, g)
+    elif OP == 13:
+        take_a = (a <= b) | (b != b)
+        ga = tl.where(take_a, g, zero)
+        gb = tl.where(take_a, zero, g)
+    elif OP == 14:
+        ga = g
+        gb = -g * _floor_div_float(a, b)
+    elif OP == 15:
+        ga = g
+        gb = -g * S.trunc(a / b)
+    elif OP == 16:
+        ga = tl.where(g == 0, zero, g * tl.log(b))  # torch: xlogy(g, b), 0 where a = 0, b <= 0
+        ga = tl.where((a == 0) & (b <= 0), zero, ga)
+        gb = g * a / b
+    elif OP == 17:
+        ga = g * S.sigmoid(a - b)
+        gb = g * S.sigmoid(b - a)
+    elif OP == 18:
+        ga = g / (1.0 + tl.exp2(b - a))
+        gb = g / (1.0 + tl.exp2(a - b))
+    elif OP == 28:
+        ga = g * (1.0 - p0)
+        gb = g * p0
+    elif OP == 30:
+        s = S.sigmoid(b)
+        ga = g * s
+        gb = g * a * s * (1.0 - s)
+    elif OP == 31:
+        ga = g * b * _silu_grad(a)
+        gb = g * _silu(a)
+    elif OP == 32:
+        ga = g * b * _gelu_grad(a)
+        gb = g * _gelu(a)
+    elif OP == 33:
+        ga = g * b * _gelu_tanh_grad(a)
+        gb = g * _gelu_tanh(a)
+    elif OP == 34:
+        ga = tl.where(a <= 0, zero, g * b)
+        gb = g * tl.where(a <= 0, 0.0, a)
+    else:
+        tl.static_assert(False, "binary op has no gradient")
+    return ga, gb
+
+
+@triton.jit
+def apply_ternary(a, b, c, p0, OP: tl.constexpr):
+    """Forward formula of TernaryKind OP: lerp(a, b, weight=c), addcmul/addcdiv(a, b, c,
+    value=p0), clamp(a, min=b, max=c), where(condition=a, b, c)."""
+    if OP == 0:
+        d = b - a
+        y = tl.where(tl.abs(c) < 0.5, a + c * d, b - d * (1.0 - c))
+    elif OP == 1:
+        y = a + p0 * b * c
+    elif OP == 2:
+        y = a + p0 * b / c
+    elif OP == 3:  # torch.clamp: min(max(x, lo), hi), NaN anywhere propagates
+        y = _min_nan(_max_nan(a, b), c)
+    elif OP == 4:
+        y = tl.where(a != 0, b, c)
+    else:
+        tl.static_assert(False, "unknown ternary op")
+    return y
+
+
+@triton.jit
+def grad_ternary(a, b, c, g, p0, OP: tl.constexpr):
+    zero = tl.zeros_like(g)
+    if OP == 0:
+        ga = g * (1.0 - c)
+        gb = g * c
+        gc = g * (b - a)
+    elif OP == 1:
+        ga = g
+        gb = g * p0 * c
+        gc = g * p0 * b
+    elif OP == 2:
+        ga = g
+        gb = g * p0 / c
+        gc = -g * p0 * b / (c * c)
+    elif OP == 3:  # torch's clamp_backward_min_max
+        ga = tl.where((a >= b) & (a <= c), g, zero)
+        gb = tl.where(a < b, g, zero)
+        gc = tl.where(a > c, g, zero)
+    elif OP == 4:
+        ga = zero
+        gb = tl.where(a != 0, g, zero)
+        gc = tl.where(a != 0, zero, g)
+    else:
+        tl.static_assert(False, "unknown ternary op")
+    return ga, gb, gc

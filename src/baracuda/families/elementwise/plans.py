@@ -1,0 +1,495 @@
+"""Elementwise plans: unary, unary with parameters, binary (+ lerp with a scalar weight),
+ternary, comparison, cast and gated activations, forward and backward.
+
+**Formulas**: one row per kind (`table.py`: op code, dtype rule, float64 reference, test
+domain); forward and derivative formulas are that code's branch in `ops.py`. Torch's
+conventions at kinks, singularities, +-inf and NaN.
+
+**Dtypes / shape**: floats f32/f16/bf16/f64 (halves compute in f32, f64 in f64); integer and
+bool inputs where the kind's rule allows (`table.py`). Ranks 0..8; binary, ternary and
+comparison operands broadcast like torch and promote like torch. Any non-negative strides
+(stride 0 = broadcast); dims are collapsed on the host and the kernels index up to 4 collapsed
+dims per launch (unit-stride operands are vectorized on the flat path).
+
+**Workspace**: backward plans with a broadcast input: one float32 (float64 for f64)
+accumulator of the output's size per broadcast input, plus the partial row sums. None
+otherwise.
+
+**Precision**: deterministic and bit-stable on the same hardware: every element is computed
+by one program; gradients of broadcast inputs are row sums in a fixed order (no atomics).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ...backends.triton_support import INTERPRET
+from ...core import validate as V
+from ...core.plan import Candidate, Plan
+from ...core.registry import register_candidate, register_plan
+from ...core.vocab import ElementKind, OpCategory, PrecisionGuarantee
+from .descriptors import (
+    BinaryArgs,
+    BinaryBackwardArgs,
+    BinaryBackwardDescriptor,
+    BinaryDescriptor,
+    BinaryParamBackwardArgs,
+    BinaryParamBackwardDescriptor,
+    BinaryParamDescriptor,
+    CastDescriptor,
+    CompareDescriptor,
+    CompareKind,
+    UnaryArgs,
+    UnaryBackwardArgs,
+    UnaryBackwardDescriptor,
+    UnaryDescriptor,
+    UnaryParamBackwardDescriptor,
+    UnaryParamDescriptor,
+)
+from .kernels import (
+    binary_bwd_kernel,
+    binary_kernel,
+    unary_bwd_kernel,
+    unary_kernel,
+)
+from .launch import (
+    IDENTITY,
+    acc_type,
+    expand_strides,
+    launch_map,
+    params,
+    reduction_for,
+    workspace_bytes,
+    workspace_regions,
+)
+from .table import (
+    BINARY,
+    COMPARE,
+    FLOATS,
+    UNARY,
+    UNARY_PARAM,
+    binary_types,
+    unary_out_element,
+    unary_param_out_element,
+)
+
+#: Binary kinds whose gradient needs neither input (add, sub, rounding divisions, lerp).
+_NO_LOADS = {0, 1, 4, 5, 28}
+
+
+def _nonneg(who: str, args) -> None:
+    for name, t in args.tensors().items():
+        V.check_nonnegative_strides(who, name, t)
+
+
+class _Triton(Candidate):
+    """Shared candidate behaviour: Triton, any non-negative strides."""
+
+    def can_implement(self, desc, args) -> None:
+        _nonneg(type(self).__name__, args)
+
+
+def _guarantee(element: ElementKind) -> PrecisionGuarantee:
+    return PrecisionGuarantee.for_element(element)
+
+
+def _check_float(who: str, element: ElementKind) -> None:
+    V.check_element(who, "element", element, FLOATS)
+
+
+# -- unary ----------------------------------------------------------------------------------------
+
+
+@register_plan
+class UnaryPlan(Plan):
+    __doc__ = __doc__
+    category = OpCategory.UNARY_ELEMENTWISE
+    descriptor_type = UnaryDescriptor
+    args_type = UnaryArgs
+    partner = "UnaryBackwardPlan"
+
+    def check_args(self, args) -> None:
+        who, d = type(self).__name__, self.desc
+        V.check_tensor(who, "x", args.x, d.shape, d.element)
+        V.check_tensor(who, "y", args.y, d.shape, unary_out_element(who, d.kind, d.element))
+
+
+@register_plan
+class UnaryBackwardPlan(Plan):
+    __doc__ = __doc__
+    category = OpCategory.UNARY_ELEMENTWISE
+    descriptor_type = UnaryBackwardDescriptor
+    args_type = UnaryBackwardArgs
+    partner = "UnaryPlan"
+    is_backward = True
+
+    def check_args(self, args) -> None:
+        who, d = type(self).__name__, self.desc
+        for n in ("dy", "x", "dx"):
+            V.check_tensor(who, n, getattr(args, n), d.shape, d.element)
+
+
+@register_candidate(UnaryPlan)
+class TritonUnary(_Triton):
+    name = "triton_unary"
+
+    def supports(self, desc, pref, arch):
+        return None
+
+    def guarantee(self, desc, pref):
+        return _guarantee(unary_out_element("UnaryPlan", desc.kind, desc.element))
+
+    def launch(self, desc, args, workspace) -> None:
+        out = unary_out_element("UnaryPlan", desc.kind, desc.element)
+        launch_map(unary_kernel, desc.shape, [args.x, args.y], params(0.0, 0.0),
+                   OP=UNARY[desc.kind].code, ACC=acc_type(out))
+
+
+@register_candidate(UnaryBackwardPlan)
+class TritonUnaryBackward(_Triton):
+    name = "triton_unary_backward"
+
+    def supports(self, desc, pref, arch):
+        if desc.element not in FLOATS:
+            return f"gradients need floating elements, got {desc.element.value}"
+        return None
+
+    def launch(self, desc, args, workspace) -> None:
+        launch_map(unary_bwd_kernel, desc.shape, [args.dy, args.x, args.dx], params(0.0, 0.0),
+                   OP=UNARY[desc.kind].code, ACC=acc_type(desc.element))
+
+
+# -- unary with parameters ------------------------------------------------------------------------
+
+
+def _param_values(desc) -> tuple[float, float]:
+    ps = tuple(float(p) for p in desc.params)
+    return (ps + (0.0,))[:2]
+
+
+@register_plan
+class UnaryParamPlan(Plan):
+    __doc__ = __doc__
+    category = OpCategory.UNARY_ELEMENTWISE
+    descriptor_type = UnaryParamDescriptor
+    args_type = UnaryArgs
+    partner = "UnaryParamBackwardPlan"
+
+    def check_args(self, args) -> None:
+        who, d = type(self).__name__, self.desc
+        out = unary_param_out_element(who, d.kind, d.element, d.params)
+        V.check_tensor(who, "x", args.x, d.shape, d.element)
+        V.check_tensor(who, "y", args.y, d.shape, out)
+
+
+@register_plan
+class UnaryParamBackwardPlan(Plan):
+    __doc__ = __doc__
+    category = OpCategory.UNARY_ELEMENTWISE
+    descriptor_type = UnaryParamBackwardDescriptor
+    args_type = UnaryBackwardArgs
+    partner = "UnaryParamPlan"
+    is_backward = True
+
+    def check_args(self, args) -> None:
+        who, d = type(self).__name__, self.desc
+        for n in ("dy", "x", "dx"):
+            V.check_tensor(who, n, getattr(args, n), d.shape, d.element)
+
+
+@register_candidate(UnaryParamPlan)
+class TritonUnaryParam(_Triton):
+    name = "triton_unary_param"
+
+    def guarantee(self, desc, pref):
+        return _guarantee(unary_param_out_element("UnaryParamPlan", desc.kind, desc.element,
+                                                  desc.params))
+
+    def launch(self, desc, args, workspace) -> None:
+        out = unary_param_out_element("UnaryParamPlan", desc.kind, desc.element, desc.params)
+        acc = acc_type(out if out.is_float else desc.element)
+        launch_map(unary_kernel, desc.shape, [args.x, args.y], params(*_param_values(desc)),
+                   OP=UNARY_PARAM[desc.kind][0].code, ACC=acc)
+
+
+@register_candidate(UnaryParamBackwardPlan)
+class TritonUnaryParamBackward(_Triton):
+    name = "triton_unary_param_backward"
+
+    def supports(self, desc, pref, arch):
+        if desc.element not in FLOATS:
+            return f"gradients need floating elements, got {desc.element.value}"
+        return None
+
+    def launch(self, desc, args, workspace) -> None:
+        launch_map(unary_bwd_kernel, desc.shape, [args.dy, args.x, args.dx],
+                   params(*_param_values(desc)), OP=UNARY_PARAM[desc.kind][0].code,
+                   ACC=acc_type(desc.element))
+
+
+# -- cast -----------------------------------------------------------------------------------------
+
+
+@register_plan
+class CastPlan(Plan):
+    __doc__ = __doc__
+    category = OpCategory.UNARY_ELEMENTWISE
+    descriptor_type = CastDescriptor
+    args_type = UnaryArgs
+
+    @classmethod
+    def op_name(cls, desc) -> str:
+        return f"cast_{desc.element.value}_{desc.out_element.value}"
+
+    def check_args(self, args) -> None:
+        who, d = type(self).__name__, self.desc
+        V.check_tensor(who, "x", args.x, d.shape, d.element)
+        V.check_tensor(who, "y", args.y, d.shape, d.out_element)
+
+
+@register_candidate(CastPlan)
+class TritonCast(_Triton):
+    name = "triton_cast"
+
+    def guarantee(self, desc, pref):
+        return _guarantee(desc.out_element)
+
+    def launch(self, desc, args, workspace) -> None:
+        # Floats out: through f32 (f64 when either side is f64); integers out: through the
+        # source type, so integer-to-integer casts wrap like torch.
+        src, dst = desc.element, desc.out_element
+        if dst.is_float:
+            wide = ElementKind.F64 in (src, dst) and not (INTERPRET and dst.itemsize == 2)
+            # (the interpreter's f64 -> bf16/f16 conversion reinterprets bits: go through f32)
+            acc = acc_type(ElementKind.F64 if wide else ElementKind.F32)
+        else:
+            acc = acc_type(src)
+        launch_map(unary_kernel, desc.shape, [args.x, args.y], params(0.0, 0.0),
+                   OP=IDENTITY, ACC=acc)
+
+
+# -- binary ---------------------------------------------------------------------------------------
+
+
+def _check_binary(who: str, d, args, out_element) -> None:
+    V.check_tensor(who, "a", args.a, d.a_shape, d.a_element)
+    V.check_tensor(who, "b", args.b, d.b_shape, d.b_element)
+    V.check_tensor(who, "y", args.y, d.shape, out_element)
+
+
+@register_plan
+class BinaryPlan(Plan):
+    __doc__ = __doc__
+    category = OpCategory.BINARY_ELEMENTWISE
+    descriptor_type = BinaryDescriptor
+    args_type = BinaryArgs
+    partner = "BinaryBackwardPlan"
+
+    def check_args(self, args) -> None:
+        who = type(self).__name__
+        _check_binary(who, self.desc, args, binary_types(who, self.desc)[0])
+
+
+@register_candidate(BinaryPlan)
+class TritonBinary(_Triton):
+    name = "triton_binary"
+
+    def guarantee(self, desc, pref):
+        return _guarantee(binary_types("BinaryPlan", desc)[1])
+
+    def launch(self, desc, args, workspace) -> None:
+        _, compute = binary_types("BinaryPlan", desc)
+        launch_map(binary_kernel, desc.shape, [args.a, args.b, args.y], params(desc.alpha, 0.0),
+                   OP=BINARY[desc.kind].code, ACC=acc_type(compute))
+
+
+@register_plan
+class BinaryBackwardPlan(Plan):
+    __doc__ = __doc__
+    category = OpCategory.BINARY_ELEMENTWISE
+    descriptor_type = BinaryBackwardDescriptor
+    args_type = BinaryBackwardArgs
+    partner = "BinaryPlan"
+    is_backward = True
+
+    def check_args(self, args) -> None:
+        who, d = type(self).__name__, self.desc
+        out, _ = binary_types(who, d)
+        V.check_tensor(who, "dy", args.dy, d.shape, out)
+        V.check_tensor(who, "a", args.a, d.a_shape, d.a_element)
+        V.check_tensor(who, "b", args.b, d.b_shape, d.b_element)
+        for name, need, shape, el in (("da", d.needs[0], d.a_shape, d.a_element),
+                                      ("db", d.needs[1], d.b_shape, d.b_element)):
+            t = getattr(args, name)
+            if need:
+                V.check_tensor(who, name, t, shape, el)
+            elif t is not None:
+                raise V.InvalidProblem(f"{who}: {name} must be None when needs is {d.needs}")
+
+
+@register_candidate(BinaryBackwardPlan)
+class TritonBinaryBackward(_Triton):
+    name = "triton_binary_backward"
+
+    def supports(self, desc, pref, arch):
+        if not BINARY[desc.kind].diff:
+            return f"{desc.kind.value} has no gradient"
+        out, _ = binary_types("BinaryBackwardPlan", desc)
+        for el in (desc.a_element, desc.b_element, out):
+            if el not in FLOATS:
+                return f"gradients need floating elements, got {el.value}"
+        if not any(desc.needs):
+            return "needs asks for no gradient"
+        return None
+
+    def _reductions(self, desc):
+        out = desc.shape
+        return [reduction_for(s, out) if n else None
+                for s, n in ((desc.a_shape, desc.needs[0]), (desc.b_shape, desc.needs[1]))]
+
+    def workspace_size(self, desc) -> int:
+        return workspace_bytes(self._reductions(desc), binary_types("", desc)[1])
+
+    def launch(self, desc, args, workspace) -> None:
+        _, compute = binary_types("BinaryBackwardPlan", desc)
+        code = BINARY[desc.kind].code
+        grads = [args.da, args.db]
+        _run_backward(binary_bwd_kernel, desc.shape, args.dy, [args.a, args.b], grads,
+                      self._reductions(desc), compute, workspace,
+                      params(desc.alpha, 0.0), code, loads=code not in _NO_LOADS)
+
+
+def _run_backward(kernel, out_shape, dy, inputs, grads, reductions, compute, workspace,
+                  scalars, code, loads=None) -> None:
+    """Write each needed gradient directly, or into its workspace accumulator and reduce."""
+    if math_prod(out_shape) == 0:
+        for g, red in zip(grads, reductions):
+            if g is not None and red is not None:
+                g.zero_()
+        return
+    regions = workspace_regions(reductions, compute, workspace)
+    targets, strides, writes = [], [], []
+    for g, red, reg in zip(grads, reductions, regions):
+        if g is None:
+            targets.append(dy)
+            strides.append([0] * len(out_shape))
+            writes.append(False)
+        elif red is None:
+            targets.append(g)
+            strides.append(_direct_strides(g, out_shape))
+            writes.append(True)
+        else:
+            view = red.full_view(reg)
+            targets.append(view)
+            strides.append(list(view.stride()))
+            writes.append(True)
+
+    in_strides = [expand_strides(t, out_shape) for t in inputs]
+    all_strides = [expand_strides(dy, out_shape)] + in_strides + strides
+    consts = {f"WRITE_{'ABC'[i]}": w for i, w in enumerate(writes)}
+    if loads is not None:
+        consts.update(LOAD_A=loads, LOAD_B=loads)
+    launch_map(kernel, out_shape, [dy, *inputs, *targets], scalars, strides=all_strides,
+               OP=code, ACC=acc_type(compute), **consts)
+    for g, red, reg in zip(grads, reductions, regions):
+        if g is not None and red is not None:
+            red.finish(reg, g)
+
+
+def math_prod(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _direct_strides(g: torch.Tensor, out_shape) -> list[int]:
+    """Strides of a non-broadcast gradient at out_shape (its dims may lack leading 1s)."""
+    off = len(out_shape) - g.dim()
+    return [0 if j < off else g.stride(j - off) for j in range(len(out_shape))]
+
+
+# -- lerp with a scalar weight (the seed) ---------------------------------------------------------
+
+
+@register_plan
+class BinaryParamPlan(Plan):
+    __doc__ = __doc__
+    category = OpCategory.BINARY_ELEMENTWISE
+    descriptor_type = BinaryParamDescriptor
+    args_type = BinaryArgs
+    partner = "BinaryParamBackwardPlan"
+
+    def check_args(self, args) -> None:
+        who, d = type(self).__name__, self.desc
+        for n in ("a", "b", "y"):
+            V.check_tensor(who, n, getattr(args, n), d.shape, d.element)
+
+
+@register_plan
+class BinaryParamBackwardPlan(Plan):
+    __doc__ = __doc__
+    category = OpCategory.BINARY_ELEMENTWISE
+    descriptor_type = BinaryParamBackwardDescriptor
+    args_type = BinaryParamBackwardArgs
+    partner = "BinaryParamPlan"
+    is_backward = True
+
+    def check_args(self, args) -> None:
+        who, d = type(self).__name__, self.desc
+        for n in ("dy", "da", "db"):
+            V.check_tensor(who, n, getattr(args, n), d.shape, d.element)
+
+
+@register_candidate(BinaryParamPlan)
+class TritonBinaryParam(_Triton):
+    name = "triton_lerp_scalar"
+
+    def launch(self, desc, args, workspace) -> None:
+        launch_map(binary_kernel, desc.shape, [args.a, args.b, args.y],
+                   params(desc.param, 0.0), OP=BINARY[desc.kind].code,
+                   ACC=acc_type(desc.element))
+
+
+@register_candidate(BinaryParamBackwardPlan)
+class TritonBinaryParamBackward(_Triton):
+    name = "triton_lerp_scalar_backward"
+
+    def launch(self, desc, args, workspace) -> None:
+        dy = args.dy
+        launch_map(binary_bwd_kernel, desc.shape, [dy, dy, dy, args.da, args.db],
+                   params(desc.param, 0.0), OP=BINARY[desc.kind].code,
+                   ACC=acc_type(desc.element), LOAD_A=False, LOAD_B=False,
+                   WRITE_A=True, WRITE_B=True)
+
+
+# -- comparison -----------------------------------------------------------------------------------
+
+
+@register_plan
+class BinaryCmpPlan(Plan):
+    __doc__ = __doc__
+    category = OpCategory.BINARY_ELEMENTWISE
+    descriptor_type = CompareDescriptor
+    args_type = BinaryArgs
+
+    def check_args(self, args) -> None:
+        _check_binary(type(self).__name__, self.desc, args, ElementKind.BOOL)
+
+
+@register_candidate(BinaryCmpPlan)
+class TritonCompare(_Triton):
+    name = "triton_compare"
+
+    def guarantee(self, desc, pref):
+        return _guarantee(ElementKind.BOOL)
+
+    def launch(self, desc, args, workspace) -> None:
+        from .descriptors import promote
+
+        common = promote(desc.a_element, desc.b_element)
+        code = COMPARE[desc.kind].code
+        if desc.kind is CompareKind.ISCLOSE and desc.equal_nan:
+            code += 1
+        launch_map(binary_kernel, desc.shape, [args.a, args.b, args.y],
+                   params(desc.rtol, desc.atol), OP=code, ACC=acc_type(common))

@@ -1,0 +1,338 @@
+"""The public torch-named elementwise functions (torch.* and torch.nn.functional signatures)."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import torch
+
+from ...frontends.torch.factory import normalize_dim
+from .descriptors import BinaryKind, CompareKind, GatedKind, TernaryKind, UnaryKind
+from .descriptors import UnaryParamKind as P
+from .torch_api import (
+    _binary_call,
+    _cast,
+    _compare_call,
+    _gated,
+    _lerp_scalar,
+    _ternary,
+    _unary,
+    _uparam,
+    scalar_result,
+)
+
+_UNARY_TORCH = [
+    "neg", "abs", "sign", "reciprocal", "square", "sqrt", "rsqrt", "exp", "exp2", "expm1", "log",
+    "log2", "log10", "log1p", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
+    "tanh", "asinh", "acosh", "atanh", "floor", "ceil", "trunc", "frac", "erf", "erfc", "erfinv",
+    "lgamma", "digamma", "i0", "sigmoid", "sinc",
+]
+_UNARY_F = ["mish", "relu6", "hardswish", "hardsigmoid", "silu", "selu"]
+_UNARY_PLAIN_F = ["softsign", "tanhshrink", "logsigmoid"]
+
+
+def _make_unary(name: str):
+    kind = UnaryKind(name).value
+
+    def fn(input: torch.Tensor) -> torch.Tensor:
+        return _unary(input, kind)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"torch.{name} on UnaryPlan; differentiable through UnaryBackwardPlan."
+    return fn
+
+
+def _inplace(input: torch.Tensor, out: torch.Tensor, inplace: bool) -> torch.Tensor:
+    return input.copy_(out) if inplace else out
+
+
+def _make_unary_f(name: str):
+    kind = UnaryKind(name).value
+
+    def fn(input: torch.Tensor, inplace: bool = False) -> torch.Tensor:
+        return _inplace(input, _unary(input, kind), inplace)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"torch.nn.functional.{name} on UnaryPlan; differentiable."
+    return fn
+
+
+for _n in _UNARY_TORCH:
+    globals()[_n] = _make_unary(_n)
+for _n in _UNARY_F:
+    globals()[_n] = _make_unary_f(_n)
+for _n in _UNARY_PLAIN_F:
+    globals()[_n] = _make_unary(_n)
+negative = globals()["neg"]
+absolute = globals()["abs"]
+
+
+def round(input: torch.Tensor, *, decimals: int = 0) -> torch.Tensor:  # noqa: A001
+    """torch.round (half to even); decimals != 0 scales by 10**decimals around it."""
+    if decimals == 0:
+        return _unary(input, UnaryKind.ROUND.value)
+    scale = 10.0 ** decimals
+    return mul(_unary(mul(input, scale), UnaryKind.ROUND.value), 1.0 / scale)
+
+
+def relu(input: torch.Tensor, inplace: bool = False) -> torch.Tensor:
+    return _inplace(input, _unary(input, UnaryKind.RELU.value), inplace)
+
+
+def gelu(input: torch.Tensor, approximate: str = "none") -> torch.Tensor:
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate}")
+    return _unary(input, (UnaryKind.GELU if approximate == "none" else UnaryKind.GELU_TANH).value)
+
+
+def logit(input: torch.Tensor, eps: float | None = None) -> torch.Tensor:
+    if eps is not None:
+        input = clamp(input, eps, 1.0 - eps)
+    return _unary(input, UnaryKind.LOGIT.value)
+
+
+def cbrt(input: torch.Tensor) -> torch.Tensor:
+    """Cube root (jax.lax.cbrt; torch has none)."""
+    return _unary(input, UnaryKind.CBRT.value)
+
+
+def _param(kind: P, input, *params):
+    return _uparam(input, kind.value, [float(p) for p in params])
+
+
+def threshold(input: torch.Tensor, threshold: float, value: float,
+              inplace: bool = False) -> torch.Tensor:
+    return _inplace(input, _param(P.THRESHOLD, input, threshold, value), inplace)
+
+
+def leaky_relu(input: torch.Tensor, negative_slope: float = 0.01,
+               inplace: bool = False) -> torch.Tensor:
+    return _inplace(input, _param(P.LEAKY_RELU, input, negative_slope), inplace)
+
+
+def elu(input: torch.Tensor, alpha: float = 1.0, inplace: bool = False) -> torch.Tensor:
+    return _inplace(input, _param(P.ELU, input, alpha), inplace)
+
+
+def celu(input: torch.Tensor, alpha: float = 1.0, inplace: bool = False) -> torch.Tensor:
+    return _inplace(input, _param(P.CELU, input, alpha), inplace)
+
+
+def hardtanh(input: torch.Tensor, min_val: float = -1.0, max_val: float = 1.0,
+             inplace: bool = False) -> torch.Tensor:
+    return _inplace(input, _param(P.HARDTANH, input, min_val, max_val), inplace)
+
+
+def softplus(input: torch.Tensor, beta: float = 1.0, threshold: float = 20.0) -> torch.Tensor:
+    if beta == 1.0 and threshold == 20.0:
+        return _unary(input, UnaryKind.SOFTPLUS.value)
+    return _param(P.SOFTPLUS, input, beta, threshold)
+
+
+def hardshrink(input: torch.Tensor, lambd: float = 0.5) -> torch.Tensor:
+    return _param(P.HARDSHRINK, input, lambd)
+
+
+def softshrink(input: torch.Tensor, lambd: float = 0.5) -> torch.Tensor:
+    return _param(P.SOFTSHRINK, input, lambd)
+
+
+def _is_num(v) -> bool:
+    return isinstance(v, numbers.Number) and not isinstance(v, bool)
+
+
+# -- binary ---------------------------------------------------------------------------------------
+
+
+def add(input, other, *, alpha=1) -> torch.Tensor:
+    if isinstance(input, torch.Tensor) and _is_num(other) and input.is_floating_point():
+        return _param(P.ADD, input, alpha * other)
+    return _binary_call(BinaryKind.ADD, input, other, alpha)
+
+
+def sub(input, other, *, alpha=1) -> torch.Tensor:
+    if isinstance(input, torch.Tensor) and _is_num(other) and input.is_floating_point():
+        return _param(P.ADD, input, -alpha * other)
+    return _binary_call(BinaryKind.SUB, input, other, alpha)
+
+
+def mul(input, other) -> torch.Tensor:
+    if isinstance(input, torch.Tensor) and _is_num(other) and input.is_floating_point():
+        return _param(P.MUL, input, other)
+    return _binary_call(BinaryKind.MUL, input, other)
+
+
+def div(input, other, *, rounding_mode: str | None = None) -> torch.Tensor:
+    kinds = {None: BinaryKind.DIV, "trunc": BinaryKind.DIV_TRUNC, "floor": BinaryKind.DIV_FLOOR}
+    if rounding_mode not in kinds:
+        raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+                           f"but found '{rounding_mode}'")
+    return _binary_call(kinds[rounding_mode], input, other)
+
+
+def true_divide(input, other) -> torch.Tensor:
+    return div(input, other)
+
+
+def floor_divide(input, other) -> torch.Tensor:
+    return _binary_call(BinaryKind.DIV_FLOOR, input, other)
+
+
+def pow(input, exponent) -> torch.Tensor:  # noqa: A001
+    if isinstance(input, torch.Tensor) and _is_num(exponent):
+        if not input.is_floating_point() and isinstance(exponent, float):
+            return _param(P.POW, input.to(torch.get_default_dtype()), exponent)
+        return _param(P.POW, input, exponent)
+    return _binary_call(BinaryKind.POW, input, exponent)
+
+
+def _bin(kind: BinaryKind):
+    def fn(input, other) -> torch.Tensor:
+        return _binary_call(kind, input, other)
+
+    fn.__name__ = fn.__qualname__ = kind.value
+    fn.__doc__ = f"torch.{kind.value} on BinaryPlan (broadcasting, type promotion)."
+    return fn
+
+
+atan2 = _bin(BinaryKind.ATAN2)
+arctan2 = atan2
+hypot = _bin(BinaryKind.HYPOT)
+copysign = _bin(BinaryKind.COPYSIGN)
+maximum = _bin(BinaryKind.MAXIMUM)
+minimum = _bin(BinaryKind.MINIMUM)
+fmax = _bin(BinaryKind.FMAX)
+fmin = _bin(BinaryKind.FMIN)
+remainder = _bin(BinaryKind.REMAINDER)
+fmod = _bin(BinaryKind.FMOD)
+xlogy = _bin(BinaryKind.XLOGY)
+logaddexp = _bin(BinaryKind.LOGADDEXP)
+logaddexp2 = _bin(BinaryKind.LOGADDEXP2)
+nextafter = _bin(BinaryKind.NEXTAFTER)
+bitwise_and = _bin(BinaryKind.BITWISE_AND)
+bitwise_or = _bin(BinaryKind.BITWISE_OR)
+bitwise_xor = _bin(BinaryKind.BITWISE_XOR)
+bitwise_left_shift = _bin(BinaryKind.BITWISE_LEFT_SHIFT)
+bitwise_right_shift = _bin(BinaryKind.BITWISE_RIGHT_SHIFT)
+logical_and = _bin(BinaryKind.LOGICAL_AND)
+logical_or = _bin(BinaryKind.LOGICAL_OR)
+logical_xor = _bin(BinaryKind.LOGICAL_XOR)
+
+
+# -- lerp, ternary --------------------------------------------------------------------------------
+
+
+def _full(value, like: torch.Tensor) -> torch.Tensor:
+    return torch.full((), value, dtype=like.dtype, device=like.device)
+
+
+def lerp(input: torch.Tensor, end: torch.Tensor, weight) -> torch.Tensor:
+    if _is_num(weight):
+        if input.shape == end.shape and input.dtype == end.dtype:
+            return _lerp_scalar(input, end, float(weight))
+        weight = _full(weight, input)
+    return _ternary(input, end, weight, TernaryKind.LERP.value, 1.0)
+
+
+def addcmul(input: torch.Tensor, tensor1: torch.Tensor, tensor2: torch.Tensor, *,
+            value=1) -> torch.Tensor:
+    return _ternary(input, tensor1, tensor2, TernaryKind.ADDCMUL.value, float(value))
+
+
+def addcdiv(input: torch.Tensor, tensor1: torch.Tensor, tensor2: torch.Tensor, *,
+            value=1) -> torch.Tensor:
+    return _ternary(input, tensor1, tensor2, TernaryKind.ADDCDIV.value, float(value))
+
+
+def clamp(input: torch.Tensor, min=None, max=None) -> torch.Tensor:  # noqa: A002
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if not isinstance(min, torch.Tensor) and not isinstance(max, torch.Tensor):
+        lo = -math.inf if min is None else min
+        hi = math.inf if max is None else max
+        if not input.is_floating_point() and (isinstance(lo, float) or isinstance(hi, float)):
+            if all(math.isinf(v) or float(v).is_integer() for v in (lo, hi)):
+                info = torch.iinfo(input.dtype)
+                lo = info.min if math.isinf(lo) else int(lo)
+                hi = info.max if math.isinf(hi) else int(hi)
+        return _param(P.CLAMP, input, lo, hi)
+    lo = min if isinstance(min, torch.Tensor) else _full(-math.inf if min is None else min, input)
+    hi = max if isinstance(max, torch.Tensor) else _full(math.inf if max is None else max, input)
+    return _ternary(input, lo, hi, TernaryKind.CLAMP.value, 1.0)
+
+
+clip = clamp
+
+
+def where(condition: torch.Tensor, input, other) -> torch.Tensor:
+    like = input if isinstance(input, torch.Tensor) else other
+    if not isinstance(input, torch.Tensor):
+        input = torch.tensor(input, dtype=scalar_result(like.dtype, input), device=like.device)
+    if not isinstance(other, torch.Tensor):
+        other = torch.tensor(other, dtype=scalar_result(like.dtype, other), device=like.device)
+    return _ternary(condition, input, other, TernaryKind.WHERE.value, 1.0)
+
+
+# -- comparison, cast, gated ----------------------------------------------------------------------
+
+
+def _cmp(kind: CompareKind):
+    def fn(input: torch.Tensor, other) -> torch.Tensor:
+        return _compare_call(kind, input, other)
+
+    fn.__name__ = fn.__qualname__ = kind.value
+    fn.__doc__ = f"torch.{kind.value} on BinaryCmpPlan (bool result)."
+    return fn
+
+
+eq, ne, lt, le, gt, ge = (_cmp(k) for k in (CompareKind.EQ, CompareKind.NE, CompareKind.LT,
+                                            CompareKind.LE, CompareKind.GT, CompareKind.GE))
+
+
+def isclose(input: torch.Tensor, other: torch.Tensor, rtol: float = 1e-05, atol: float = 1e-08,
+            equal_nan: bool = False) -> torch.Tensor:
+    return _compare_call(CompareKind.ISCLOSE, input, other, rtol, atol, equal_nan)
+
+
+def cast(input: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Tensor.to(dtype) on CastPlan (a copy even when the dtype is unchanged); differentiable
+    between floating types."""
+    return _cast(input, dtype)
+
+
+def _gated_fn(kind: GatedKind):
+    def fn(input: torch.Tensor, dim: int = -1) -> torch.Tensor:
+        d = normalize_dim(dim, input.dim(), kind.value)
+        if input.dim() == 0:
+            raise RuntimeError(f"{kind.value} does not support scalars because halving size "
+                               "must be even")
+        if input.shape[d] % 2:
+            raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size "
+                               f"{input.shape[d]}")
+        return _gated(input, kind.value, d)
+
+    fn.__name__ = fn.__qualname__ = kind.value
+    fn.__doc__ = (f"{kind.value}(input, dim=-1) on GatedActivationPlan: halves a, b of `dim`; "
+                  "glu = a * sigmoid(b) (torch.nn.functional.glu), swiglu = silu(a) * b, "
+                  "geglu = gelu(a) * b, reglu = relu(a) * b.")
+    return fn
+
+
+glu = _gated_fn(GatedKind.GLU)
+swiglu = _gated_fn(GatedKind.SWIGLU)
+geglu = _gated_fn(GatedKind.GEGLU)
+geglu_tanh = _gated_fn(GatedKind.GEGLU_TANH)
+reglu = _gated_fn(GatedKind.REGLU)
+
+__all__ = sorted(
+    _UNARY_TORCH + _UNARY_F + _UNARY_PLAIN_F
+    + ["negative", "absolute", "round", "relu", "gelu", "logit", "cbrt", "threshold",
+       "leaky_relu", "elu", "celu", "hardtanh", "softplus", "hardshrink", "softshrink", "add",
+       "sub", "mul", "div", "true_divide", "floor_divide", "pow", "atan2", "arctan2", "hypot",
+       "copysign", "maximum", "minimum", "fmax", "fmin", "remainder", "fmod", "xlogy",
+       "logaddexp", "logaddexp2", "nextafter", "bitwise_and", "bitwise_or", "bitwise_xor",
+       "bitwise_left_shift", "bitwise_right_shift", "logical_and", "logical_or", "logical_xor",
+       "lerp", "addcmul", "addcdiv", "clamp", "clip", "where", "eq", "ne", "lt", "le", "gt",
+       "ge", "isclose", "cast", "glu", "swiglu", "geglu", "geglu_tanh", "reglu"]
+)

@@ -1,0 +1,204 @@
+"""Elementwise torch frontend: gradcheck (f64), opcheck, torch.compile, torch's semantics for
+scalars, promotion, broadcasting, rounding modes and errors; plan-level extras."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import baracuda as bc
+import baracuda.torch as bt
+from baracuda.families.elementwise.table import UNARY
+from baracuda.families.elementwise.torch_api import _unary
+from conftest import DEVICE
+from helpers import assert_close
+
+E = bc.ElementKind
+
+
+def gradcheck(fn, inputs):
+    # fast mode: one random projection instead of the full Jacobian (the interpreter is slow)
+    return torch.autograd.gradcheck(fn, inputs, fast_mode=True)
+
+
+def _x(*shape, dtype=torch.float64, lo=-2.0, hi=2.0, grad=True, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    t = torch.rand(shape, generator=g, dtype=torch.float64) * (hi - lo) + lo
+    return t.to(device=DEVICE, dtype=dtype).requires_grad_(grad)
+
+
+# Kinds whose domain excludes the gradcheck points drawn in [lo, hi] get their own range.
+_GC_RANGE = {"sqrt": (0.5, 2), "rsqrt": (0.5, 2), "log": (0.5, 2), "log2": (0.5, 2),
+             "log10": (0.5, 2), "log1p": (0.5, 2), "asin": (-0.8, 0.8), "acos": (-0.8, 0.8),
+             "atanh": (-0.8, 0.8), "acosh": (1.5, 3), "erfinv": (-0.8, 0.8), "logit": (0.2, 0.8),
+             "lgamma": (0.5, 3), "digamma": (0.5, 3), "reciprocal": (0.5, 2), "cbrt": (0.5, 2)}
+_PIECEWISE = {"sign", "floor", "ceil", "round", "trunc"}
+
+
+@pytest.mark.parametrize("kind", [k.value for k in UNARY if k.value not in _PIECEWISE])
+def test_unary_gradcheck_f64(kind):
+    lo, hi = _GC_RANGE.get(kind, (-2.0, 2.0))
+    x = _x(7, lo=lo, hi=hi)
+    # keep points away from kinks (relu at 0, hardtanh edges) where finite differences fail
+    x = torch.where((x.detach() - x.detach().round()).abs() < 0.05, x.detach() + 0.1,
+                    x.detach()).requires_grad_()
+    assert gradcheck(lambda t: _unary(t, kind), (x,))
+
+
+BINARY_DIFF = ["add", "sub", "mul", "div", "pow", "atan2", "hypot", "copysign", "maximum",
+               "minimum", "fmax", "fmin", "remainder", "fmod", "xlogy", "logaddexp",
+               "logaddexp2"]
+
+
+@pytest.mark.parametrize("name", BINARY_DIFF)
+def test_binary_gradcheck_broadcast_f64(name):
+    a = _x(3, 4, lo=0.5, hi=2.0, seed=1)
+    b = _x(4, lo=0.6, hi=2.1, seed=2)  # broadcast: db reduced over dim 0
+    fn = getattr(bt, name)
+    assert gradcheck(lambda p, q: fn(p, q), (a, b))
+
+
+def test_ternary_and_param_gradcheck_f64():
+    a, b, c = _x(3, 4, seed=1), _x(4, seed=2), _x(3, 1, lo=0.5, hi=1.5, seed=3)
+    assert gradcheck(lambda p, q, r: bt.lerp(p, q, r), (a, b, c))
+    assert gradcheck(lambda p, q, r: bt.addcmul(p, q, r, value=0.7), (a, b, c))
+    assert gradcheck(lambda p, q, r: bt.addcdiv(p, q, r, value=0.7), (a, b, c))
+    lo, hi = _x(4, lo=-1.0, hi=-0.5, seed=4), _x(3, 1, lo=0.5, hi=1.0, seed=5)
+    assert gradcheck(lambda p, q, r: bt.clamp(p, q, r), (a, lo, hi))
+    cond = a.detach() > 0
+    assert gradcheck(lambda q, r: bt.where(cond, q, r), (b, c))
+    x = _x(9, seed=6)
+    for fn in (lambda t: bt.elu(t, 1.3), lambda t: bt.celu(t, 0.7),
+               lambda t: bt.leaky_relu(t, 0.2), lambda t: bt.softplus(t, 2.0, 3.0),
+               lambda t: bt.pow(t, 3), lambda t: bt.mul(t, -1.5), lambda t: bt.add(t, 2.0)):
+        assert gradcheck(fn, (x,))
+    g = _x(4, 6, seed=7)
+    for fn in (bt.glu, bt.swiglu, bt.geglu, bt.geglu_tanh):
+        assert gradcheck(lambda t, fn=fn: fn(t, -1), (g,))
+    assert gradcheck(lambda p, q: bt.lerp(p, q, 0.3), (a, a.detach().clone()
+                                                                     .requires_grad_()))
+
+
+def test_matches_torch_functional_f32():
+    x = _x(5, 77, dtype=torch.float32, lo=-4, hi=4, grad=False)
+    pairs = [(bt.gelu(x, approximate="tanh"), F.gelu(x, approximate="tanh")),
+             (bt.silu(x), F.silu(x)), (bt.mish(x), F.mish(x)), (bt.hardtanh(x, -1, 2),
+                                                                F.hardtanh(x, -1, 2)),
+             (bt.threshold(x, 0.3, -1.0), F.threshold(x, 0.3, -1.0)),
+             (bt.glu(x[:, :76], 1), F.glu(x[:, :76], 1)), (bt.round(x, decimals=1),
+                                                           torch.round(x, decimals=1)),
+             (bt.logit(x.sigmoid(), eps=1e-3), torch.logit(x.sigmoid(), eps=1e-3))]
+    for ours, ref in pairs:
+        assert_close(ours, ref.double(), E.F32, scale=4)
+
+
+def test_promotion_scalars_and_rounding_modes():
+    i = torch.tensor([-7, -3, 0, 3, 7], dtype=torch.int32, device=DEVICE)
+    assert bt.add(i, 2).dtype == torch.int32 and bt.add(i, 2.5).dtype == torch.float32
+    assert torch.equal(bt.div(i, 2, rounding_mode="floor").cpu(),
+                       torch.div(i.cpu(), 2, rounding_mode="floor"))
+    assert torch.equal(bt.div(i, -2, rounding_mode="trunc").cpu(),
+                       torch.div(i.cpu(), -2, rounding_mode="trunc"))
+    assert bt.div(i, 2).dtype == torch.float32
+    assert torch.equal(bt.remainder(i, 3).cpu(), torch.remainder(i.cpu(), 3))
+    assert torch.equal(bt.fmod(i, 3).cpu(), torch.fmod(i.cpu(), 3))
+    h = torch.tensor([1.0, 2.0], dtype=torch.bfloat16, device=DEVICE)
+    f = torch.tensor([1.0, 2.0], dtype=torch.float32, device=DEVICE)
+    assert bt.mul(h, f).dtype == torch.float32 and bt.mul(h, 3).dtype == torch.bfloat16
+    assert bt.pow(i, 2).dtype == torch.int32 and bt.pow(i, 0.5).dtype == torch.float32
+    assert torch.equal(bt.pow(i, 3).cpu(), i.cpu() ** 3)
+    b = torch.tensor([True, False], device=DEVICE)
+    assert bt.logical_xor(b, f).dtype == torch.bool
+    assert torch.equal(bt.bitwise_left_shift(i, 40).cpu(), torch.bitwise_left_shift(i.cpu(), 40))
+    assert torch.equal(bt.clamp(i, -2, 4).cpu(), torch.clamp(i.cpu(), -2, 4))
+    assert torch.equal(bt.eq(i, 3).cpu(), i.cpu() == 3)
+    assert torch.equal(bt.isclose(f, f + 1e-9).cpu(), torch.isclose(f, f + 1e-9).cpu())
+    assert bt.cast(f, torch.int64).dtype == torch.int64
+
+
+def test_strided_broadcast_empty_and_zero_dim():
+    base = _x(6, 10, dtype=torch.float32, grad=False)
+    t = base.t()  # transposed view
+    s = base[:, ::3]  # strided view
+    assert_close(bt.exp(t), torch.exp(t.double()), E.F32)
+    assert_close(bt.add(s, s[:1]), (s + s[:1]).double(), E.F32)
+    assert_close(bt.mul(base.expand(2, 6, 10), base[0]), (base * base[0]).expand(2, 6, 10).double(),
+                 E.F32)
+    e = torch.empty(0, 3, device=DEVICE)
+    assert bt.sin(e).shape == (0, 3) and bt.add(e, torch.ones(3, device=DEVICE)).shape == (0, 3)
+    z = torch.tensor(0.5, device=DEVICE)
+    assert bt.sigmoid(z).shape == () and float(bt.sigmoid(z)) == pytest.approx(
+        1 / (1 + math.exp(-0.5)), rel=1e-6)
+    # gradient of a broadcast operand when the output is empty is a zero tensor
+    w = torch.ones(3, device=DEVICE, requires_grad=True)
+    (gw,) = torch.autograd.grad(bt.mul(torch.ones(0, 3, device=DEVICE), w).sum(), w)
+    assert torch.equal(gw.cpu(), torch.zeros(3))
+
+
+def test_errors_follow_torch():
+    a, b = torch.ones(3, device=DEVICE), torch.ones(4, device=DEVICE)
+    with pytest.raises(bc.InvalidProblem, match="not broadcastable"):
+        bt.add(a, b)
+    with pytest.raises(bc.Unsupported):
+        bt.bitwise_and(a, a)
+    with pytest.raises(bc.Unsupported):
+        bt.gelu(torch.ones(3, dtype=torch.int32, device=DEVICE))
+    with pytest.raises(RuntimeError, match="Halving dimension must be even"):
+        bt.glu(torch.ones(3, 5, device=DEVICE))
+    with pytest.raises(IndexError):
+        bt.swiglu(torch.ones(3, 4, device=DEVICE), dim=2)
+    with pytest.raises(RuntimeError, match="rounding_mode"):
+        bt.div(a, a, rounding_mode="ceil")
+    with pytest.raises(RuntimeError, match="derivative"):
+        x = torch.ones(3, device=DEVICE, requires_grad=True)
+        bt.nextafter(x, torch.zeros(3, device=DEVICE)).sum().backward()
+
+
+def test_opcheck_and_compile():
+    x = _x(4, 6, dtype=torch.float32, grad=False)
+    y = _x(6, dtype=torch.float32, grad=False, seed=1)
+    ops = torch.ops.baracuda
+    torch.library.opcheck(ops.ew_unary.default, (x, "silu"))
+    torch.library.opcheck(ops.ew_binary.default, (x, y, "mul", 1.0, None))
+    torch.library.opcheck(ops.ew_ternary.default, (x, y, x, "lerp", 1.0))
+    torch.library.opcheck(ops.ew_gated.default, (x, "swiglu", 1))
+    torch.library.opcheck(ops.ew_lerp_scalar.default, (x, x * 2, 0.3))
+    torch.library.opcheck(ops.ew_unary_param.default, (x, "elu", [1.0]))
+
+    def f(a, b):
+        return (bt.swiglu(bt.silu(a), -1).sum() + bt.lerp(a, a * 2, 0.25).sum()
+                + bt.add(a, b, alpha=2).sum())
+
+    a = x.clone().requires_grad_()
+    compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
+    out = compiled(a, y)
+    out.backward()
+    a2 = x.clone().requires_grad_()
+    f(a2, y).backward()
+    torch.testing.assert_close(out, f(x, y), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(a.grad, a2.grad, rtol=1e-5, atol=1e-5)
+
+
+def test_broadcast_gradient_is_deterministic_and_multistage():
+    # R = 3 * 9000 rows reduced in several chunks, twice: bit-identical
+    a = _x(3, 9000, dtype=torch.float32, seed=3)
+    b = _x(9000, dtype=torch.float32, seed=4)
+    dy = _x(3, 9000, dtype=torch.float32, grad=False, seed=5)
+    g1 = torch.autograd.grad(bt.mul(a, b), (a, b), dy)
+    g2 = torch.autograd.grad(bt.mul(a, b), (a, b), dy)
+    assert all(torch.equal(p, q) for p, q in zip(g1, g2))
+    ref = (dy.double() * a.detach().double()).sum(0)
+    assert_close(g1[1], ref, E.F32)
+    s = _x(1, dtype=torch.float32, seed=6)  # scalar-like operand: all 27000 elements reduced
+    (gs,) = torch.autograd.grad(bt.add(a.detach(), s), s, dy)
+    assert_close(gs, dy.double().sum().reshape(1), E.F32)
+
+
+@pytest.mark.gpu
+def test_gpu_large_contiguous_bf16():
+    x = torch.randn(1 << 24, device=DEVICE, dtype=torch.bfloat16)
+    assert_close(bt.silu(x), F.silu(x.double()), E.BF16)
+    assert_close(bt.lerp(x, x * 2, 0.3), torch.lerp(x.double(), 2 * x.double(), 0.3), E.BF16)
