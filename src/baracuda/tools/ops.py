@@ -53,6 +53,14 @@ def _guarantee(plan: type[Plan]) -> str:
     return "-"
 
 
+def torch_functions() -> list[str]:
+    """Public functions of the torch frontend (torch's names and signatures)."""
+    from ..frontends import torch as frontend
+
+    internal = {"define_op", "normalize_dim", "run_plan"}
+    return sorted(n for n in frontend.__all__ if n not in internal)
+
+
 def rows(family: str | None = None) -> list[dict]:
     out = []
     for plan in registry.plans(family):
@@ -91,6 +99,8 @@ def render(fmt: str, family: str | None = None) -> str:
                 f"{kinds} | {', '.join(r['dtypes'])} | {'<br>'.join(r['candidates'])} | "
                 f"{r['guarantee']} |"
             )
+        lines += ["", "## Torch-compatible functions (`baracuda.torch`)", "",
+                  ", ".join(f"`{n}`" for n in torch_functions()), ""]
         return "\n".join(lines) + "\n"
     lines = [f"{'family':13} {'plan':32} {'dir':3} {'dtypes':20} candidates / guarantee"]
     for r in data:
