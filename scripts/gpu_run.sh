@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # One call on an H100/H200 (device tool): CUDA tests at real sizes + `baracuda bench --quick`,
 # then a short table. Usage: bash scripts/gpu_run.sh [family ...]   (no family = all)
+# Knobs: TEST_TIMEOUT, BENCH_TIMEOUT (seconds), WORKERS (pytest-xdist), BARACUDA_SCALE
+# (small|real|small,real), SKIP_BENCH=1. Carry .whl and .commit (git rev-parse --short HEAD).
 # Wheels that the GPU machine lacks (nvmath-python, nvidia-cudnn-frontend) travel in .whl/.
 set -u
 cd "$(dirname "$0")/.."
@@ -14,8 +16,8 @@ python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", tr
   torch.cuda.get_device_name(0))'
 FAMS=("$@")
 KEXPR=""
-if [ ${#FAMS[@]} -gt 0 ]; then KEXPR=$(printf " or %s" "${FAMS[@]}"); KEXPR=${KEXPR:4}; fi
-TESTS=(tests/test_contract.py tests/test_core.py)
+if [ ${#FAMS[@]} -gt 0 ]; then KEXPR=$(printf " or %s" "${FAMS[@]}" test_frontend test_core); KEXPR=${KEXPR:4}; fi
+TESTS=(tests/test_contract.py tests/test_core.py tests/test_frontend.py)
 for f in "${FAMS[@]:-}"; do [ -n "$f" ] && [ -f "tests/families/test_$f.py" ] && TESTS+=("tests/families/test_$f.py"); done
 [ ${#FAMS[@]} -eq 0 ] && TESTS=(tests)
 echo "== CUDA tests: ${TESTS[*]} ${KEXPR:+(-k $KEXPR)}"

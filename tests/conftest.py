@@ -16,8 +16,9 @@ import baracuda  # noqa: E402,F401  - imports (and registers) every family under
 
 ON_GPU = torch.cuda.is_available()
 DEVICE = torch.device("cuda" if ON_GPU else "cpu")
-#: Small cases everywhere; real sizes only on the GPU (BARACUDA_SCALE=small skips them there).
-SCALES = ("small", "real") if ON_GPU and os.environ.get("BARACUDA_SCALE") != "small" else ("small",)
+#: Small cases everywhere, real sizes on the GPU; BARACUDA_SCALE=small|real|small,real overrides
+#: (a GPU run short on time can take only the real sizes).
+SCALES = tuple(os.environ.get("BARACUDA_SCALE", "small,real" if ON_GPU else "small").split(","))
 
 
 def pytest_configure(config):

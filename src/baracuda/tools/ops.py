@@ -55,7 +55,7 @@ def _guarantee(plan: type[Plan]) -> str:
 
 def torch_functions() -> list[str]:
     """Public functions of the torch frontend (torch's names and signatures)."""
-    from ..frontends import torch as frontend
+    from .. import torch as frontend
 
     internal = {"define_op", "normalize_dim", "run_plan"}
     return sorted(n for n in frontend.__all__ if n not in internal)

@@ -22,7 +22,7 @@ def _grad(y, inputs, dy):
 
 @register_bench("elementwise")
 def elementwise_benches(quick: bool):
-    from ...frontends.torch import add, lerp, silu, swiglu  # noqa: F401 - registers ops
+    from ...torch import add, lerp, silu, swiglu  # noqa: F401 - registers ops
 
     out = []
     for dtype in (torch.bfloat16, torch.float32):
@@ -101,6 +101,6 @@ def elementwise_benches(quick: bool):
 
 
 def torch_mul(a, b):
-    from ...frontends.torch import mul
+    from ...torch import mul
 
     return mul(a, b)

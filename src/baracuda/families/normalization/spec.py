@@ -192,7 +192,14 @@ class _FwdSpec(PlanSpec):
                     sig[n] = "fp32" if n.startswith("eps") else "i64"
             sig.update({n: "constexpr" for n in const})
             yield AotVariant(f"fwd {'rms' if self.rms else 'ln'} {element.value} N={extent}",
-                             row_norm_fwd_kernel, sig, const, num_warps=warps)
+                             row_norm_fwd_kernel, sig, const, num_warps=warps,
+                             divisible=_aligned_ints(sig))
+
+
+def _aligned_ints(sig: dict) -> tuple[str, ...]:
+    """The benchmarked shapes (extents and strides multiples of 16) as the JIT specializes
+    them: every integer argument divisible by 16."""
+    return tuple(n for n, t in sig.items() if t in ("i32", "i64"))
 
 
 class _BwdSpec(PlanSpec):
@@ -296,7 +303,8 @@ class _BwdSpec(PlanSpec):
                     sig[n] = "i64"
             sig.update({n: "constexpr" for n in const})
             yield AotVariant(f"bwd {'rms' if self.rms else 'ln'} {element.value} N={extent}",
-                             row_norm_bwd_kernel, sig, const, num_warps=warps)
+                             row_norm_bwd_kernel, sig, const, num_warps=warps,
+                             divisible=_aligned_ints(sig))
         if self.rms:
             for extent in (1024, 65536):
                 pcfg = partial_config(extent, 264)
@@ -306,7 +314,7 @@ class _BwdSpec(PlanSpec):
                        "IN1": "i64", "IN2": "i64", "osa": "i64", "osb": "i64"}
                 sig.update({n: "constexpr" for n in const})
                 yield AotVariant(f"partial sum N={extent}", partial_sum_kernel, sig, const,
-                                 num_warps=warps)
+                                 num_warps=warps, divisible=_aligned_ints(sig))
 
 
 class RMSNormSpec(_FwdSpec):

@@ -187,7 +187,7 @@ QUICK_FWBW = (1024, 16384, 65536)  # line lengths whose fwd+bwd is in the quick 
 
 @register_bench("softmax")
 def softmax_benches(quick: bool):
-    from ...frontends.torch import log_softmax, softmax  # noqa: F401 - registers ops
+    from ...torch import log_softmax, softmax  # noqa: F401 - registers ops
 
     out = []
     for dtype in (torch.bfloat16, torch.float32):

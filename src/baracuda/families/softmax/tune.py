@@ -67,7 +67,7 @@ def sweep_softmax(budget: float) -> None:
             t_torch = bench(lambda: torch.softmax(x, -1))
             yt = torch.softmax(x, -1)
             t_torch_b = bench(lambda: torch._softmax_backward_data(dy, yt, -1, dtype))
-            from ...frontends.torch import softmax as bsoftmax
+            from ...torch import softmax as bsoftmax
             t_front = bench(lambda: bsoftmax(x, -1))
             print(f"== {list(shape)} {dtype}: torch fwd {2 * nb / t_torch / 1e6:.0f} GB/s "
                   f"bwd {3 * nb / t_torch_b / 1e6:.0f}; frontend fwd {2 * nb / t_front / 1e6:.0f}"
