@@ -202,3 +202,20 @@ def test_gpu_large_contiguous_bf16():
     x = torch.randn(1 << 24, device=DEVICE, dtype=torch.bfloat16)
     assert_close(bt.silu(x), F.silu(x.double()), E.BF16)
     assert_close(bt.lerp(x, x * 2, 0.3), torch.lerp(x.double(), 2 * x.double(), 0.3), E.BF16)
+
+
+@pytest.mark.parametrize("name", ["hardswish", "hardsigmoid", "relu6", "relu", "hardtanh",
+                                  "leaky_relu", "elu", "softshrink", "hardshrink", "abs"])
+def test_gradient_at_kinks_matches_torch(name):
+    # Random inputs almost never land on a kink; torch's kernels pick a side there.
+    import baracuda.torch as bt
+
+    pts = [-6.0, -3.0, -1.0, -0.5, 0.0, 0.5, 1.0, 3.0, 6.0]
+    x = torch.tensor(pts, dtype=torch.float64, device=DEVICE, requires_grad=True)
+    xr = x.detach().clone().requires_grad_()
+    (g,) = torch.autograd.grad(getattr(bt, name)(x).sum(), x)
+    fn = getattr(torch.nn.functional, name, None) or getattr(torch, name)
+    (gr,) = torch.autograd.grad(fn(xr).sum(), xr)
+    # hardsigmoid's f64 derivative carries an f32-rounded 1/6 (known gap, see PERF/issue notes)
+    atol = 1e-7 if name == "hardsigmoid" else 1e-12
+    torch.testing.assert_close(g, gr, rtol=0, atol=atol)

@@ -396,7 +396,8 @@ def grad_unary(x, g, p0, p1, OP: tl.constexpr):
         d = 1.0 + tl.abs(x)
         dx = tl.where(tl.abs(x) == float("inf"), float("nan"), g / (d * d))
     elif OP == 49:
-        dx = tl.where(x < -3.0, zero, tl.where(x <= 3.0, g * (x / 3.0 + 0.5), g))
+        # torch's kernel: 0 at x <= -3 and 1 at x >= 3 (the kinks take the outer pieces)
+        dx = tl.where(x <= -3.0, zero, tl.where(x < 3.0, g * (x / 3.0 + 0.5), g))
         dx = tl.where(x != x, x, dx)
     elif OP == 50:
         dx = tl.where((x > -3.0) & (x < 3.0), g / 6.0, zero)

@@ -10,6 +10,7 @@ from ...core.errors import InvalidProblem, Unsupported
 from ...core.registry import register_spec
 from ...core.spec import Case, Malformed, PlanSpec
 from ...core.testing import poisoned, randn, with_layout
+from ...core.tolerance import tolerance_for
 from ...core.vocab import ElementKind
 from . import reference as ref
 from .descriptors_channel import (
@@ -166,7 +167,12 @@ class _ChanBwdSpec(PlanSpec):
                    "instance": InstanceNormSpec}[self.mode]()
         for fw in fw_spec.cases(scale):
             d = _bwd_desc(self.mode, fw.desc)
-            yield Case(fw.name.replace(" ", " bwd ", 1), d, self._maker(fw, d), self._expect(d))
+            # dx = rstd (dy - mean(dy) - xhat mean(dy xhat)) cancels: its rounding error follows
+            # |dy| rstd, not |dx|, so the scaled-to-|dx| default is 16x too tight for it
+            # (found by `baracuda check` with fresh seeds: 17x at a small group).
+            tol = {"dx": tolerance_for(d.element).scaled(16)}
+            yield Case(fw.name.replace(" ", " bwd ", 1), d, self._maker(fw, d), self._expect(d),
+                       tol=tol)
 
     def _maker(self, fw, d):
         mode = self.mode
