@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 import os
 
+import numpy as np
 import torch
 import triton
 import triton.language as tl
@@ -94,10 +96,33 @@ def outer_launch_groups(view, tensors):
     lead, rest = shape[:extra], shape[extra:]
     for idx in itertools.product(*[range(d) for d in lead]):
         offs = [sum(i * s[k] for k, i in enumerate(idx)) for s in strides]
-        views = [_shifted(t, o) for t, o in zip(tensors, offs)]
+        views = [shifted_view(t, o) for t, o in zip(tensors, offs)]
         yield (views, rest, [s[extra:] for s in strides])
 
 
-def _shifted(t: torch.Tensor, offset: int) -> torch.Tensor:
-    """A flat view of `t`'s storage starting `offset` elements after t's first element."""
+def shifted_view(t: torch.Tensor, offset: int) -> torch.Tensor:
+    """A flat view of `t`'s storage starting `offset` elements after t's first element (a
+    base pointer for a launch that covers part of a tensor; the kernel indexes from it)."""
     return t.as_strided((1,), (1,), t.storage_offset() + offset)
+
+
+def split_f64(value: float) -> tuple[float, float]:
+    """`value` as (hi, lo), both exactly float32, with hi + lo == value to ~48 bits.
+
+    Triton passes Python floats to kernels as fp32 scalars; f64 kernels (and f32 kernels that
+    need a scale beyond fp32) rebuild the value with `join_f64`. hi rounds toward zero, so an
+    integer-valued parameter stays an integer in hi; non-finite values pass through in hi.
+    """
+    value = float(value)
+    if not math.isfinite(value):
+        return value, 0.0
+    hi = np.float32(value)
+    if abs(float(hi)) > abs(value):
+        hi = np.nextafter(hi, np.float32(0))
+    return float(hi), float(np.float32(value - float(hi)))
+
+
+@triton.jit
+def join_f64(hi, lo, ACC: tl.constexpr):
+    """The scalar split by `split_f64`, rebuilt in the kernel's accumulator type."""
+    return tl.cast(hi, ACC) + tl.cast(lo, ACC)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import torch
 import triton.language as tl
 
-from ...backends.triton_support import INTERP, next_pow2
+from ...backends.triton_support import INTERP, next_pow2, split_f64
 from ...core import validate as V
 from ...core.errors import InvalidProblem
 from ...core.plan import Candidate, Plan
@@ -225,18 +225,11 @@ class _FlashBase(Candidate):
 
 
 def _scalars(d: SdpaDescriptor) -> dict:
-    qk_hi, qk_lo = split_f32(float(d.scale) * LOG2E_F)
+    qk_hi, qk_lo = split_f64(float(d.scale) * LOG2E_F)
     return {"H": d.num_heads, "Sq": d.query_len, "Sk": d.key_len,
             "group": d.num_heads // max(d.num_kv_heads, 1),
             "qk_scale": qk_hi, "qk_lo": qk_lo, "causal_off": d.causal_offset,
             "p_drop": float(d.dropout_p)}
-
-
-def split_f32(x: float) -> tuple[float, float]:
-    """x as hi + lo, both exact in f32: Triton passes Python floats as f32, and the f64 path
-    needs the scale to ~48 bits (hi + lo in f64 inside the kernel)."""
-    hi = float(torch.tensor(x, dtype=torch.float32))
-    return hi, float(torch.tensor(x - hi, dtype=torch.float32))
 
 
 def launch_forward(d: SdpaDescriptor, a: SdpaArgs, tf32: bool) -> None:
@@ -273,7 +266,7 @@ def launch_backward(d: SdpaDescriptor, a: SdpaBackwardArgs, workspace, tf32: boo
             *_strides3(a.dout), DV=d.value_dim, BLOCK_DV=cc["BLOCK_DV"], BLOCK_M=bmd,
             ACC=cc["ACC"], IDX=cc["IDX"])
     common = [sc["H"], sc["Sq"], sc["Sk"], sc["group"], sc["qk_scale"], sc["qk_lo"],
-              *split_f32(float(d.scale)), sc["causal_off"], sc["p_drop"], *_strides3(a.q),
+              *split_f64(float(d.scale)), sc["causal_off"], sc["p_drop"], *_strides3(a.q),
               *_strides3(a.k), *_strides3(a.v), *_strides3(a.dout), *a.lse.stride()]
     if d.key_len and d.batch * d.num_kv_heads:
         cfg = tile_config(d, "dkdv")

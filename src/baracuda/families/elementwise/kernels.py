@@ -14,6 +14,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from ...backends.triton_support import join_f64
 from .ops import apply_unary, grad_unary
 from .ops_nary import apply_binary, apply_ternary, grad_binary, grad_ternary
 
@@ -62,12 +63,6 @@ def _off(c0, c1, c2, c3, s0, s1, s2, s3, MODE: tl.constexpr):
 
 
 @triton.jit
-def _param(hi, lo, ACC: tl.constexpr):
-    """A host float64 scalar passed as two float32 halves (hi + lo) rebuilt in ACC."""
-    return tl.cast(hi, ACC) + tl.cast(lo, ACC)
-
-
-@triton.jit
 def _out(v, ptr):
     ty = ptr.dtype.element_ty
     if ty == tl.int1:
@@ -88,7 +83,7 @@ def unary_kernel(
     xo = _off(c0, c1, c2, c3, xs0, xs1, xs2, xs3, MODE)
     yo = _off(c0, c1, c2, c3, ys0, ys1, ys2, ys3, MODE)
     x = tl.load(x_ptr + xo, mask=m, other=0).to(ACC)
-    y = apply_unary(x, _param(p0h, p0l, ACC), _param(p1h, p1l, ACC), OP)
+    y = apply_unary(x, join_f64(p0h, p0l, ACC), join_f64(p1h, p1l, ACC), OP)
     tl.store(y_ptr + yo, _out(y, y_ptr), mask=m)
 
 
@@ -106,7 +101,7 @@ def unary_bwd_kernel(
     do = _off(c0, c1, c2, c3, ds0, ds1, ds2, ds3, MODE)
     g = tl.load(dy_ptr + go, mask=m, other=0).to(ACC)
     x = tl.load(x_ptr + xo, mask=m, other=0).to(ACC)
-    dx = grad_unary(x, g, _param(p0h, p0l, ACC), _param(p1h, p1l, ACC), OP)
+    dx = grad_unary(x, g, join_f64(p0h, p0l, ACC), join_f64(p1h, p1l, ACC), OP)
     tl.store(dx_ptr + do, dx.to(dx_ptr.dtype.element_ty), mask=m)
 
 
@@ -124,7 +119,7 @@ def binary_kernel(
     yo = _off(c0, c1, c2, c3, ys0, ys1, ys2, ys3, MODE)
     a = tl.load(a_ptr + ao, mask=m, other=1).to(ACC)
     b = tl.load(b_ptr + bo, mask=m, other=1).to(ACC)
-    y = apply_binary(a, b, _param(p0h, p0l, ACC), _param(p1h, p1l, ACC), OP)
+    y = apply_binary(a, b, join_f64(p0h, p0l, ACC), join_f64(p1h, p1l, ACC), OP)
     tl.store(y_ptr + yo, _out(y, y_ptr), mask=m)
 
 
@@ -153,7 +148,7 @@ def binary_bwd_kernel(
         b = tl.load(b_ptr + bo, mask=m, other=1).to(ACC)
     else:
         b = tl.zeros_like(g)
-    ga, gb = grad_binary(a, b, g, _param(p0h, p0l, ACC), _param(p1h, p1l, ACC), OP)
+    ga, gb = grad_binary(a, b, g, join_f64(p0h, p0l, ACC), join_f64(p1h, p1l, ACC), OP)
     if WRITE_A:
         tl.store(da_ptr + dao, ga.to(da_ptr.dtype.element_ty), mask=m)
     if WRITE_B:
@@ -180,7 +175,7 @@ def ternary_kernel(
         a = tl.load(a_ptr + ao, mask=m, other=1).to(ACC)
     b = tl.load(b_ptr + bo, mask=m, other=1).to(ACC)
     c = tl.load(c_ptr + co, mask=m, other=1).to(ACC)
-    y = apply_ternary(a, b, c, _param(p0h, p0l, ACC), OP)
+    y = apply_ternary(a, b, c, join_f64(p0h, p0l, ACC), OP)
     tl.store(y_ptr + yo, _out(y, y_ptr), mask=m)
 
 
@@ -208,7 +203,7 @@ def ternary_bwd_kernel(
         a = tl.load(a_ptr + ao, mask=m, other=1).to(ACC)
     b = tl.load(b_ptr + bo, mask=m, other=1).to(ACC)
     c = tl.load(c_ptr + co, mask=m, other=1).to(ACC)
-    ga, gb, gc = grad_ternary(a, b, c, g, _param(p0h, p0l, ACC), OP)
+    ga, gb, gc = grad_ternary(a, b, c, g, join_f64(p0h, p0l, ACC), OP)
     if WRITE_A:
         tl.store(da_ptr + dao, ga.to(da_ptr.dtype.element_ty), mask=m)
     if WRITE_B:

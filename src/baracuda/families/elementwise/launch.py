@@ -8,11 +8,10 @@ import itertools
 import math
 from collections.abc import Sequence
 
-import numpy as np
 import torch
 import triton.language as tl
 
-from ...backends.triton_support import INTERPRET, next_pow2
+from ...backends.triton_support import INTERPRET, next_pow2, shifted_view, split_f64
 from ...core.layout import collapse_dims
 from ...core.vocab import ElementKind
 from .kernels import rowsum_kernel, unary_kernel
@@ -38,22 +37,10 @@ def acc_torch(element: ElementKind) -> torch.dtype:
     return torch.float64 if element is ElementKind.F64 else torch.float32
 
 
-def split_param(p: float) -> tuple[float, float]:
-    """p as hi + lo, both exactly float32 (kernels get float scalars as f32): f64 kernels
-    rebuild p to ~48 bits. hi rounds toward zero so integer params stay castable."""
-    p = float(p)
-    if not math.isfinite(p):
-        return p, 0.0
-    hi = np.float32(p)
-    if abs(float(hi)) > abs(p):
-        hi = np.nextafter(hi, np.float32(0))
-    return float(hi), float(np.float32(p - float(hi)))
-
-
 def params(*ps: float) -> list[float]:
     out: list[float] = []
     for p in ps:
-        out += split_param(p)
+        out += split_f64(p)
     return out
 
 
@@ -80,10 +67,6 @@ def block_for(tensors: Sequence[torch.Tensor], op: int | None = None) -> tuple[i
     size = max(t.element_size() for t in tensors)
     block = 1024 if size <= 4 else 512
     return (block // 2 if op in HEAVY_OPS else block), 4
-
-
-def _shifted(t: torch.Tensor, offset: int) -> torch.Tensor:
-    return t.as_strided((1,), (1,), t.storage_offset() + offset)
 
 
 def launch_map(kernel, out_shape: Sequence[int], tensors: Sequence[torch.Tensor],
@@ -116,7 +99,7 @@ def launch_map(kernel, out_shape: Sequence[int], tensors: Sequence[torch.Tensor]
     for idx in itertools.product(*[range(d) for d in lead]):
         views = list(tensors)
         if extra:
-            views = [_shifted(t, sum(i * s[k] for k, i in enumerate(idx)))
+            views = [shifted_view(t, sum(i * s[k] for k, i in enumerate(idx)))
                      for t, s in zip(tensors, st)]
         st4 = [[0] * pad + s[extra:] for s in st]
         big = n_inner >= 2**31 or any(

@@ -6,11 +6,10 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 import triton.language as tl
 
-from ...backends.triton_support import INTERP
+from ...backends.triton_support import INTERP, split_f64
 from ...core.errors import InvalidProblem, Unsupported
 from ...core.layout import collapse_dims
 from ...core.vocab import ArchSku, ElementKind, PlanPreference
@@ -37,11 +36,6 @@ def check_matrix_layout(who: str, name: str, t: torch.Tensor) -> None:
     else:
         raise Unsupported(f"{who}: {name} needs unit stride in one of its last two dims "
                           f"(row- or column-major), got strides {t.stride()}")
-
-
-def split_f32(x: float) -> tuple[float, float]:
-    hi = float(np.float32(x))
-    return hi, float(np.float32(x - hi))
 
 
 @dataclass(frozen=True)
@@ -115,8 +109,8 @@ def launch_gemm(desc, args, arch: ArchSku, pref: PlanPreference) -> None:
     tensors = {"a": args.a, "b": args.b, "c": args.c if desc.has_c else None,
                "pre": args.preact if desc.dactivation.code else None, "d": args.d,
                "preo": args.preact_out if desc.save_preact else None}
-    a_hi, a_lo = split_f32(desc.alpha)
-    b_hi, b_lo = split_f32(desc.beta)
+    a_hi, a_lo = split_f64(desc.alpha)
+    b_hi, b_lo = split_f64(desc.beta)
     bias = args.bias if desc.bias else None
     for v, nb, bs in batch_groups(desc.batch, tensors):
         def st(name, i, v=v):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 import triton.language as tl
 
-from ...backends.triton_support import INTERPRET, next_pow2, sm_count
+from ...backends.triton_support import INTERPRET, next_pow2, shifted_view, sm_count
 from ...core.errors import Unsupported
 from ...core.layout import collapse_dims
 from ...core.vocab import ElementKind
@@ -58,14 +58,9 @@ class RowLayout:
         rows = rest[0] * rest[1] * rest[2]
         for idx in itertools.product(*[range(d) for d in lead]):
             offs = [sum(i * s for i, s in zip(idx, st)) for st in self.outer]
-            views = [t if t is None or not off else _shifted(t, off)
+            views = [t if t is None or not off else shifted_view(t, off)
                      for t, off in zip(tensors, offs)]
             yield views, rows, rest[1], rest[2], rest_strides
-
-
-def _shifted(t: torch.Tensor, offset: int) -> torch.Tensor:
-    """A flat view of t's storage starting `offset` elements after t's first element."""
-    return t.as_strided((1,), (1,), t.storage_offset() + offset)
 
 
 def row_layout(who: str, shape: Sequence[int], n_norm: int,
@@ -104,13 +99,6 @@ def _row_layout(who, shape, n_norm, n_rows, n_stats, strides) -> RowLayout:
     col64 = span + max(ishape) >= 2**31 - 1
     return RowLayout(tuple(oshape), tuple(tuple(s) for s in ostr), full[1], full[2],
                      len(ishape), inner, col64)
-
-
-def split_f64(v: float) -> tuple[float, float]:
-    """(hi, lo) fp32-representable parts with hi + lo == v to ~1e-16: Triton passes Python
-    floats as fp32 scalars, which f64 kernels must not round to."""
-    hi = float(torch.tensor(v, dtype=torch.float32))
-    return hi, float(torch.tensor(v - hi, dtype=torch.float32))
 
 
 def acc_type(element: ElementKind):

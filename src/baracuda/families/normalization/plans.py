@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 
+from ...backends.triton_support import split_f64
 from ...core import validate as V
 from ...core.errors import InvalidProblem
 from ...core.plan import Candidate, Plan
@@ -50,7 +51,6 @@ from .layout import (
     fwd_config,
     partial_config,
     row_layout,
-    split_f64,
 )
 
 

@@ -23,6 +23,7 @@ hardware (one program per statistics group, fixed-order second stage, no atomics
 
 from __future__ import annotations
 
+from ...backends.triton_support import split_f64
 from ...core import validate as V
 from ...core.errors import InvalidProblem, Unsupported
 from ...core.layout import collapse_dims
@@ -50,7 +51,7 @@ from .kernels_channel import (
     chan_norm_fwd_kernel,
     running_from_instances_kernel,
 )
-from .layout import acc_dtype, acc_type, split_f64
+from .layout import acc_dtype, acc_type
 
 BLOCK = 1024
 
