@@ -2,7 +2,7 @@
 # One call on an H100/H200 (device tool): CUDA tests at real sizes + `baracuda bench --quick`,
 # then a short table. Usage: bash scripts/gpu_run.sh [family ...]   (no family = all)
 # Knobs: TEST_TIMEOUT, BENCH_TIMEOUT (seconds), WORKERS (pytest-xdist), BARACUDA_SCALE
-# (small|real|small,real), SKIP_BENCH=1. Carry .whl and .commit (git rev-parse --short HEAD).
+# (small|real|small,real), SKIP_BENCH=1, SKIP_TESTS=1. Carry .whl and .commit (git rev-parse --short HEAD).
 # Wheels that the GPU machine lacks (nvmath-python, nvidia-cudnn-frontend) travel in .whl/.
 set -u
 cd "$(dirname "$0")/.."
@@ -20,11 +20,13 @@ if [ ${#FAMS[@]} -gt 0 ]; then KEXPR=$(printf " or %s" "${FAMS[@]}" test_fronten
 TESTS=(tests/test_contract.py tests/test_core.py tests/test_frontend.py)
 for f in "${FAMS[@]:-}"; do [ -n "$f" ] && [ -f "tests/families/test_$f.py" ] && TESTS+=("tests/families/test_$f.py"); done
 [ ${#FAMS[@]} -eq 0 ] && TESTS=(tests)
+if [ "${SKIP_TESTS:-0}" != 1 ]; then
 echo "== CUDA tests: ${TESTS[*]} ${KEXPR:+(-k $KEXPR)}"
 # Parallel workers share the GPU: the time goes to Triton compiles and float64 references.
 timeout "${TEST_TIMEOUT:-150}" python3 -m pytest -q -p no:cacheprovider -n "${WORKERS:-12}" \
   ${KEXPR:+-k "$KEXPR"} "${TESTS[@]}" -o addopts="" --maxfail=50 -rfE 2>&1 \
   | tee "$OUTDIR/tests.log" | grep -vE "^\s*$|Warning|warnings.warn|^  " | tail -40
+fi
 echo "== bench"
 BENCH_ARGS=(--quick --json "$OUTDIR/bench.json" --png "$OUTDIR/bench.png")
 [ -f .commit ] && export BARACUDA_COMMIT="$(cat .commit)"

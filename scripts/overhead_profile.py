@@ -1,0 +1,74 @@
+"""Host time per eager call, baracuda vs torch, on tiny CUDA tensors (where launch and Python
+overhead is everything), plus a cProfile breakdown of the slowest path.
+
+Usage (GPU machine): python3 scripts/overhead_profile.py [--profile NAME]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import time
+
+import torch
+import torch.nn.functional as F
+
+import baracuda.torch as bt
+
+
+def _cases(dev):
+    x = torch.randn(8, 64, device=dev)
+    xg = torch.randn(8, 64, device=dev, requires_grad=True)
+    w = torch.randn(64, device=dev, requires_grad=True)
+    y = torch.randn(8, 64, device=dev)
+
+    def fb(fn):
+        return lambda: torch.autograd.grad(fn().sum(), xg)
+
+    return {
+        "softmax fwd": (lambda: bt.softmax(x, -1), lambda: F.softmax(x, -1)),
+        "softmax fwd+bwd": (fb(lambda: bt.softmax(xg, -1)), fb(lambda: F.softmax(xg, -1))),
+        "rms_norm fwd": (lambda: bt.rms_norm(x, (64,), w.detach()),
+                         lambda: F.rms_norm(x, (64,), w.detach())),
+        "rms_norm fwd+bwd": (fb(lambda: bt.rms_norm(xg, (64,), w)),
+                             fb(lambda: F.rms_norm(xg, (64,), w))),
+        "gelu fwd": (lambda: bt.gelu(x), lambda: F.gelu(x)),
+        "add fwd": (lambda: bt.add(x, y), lambda: torch.add(x, y)),
+        "gelu fwd+bwd": (fb(lambda: bt.gelu(xg)), fb(lambda: F.gelu(xg))),
+    }
+
+
+def per_call_us(fn, n=2000) -> float:
+    for _ in range(50):
+        fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) / n * 1e6
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--profile", default="softmax fwd+bwd")
+    ap.add_argument("--top", type=int, default=25)
+    a = ap.parse_args()
+    cases = _cases(torch.device("cuda"))
+    print(f"{'op':<20} {'baracuda us':>12} {'torch us':>10} {'ratio':>7}")
+    for name, (ours, theirs) in cases.items():
+        o, t = per_call_us(ours), per_call_us(theirs)
+        print(f"{name:<20} {o:12.1f} {t:10.1f} {o / t:7.2f}")
+    fn = cases[a.profile][0]
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(2000):
+        fn()
+    prof.disable()
+    torch.cuda.synchronize()
+    pstats.Stats(prof).sort_stats("tottime").print_stats(a.top)
+
+
+if __name__ == "__main__":
+    main()
