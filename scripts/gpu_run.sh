@@ -23,9 +23,9 @@ for f in "${FAMS[@]:-}"; do [ -n "$f" ] && [ -f "tests/families/test_$f.py" ] &&
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
 echo "== CUDA tests: ${TESTS[*]} ${KEXPR:+(-k $KEXPR)}"
 # Parallel workers share the GPU: the time goes to Triton compiles and float64 references.
-timeout "${TEST_TIMEOUT:-150}" python3 -m pytest -q -p no:cacheprovider -n "${WORKERS:-12}" \
+timeout "${TEST_TIMEOUT:-150}" python3 -m pytest -v -p no:cacheprovider -n "${WORKERS:-12}" \
   ${KEXPR:+-k "$KEXPR"} "${TESTS[@]}" -o addopts="" --maxfail=50 -rfE 2>&1 \
-  | tee "$OUTDIR/tests.log" | grep -vE "^\s*$|Warning|warnings.warn|^  " | tail -40
+  | tee "$OUTDIR/tests.log" | grep -E "FAILED|ERROR|passed|failed" | tail -40
 fi
 echo "== bench"
 BENCH_ARGS=(--quick --json "$OUTDIR/bench.json" --png "$OUTDIR/bench.png")

@@ -50,6 +50,30 @@ def per_call_us(fn, n=2000) -> float:
     return (time.perf_counter() - t0) / n * 1e6
 
 
+def x_dev():
+    return torch.randn(8, 64, device="cuda")
+
+
+def _triton_launch_us(x) -> float:
+    """Replay the last kernel[grid](...) call of a softmax forward: Triton's own launch cost."""
+    from triton.runtime.jit import JITFunction
+
+    seen = {}
+    orig = JITFunction.run
+
+    def spy(self, *args, grid, warmup, **kwargs):
+        seen["call"] = (self, args, grid, kwargs)
+        return orig(self, *args, grid=grid, warmup=warmup, **kwargs)
+
+    JITFunction.run = spy
+    try:
+        bt.softmax(x, -1)
+    finally:
+        JITFunction.run = orig
+    kern, args, grid, kwargs = seen["call"]
+    return per_call_us(lambda: kern[grid](*args, **kwargs))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--profile", default="softmax fwd+bwd")
@@ -60,6 +84,8 @@ def main() -> None:
     for name, (ours, theirs) in cases.items():
         o, t = per_call_us(ours), per_call_us(theirs)
         print(f"{name:<20} {o:12.1f} {t:10.1f} {o / t:7.2f}")
+    launch = _triton_launch_us(x_dev())
+    print(f"triton launch alone (softmax fwd kernel, replayed): {launch:.1f} us")
     fn = cases[a.profile][0]
     prof = cProfile.Profile()
     prof.enable()
@@ -68,6 +94,7 @@ def main() -> None:
     prof.disable()
     torch.cuda.synchronize()
     pstats.Stats(prof).sort_stats("tottime").print_stats(a.top)
+    pstats.Stats(prof).sort_stats("cumulative").print_stats(a.top)
 
 
 if __name__ == "__main__":

@@ -95,3 +95,42 @@ def test_cuda_graph_capture_and_replay():
     xr = x.detach().clone().requires_grad_()
     (gr,) = torch.autograd.grad(torch.softmax(xr, 1), xr, dy)
     torch.testing.assert_close(static_grad, gr)
+
+
+def test_eager_fast_path_matches_the_registered_op():
+    """Eager calls skip the dispatcher; the result and gradient equal the custom op's bit for
+    bit (same implementation, same autograd formula)."""
+    x = _x(7, 45).requires_grad_()
+    dy = torch.randn(7, 45, device=DEVICE)
+    y_fast = bt.softmax(x, 1)
+    (g_fast,) = torch.autograd.grad(y_fast, x, dy)
+    y_op = torch.ops.baracuda.softmax(x, 1, False)
+    (g_op,) = torch.autograd.grad(y_op, x, dy)
+    assert torch.equal(y_fast, y_op) and torch.equal(g_fast, g_op)
+    assert y_fast.grad_fn is not None
+
+
+def test_eager_fast_path_is_taken_and_yields_to_tracing(monkeypatch):
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from baracuda.families.softmax import torch_api
+
+    def registered_op(*args):
+        raise AssertionError("registered op called")
+
+    monkeypatch.setattr(torch_api._softmax, "custom_op", registered_op)
+    x = _x(3, 8)
+    bt.softmax(x, 1)  # plain eager: never reaches the dispatcher
+    with torch.no_grad():
+        bt.softmax(x, 1)
+    with FakeTensorMode() as mode, pytest.raises(AssertionError, match="registered op"):
+        bt.softmax(mode.from_tensor(x), 1)  # a mode is active: the registered op runs
+
+
+def test_fast_path_bumps_the_version_of_mutated_arguments():
+    x = _x(6, 4, 5)
+    rm, rv = torch.zeros(4, device=DEVICE), torch.ones(4, device=DEVICE)
+    v0 = rm._version
+    bt.batch_norm(x, rm, rv, training=True)
+    assert rm._version > v0
+    torch.testing.assert_close(rm, 0.1 * x.mean((0, 2)))

@@ -84,3 +84,23 @@ def is_dense_rowmajor_lines(view: AxisView) -> bool:
         and len(view.outer_shape) == 1
         and all(st[0] == view.extent for st in view.outer_strides)
     ) or (view.rows == 1 and all(s == 1 for s in view.axis_strides))
+
+
+def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
+    """torch.broadcast_shapes for concrete int shapes, without its symbolic-shape machinery
+    (which costs tens of microseconds per eager call). Same RuntimeError as torch."""
+    rank = max((len(s) for s in shapes), default=0)
+    out = [1] * rank
+    for i, s in enumerate(shapes):
+        off = rank - len(s)
+        for j, d in enumerate(s):
+            o = out[off + j]
+            if d != o and d != 1:
+                if o != 1:
+                    raise RuntimeError(
+                        f"Attempting to broadcast a dimension of length {d} at "
+                        f"{off + j - rank}! Mismatching argument at index {i} had {tuple(s)}; "
+                        f"but expected shape should be broadcastable to {out}"
+                    )
+                out[off + j] = d
+    return tuple(out)

@@ -66,13 +66,29 @@ class Descriptor:
     """
 
     def __post_init__(self) -> None:
-        for name in _field_names(type(self)):
+        cls = type(self)
+        for name in _field_names(cls):
             value = getattr(self, name)
             norm = _normalize(value)
             if (name == "element" or name.endswith("_element")) and isinstance(norm, str):
                 norm = ElementKind.of(norm)
             if norm is not value:
                 object.__setattr__(self, name, norm)
+        # Descriptors are dictionary keys on every eager call (descriptor, select and launch
+        # caches): hash the fields once per instance instead of on every lookup.
+        if cls.__dict__.get("__hash__") is not _stored_hash:
+            cls.__hash__ = _stored_hash
+
+    @classmethod
+    def cached(cls, *args, **kwargs):
+        """The descriptor for these arguments, built once: eager frontends repeat a few shapes,
+        and construction (field normalization) is a visible share of a call's host time.
+        Arguments must be hashable (tuples, not lists)."""
+        return _cached_descriptor(cls, *args, **kwargs)
+
+    def checked(self, who: str):
+        """`validate(who)` once per distinct descriptor; returns self."""
+        return _checked_descriptor(self, who)
 
     def validate(self, who: str) -> None:  # pragma: no cover - overridden
         """Raise InvalidProblem / Unsupported for malformed descriptors."""
@@ -286,6 +302,27 @@ class Plan:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.desc}, candidate={self.candidate.name})"
+
+
+def _stored_hash(desc: Descriptor) -> int:
+    """Hash of the (normalized, frozen) fields, computed on first use (subclasses may still
+    normalize fields after the base __post_init__)."""
+    h = desc.__dict__.get("_hash")
+    if h is None:
+        h = hash((type(desc), *(getattr(desc, n) for n in _field_names(type(desc)))))
+        object.__setattr__(desc, "_hash", h)
+    return h
+
+
+@functools.lru_cache(maxsize=8192)
+def _cached_descriptor(cls, *args, **kwargs):
+    return cls(*args, **kwargs)
+
+
+@functools.lru_cache(maxsize=8192)
+def _checked_descriptor(desc: Descriptor, who: str) -> Descriptor:
+    desc.validate(who)
+    return desc
 
 
 @functools.lru_cache(maxsize=4096)

@@ -8,12 +8,14 @@ broadcasting and type promotion; the result element is derived (or given, as tor
 from __future__ import annotations
 
 import enum
+import functools
 from dataclasses import dataclass
 from typing import ClassVar
 
 import torch
 
 from ...core import validate as V
+from ...core.layout import broadcast_shapes as broadcast_shapes_
 from ...core.plan import Args, Descriptor
 from ...core.vocab import ElementKind
 
@@ -167,7 +169,7 @@ def check_shape(who: str, name: str, shape) -> tuple[int, ...]:
 def broadcast_shapes(who: str, shapes: dict[str, tuple[int, ...]]) -> tuple[int, ...]:
     """torch's broadcasting; InvalidProblem naming the operands that disagree."""
     try:
-        return tuple(torch.broadcast_shapes(*shapes.values()))
+        return broadcast_shapes_(*shapes.values())
     except RuntimeError:
         listing = ", ".join(f"{k}{tuple(v)}" for k, v in shapes.items())
         raise V.InvalidProblem(
@@ -263,9 +265,9 @@ class BinaryDescriptor(Descriptor):
         V.check_finite(who, "alpha", self.alpha)
         binary_types(who, self)
 
-    @property
+    @functools.cached_property
     def shape(self) -> tuple[int, ...]:
-        return tuple(torch.broadcast_shapes(self.a_shape, self.b_shape))
+        return broadcast_shapes_(self.a_shape, self.b_shape)
 
     @property
     def element(self) -> ElementKind:
@@ -333,9 +335,9 @@ class TernaryDescriptor(Descriptor):
         V.check_finite(who, "value", self.value)
         ternary_types(who, self)
 
-    @property
+    @functools.cached_property
     def shape(self) -> tuple[int, ...]:
-        return tuple(torch.broadcast_shapes(self.a_shape, self.b_shape, self.c_shape))
+        return broadcast_shapes_(self.a_shape, self.b_shape, self.c_shape)
 
     @property
     def element(self) -> ElementKind:
@@ -375,9 +377,9 @@ class CompareDescriptor(Descriptor):
             raise V.InvalidProblem(f"{who}: rtol and atol must be >= 0, got {self.rtol}, "
                                    f"{self.atol}")
 
-    @property
+    @functools.cached_property
     def shape(self) -> tuple[int, ...]:
-        return tuple(torch.broadcast_shapes(self.a_shape, self.b_shape))
+        return broadcast_shapes_(self.a_shape, self.b_shape)
 
     @property
     def element(self) -> ElementKind:

@@ -69,15 +69,37 @@ def block_for(tensors: Sequence[torch.Tensor], op: int | None = None) -> tuple[i
     return (block // 2 if op in HEAVY_OPS else block), 4
 
 
+#: (kernel, out_shape, operand layouts, constexprs) -> (grid, int args, launch constexprs):
+#: eager calls repeat a few layouts, and working the layout out is most of a call's host time.
+_RECIPES: dict = {}
+
+
 def launch_map(kernel, out_shape: Sequence[int], tensors: Sequence[torch.Tensor],
                scalars: Sequence, strides: Sequence[Sequence[int]] | None = None,
                **constexprs) -> None:
     """Run an elementwise kernel over out_shape; operand k is addressed by strides[k]
     (default: its broadcast strides). More than MAX_DIMS collapsed dims become several
     launches over the leading dims."""
-    n = math.prod(out_shape)
-    if n == 0:
+    key = (kernel, tuple(out_shape), tuple(t.dtype for t in tensors),
+           tuple(t.shape for t in tensors), tuple(t.stride() for t in tensors),
+           None if strides is None else tuple(map(tuple, strides)),
+           tuple(constexprs.items()))
+    recipe = _RECIPES.get(key)
+    if recipe is None:
+        recipe = _recipe(out_shape, tensors, strides, constexprs)
+        if recipe is not None:
+            if len(_RECIPES) > 4096:
+                _RECIPES.clear()
+            _RECIPES[key] = recipe
+    if recipe is not None:
+        grid, ints, launch_constexprs = recipe
+        if grid[0]:
+            kernel[grid](*tensors, *ints, *scalars, **launch_constexprs)
         return
+    _launch_split(kernel, out_shape, tensors, scalars, strides, constexprs)
+
+
+def _layout(out_shape, tensors, strides, constexprs):
     if strides is None:
         strides = [expand_strides(t, out_shape) for t in tensors]
     # Elementwise order is free: walk dims outermost-first by the strides of the outputs (the
@@ -96,17 +118,30 @@ def launch_map(kernel, out_shape: Sequence[int], tensors: Sequence[torch.Tensor]
     n_inner = math.prod(rest)
     programs = (rest4[2] * triton_cdiv(rest4[3], block) if mode == 1
                 else triton_cdiv(n_inner, block))
+    st4 = [[0] * pad + s[extra:] for s in st]
+    big = n_inner >= 2**31 or any(
+        sum((d - 1) * x for d, x in zip(rest4, s)) >= 2**31 for s in st4)
+    ints = [n_inner, rest4[1], rest4[2], rest4[3], *(v for s in st4 for v in s)]
+    launch_constexprs = dict(MODE=mode, BIG=big, BLOCK=block, num_warps=warps, **constexprs)
+    return lead, st, extra, (programs,), ints, launch_constexprs
+
+
+def _recipe(out_shape, tensors, strides, constexprs):
+    """One launch (grid, ints, constexprs), or None when the layout needs several."""
+    if math.prod(out_shape) == 0:
+        return (0,), [], {}
+    lead, _, _, grid, ints, launch_constexprs = _layout(out_shape, tensors, strides, constexprs)
+    return None if lead else (grid, ints, launch_constexprs)
+
+
+def _launch_split(kernel, out_shape, tensors, scalars, strides, constexprs) -> None:
+    """More collapsed dims than the kernel indexes: one launch per leading index."""
+    lead, st, extra, grid, ints, launch_constexprs = _layout(out_shape, tensors, strides,
+                                                             constexprs)
     for idx in itertools.product(*[range(d) for d in lead]):
-        views = list(tensors)
-        if extra:
-            views = [shifted_view(t, sum(i * s[k] for k, i in enumerate(idx)))
-                     for t, s in zip(tensors, st)]
-        st4 = [[0] * pad + s[extra:] for s in st]
-        big = n_inner >= 2**31 or any(
-            sum((d - 1) * x for d, x in zip(rest4, s)) >= 2**31 for s in st4)
-        args = [v for s in st4 for v in s]
-        kernel[(programs,)](*views, n_inner, rest4[1], rest4[2], rest4[3], *args, *scalars,
-                            MODE=mode, BIG=big, BLOCK=block, num_warps=warps, **constexprs)
+        views = [shifted_view(t, sum(i * s[k] for k, i in enumerate(idx)))
+                 for t, s in zip(tensors, st)]
+        kernel[grid](*views, *ints, *scalars, **launch_constexprs)
 
 
 def triton_cdiv(a: int, b: int) -> int:

@@ -13,6 +13,7 @@ dtype rules (`ints`): "exact" integer kernels (result keeps the integer type), "
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable
 
@@ -234,6 +235,7 @@ def _int_rule(who: str, rule: str, element: ElementKind, bool_ok: bool, what: st
     return element
 
 
+@functools.lru_cache(maxsize=4096)
 def unary_out_element(who: str, kind: UnaryKind, element: ElementKind) -> ElementKind:
     return _int_rule(who, UNARY[kind].ints, element, False, kind.value)
 
@@ -257,6 +259,7 @@ def check_unary_params(who: str, kind: UnaryParamKind, params) -> None:
         raise V.InvalidProblem(f"{who}: lambd must be >= 0, got {params[0]}")
 
 
+@functools.lru_cache(maxsize=4096)
 def unary_param_out_element(who: str, kind: UnaryParamKind, element: ElementKind,
                             params) -> ElementKind:
     row = UNARY_PARAM[kind][0]
@@ -270,6 +273,7 @@ def unary_param_out_element(who: str, kind: UnaryParamKind, element: ElementKind
     return out if integral else ElementKind.F32
 
 
+@functools.lru_cache(maxsize=4096)
 def binary_types(who: str, desc) -> tuple[ElementKind, ElementKind]:
     """(result element, compute element) of a BinaryDescriptor under torch's promotion."""
     row = BINARY[desc.kind]
@@ -299,6 +303,7 @@ def binary_types(who: str, desc) -> tuple[ElementKind, ElementKind]:
     return out, compute
 
 
+@functools.lru_cache(maxsize=4096)
 def ternary_types(who: str, desc) -> tuple[ElementKind, ElementKind]:
     row = TERNARY[desc.kind]
     what = desc.kind.value

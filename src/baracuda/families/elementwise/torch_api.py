@@ -73,7 +73,7 @@ def _unary_fw(x: torch.Tensor, kind: str) -> torch.Tensor:
     k = UnaryKind(kind)
     # empty_like keeps a dense input's layout (a transposed view stays one flat pass), as torch
     y = torch.empty_like(x, dtype=unary_out_element("unary", k, _el(x)).torch_dtype)
-    run_plan(UnaryPlan, UnaryDescriptor(k, tuple(x.shape), x.dtype), UnaryArgs(x=x, y=y))
+    run_plan(UnaryPlan, UnaryDescriptor.cached(k, tuple(x.shape), x.dtype), UnaryArgs(x=x, y=y))
     return y
 
 
@@ -84,8 +84,8 @@ def _unary_fake(x: torch.Tensor, kind: str) -> torch.Tensor:
 
 def _unary_bw(dy: torch.Tensor, x: torch.Tensor, kind: str) -> torch.Tensor:
     dx = torch.empty_like(x)
-    run_plan(UnaryBackwardPlan, UnaryBackwardDescriptor(UnaryKind(kind), tuple(x.shape), x.dtype),
-             UnaryBackwardArgs(dy=dy, x=x, dx=dx))
+    desc = UnaryBackwardDescriptor.cached(UnaryKind(kind), tuple(x.shape), x.dtype)
+    run_plan(UnaryBackwardPlan, desc, UnaryBackwardArgs(dy=dy, x=x, dx=dx))
     return dx
 
 
@@ -123,7 +123,7 @@ def _uparam_fw(x: torch.Tensor, kind: str, params: list[float]) -> torch.Tensor:
     k, ps = UnaryParamKind(kind), tuple(float(p) for p in params)
     out = unary_param_out_element("unary", k, _el(x), ps).torch_dtype
     y = torch.empty_like(x, dtype=out)
-    run_plan(UnaryParamPlan, UnaryParamDescriptor(k, tuple(x.shape), x.dtype, ps),
+    run_plan(UnaryParamPlan, UnaryParamDescriptor.cached(k, tuple(x.shape), x.dtype, ps),
              UnaryArgs(x=x, y=y))
     return y
 
@@ -136,7 +136,7 @@ def _uparam_fake(x: torch.Tensor, kind: str, params: list[float]) -> torch.Tenso
 
 def _uparam_bw(dy: torch.Tensor, x: torch.Tensor, kind: str, params: list[float]) -> torch.Tensor:
     dx = torch.empty_like(x)
-    desc = UnaryParamBackwardDescriptor(UnaryParamKind(kind), tuple(x.shape), x.dtype,
+    desc = UnaryParamBackwardDescriptor.cached(UnaryParamKind(kind), tuple(x.shape), x.dtype,
                                         tuple(float(p) for p in params))
     run_plan(UnaryParamBackwardPlan, desc, UnaryBackwardArgs(dy=dy, x=x, dx=dx))
     return dx
@@ -167,10 +167,9 @@ _uparam = define_op("ew_unary_param", _uparam_fw, _uparam_fake, backward=_uparam
 
 
 def _bdesc(a, b, kind, alpha, out_dtype):
-    desc = BinaryDescriptor(BinaryKind(kind), tuple(a.shape), tuple(b.shape), a.dtype, b.dtype,
-                            alpha=float(alpha), out_element=out_dtype)
-    desc.validate("BinaryPlan")  # typed errors before the output is shaped
-    return desc
+    desc = BinaryDescriptor.cached(BinaryKind(kind), tuple(a.shape), tuple(b.shape), a.dtype,
+                                   b.dtype, alpha=float(alpha), out_element=out_dtype)
+    return desc.checked("BinaryPlan")  # typed errors before the output is shaped
 
 
 def _binary_fw(a: torch.Tensor, b: torch.Tensor, kind: str, alpha: float,
@@ -191,9 +190,9 @@ def _binary_fake(a, b, kind: str, alpha: float, out_dtype: torch.dtype | None) -
 
 def _binary_bw(dy: torch.Tensor, a: torch.Tensor, b: torch.Tensor, kind: str, alpha: float,
                need_a: bool, need_b: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    desc = BinaryBackwardDescriptor(BinaryKind(kind), tuple(a.shape), tuple(b.shape), a.dtype,
-                                    b.dtype, alpha=float(alpha), out_element=dy.dtype,
-                                    needs=(need_a, need_b))
+    desc = BinaryBackwardDescriptor.cached(
+        BinaryKind(kind), tuple(a.shape), tuple(b.shape), a.dtype, b.dtype, alpha=float(alpha),
+        out_element=dy.dtype, needs=(need_a, need_b))
     da = torch.empty(a.shape if need_a else (0,), dtype=a.dtype, device=a.device)
     db = torch.empty(b.shape if need_b else (0,), dtype=b.dtype, device=b.device)
     run_plan(BinaryBackwardPlan, desc, BinaryBackwardArgs(dy=dy, a=a, b=b,
@@ -275,7 +274,7 @@ def _binary_call(kind: BinaryKind, input, other, alpha=1) -> torch.Tensor:
 
 def _lerp_fw(a: torch.Tensor, b: torch.Tensor, weight: float) -> torch.Tensor:
     y = torch.empty(a.shape, dtype=a.dtype, device=a.device)
-    run_plan(BinaryParamPlan, BinaryParamDescriptor(BinaryKind.LERP, tuple(a.shape), a.dtype,
+    run_plan(BinaryParamPlan, BinaryParamDescriptor.cached(BinaryKind.LERP, tuple(a.shape), a.dtype,
                                                     float(weight)), BinaryArgs(a=a, b=b, y=y))
     return y
 
@@ -286,7 +285,7 @@ def _lerp_fake(a, b, weight: float) -> torch.Tensor:
 
 def _lerp_bw(dy: torch.Tensor, weight: float) -> tuple[torch.Tensor, torch.Tensor]:
     da, db = torch.empty_like(dy), torch.empty_like(dy)
-    run_plan(BinaryParamBackwardPlan, BinaryParamBackwardDescriptor(
+    run_plan(BinaryParamBackwardPlan, BinaryParamBackwardDescriptor.cached(
         BinaryKind.LERP, tuple(dy.shape), dy.dtype, float(weight)),
         BinaryParamBackwardArgs(dy=dy, da=da, db=db))
     return da, db
@@ -316,9 +315,9 @@ _lerp_scalar = define_op("ew_lerp_scalar", _lerp_fw, _lerp_fake, backward=_lerp_
 
 
 def _tdesc(a, b, c, kind, value, cls=TernaryDescriptor, **kw):
-    desc = cls(TernaryKind(kind), tuple(a.shape), tuple(b.shape), tuple(c.shape), a.dtype,
-               b.dtype, c.dtype, value=float(value), **kw)
-    desc.validate(cls.__name__.replace("Descriptor", "Plan"))
+    desc = cls.cached(TernaryKind(kind), tuple(a.shape), tuple(b.shape), tuple(c.shape),
+                      a.dtype, b.dtype, c.dtype, value=float(value), **kw)
+    desc = desc.checked(cls.__name__.replace("Descriptor", "Plan"))
     return desc
 
 
@@ -383,9 +382,9 @@ _ternary = define_op("ew_ternary", _ternary_fw, _ternary_fake, backward=_ternary
 
 def _compare_fw(a: torch.Tensor, b: torch.Tensor, kind: str, rtol: float, atol: float,
                 equal_nan: bool) -> torch.Tensor:
-    desc = CompareDescriptor(CompareKind(kind), tuple(a.shape), tuple(b.shape), a.dtype, b.dtype,
-                             rtol=rtol, atol=atol, equal_nan=equal_nan)
-    desc.validate("BinaryCmpPlan")
+    desc = CompareDescriptor.cached(CompareKind(kind), tuple(a.shape), tuple(b.shape), a.dtype,
+                                    b.dtype, rtol=rtol, atol=atol, equal_nan=equal_nan)
+    desc = desc.checked("BinaryCmpPlan")
     y = torch.empty(desc.shape, dtype=torch.bool, device=a.device)
     run_plan(BinaryCmpPlan, desc, BinaryArgs(a=a, b=b, y=y))
     return y
@@ -407,7 +406,7 @@ def _compare_call(kind: CompareKind, input, other, rtol=1e-5, atol=1e-8, equal_n
 
 def _cast_fw(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     y = torch.empty(x.shape, dtype=dtype, device=x.device)
-    run_plan(CastPlan, CastDescriptor(tuple(x.shape), x.dtype, dtype), UnaryArgs(x=x, y=y))
+    run_plan(CastPlan, CastDescriptor.cached(tuple(x.shape), x.dtype, dtype), UnaryArgs(x=x, y=y))
     return y
 
 
@@ -430,7 +429,7 @@ _cast = define_op("ew_cast", _cast_fw, _cast_fake, backward=_cast_grad, setup_co
 
 
 def _gated_fw(x: torch.Tensor, kind: str, dim: int) -> torch.Tensor:
-    desc = GatedDescriptor(GatedKind(kind), tuple(x.shape), dim, x.dtype)
+    desc = GatedDescriptor.cached(GatedKind(kind), tuple(x.shape), dim, x.dtype)
     y = torch.empty(desc.out_shape, dtype=x.dtype, device=x.device)
     run_plan(GatedActivationPlan, desc, GatedArgs(x=x, y=y))
     return y
@@ -444,7 +443,7 @@ def _gated_fake(x: torch.Tensor, kind: str, dim: int) -> torch.Tensor:
 
 def _gated_bw(dy: torch.Tensor, x: torch.Tensor, kind: str, dim: int) -> torch.Tensor:
     dx = torch.empty_like(x)
-    run_plan(GatedActivationBackwardPlan, GatedBackwardDescriptor(
+    run_plan(GatedActivationBackwardPlan, GatedBackwardDescriptor.cached(
         GatedKind(kind), tuple(x.shape), dim, x.dtype), GatedBackwardArgs(dy=dy, x=x, dx=dx))
     return dx
 
