@@ -87,14 +87,20 @@ def test_single_key_gradients_are_zero():
     assert dq.abs().max() < 1e-5 and dk.abs().max() < 1e-5
 
 
+def _registered(op):
+    """The torch custom op behind a frontend callable (the factory may wrap it in an eager
+    fast path)."""
+    return getattr(op, "custom_op", op)
+
+
 def test_opcheck_forward_and_backward():
     q, k, v = _qkv(1, 2, 1, 5, 6, 16, 16, torch.float32, grad=True)
     mask = torch.zeros(1, 2, 5, 6, device=DEVICE)
-    torch.library.opcheck(api._sdpa_fwd, (q, k, v, mask, None, 0.0, 1, 0.25))
+    torch.library.opcheck(_registered(api._sdpa_fwd), (q, k, v, mask, None, 0.0, 1, 0.25))
     out, lse = api._sdpa_fwd(q, k, v, None, None, 0.0, 0, 0.25)
-    torch.library.opcheck(api._sdpa_bwd, (torch.randn_like(out), q.detach(), k.detach(),
-                                         v.detach(), out.detach(), lse, None, None, 0.0, 0,
-                                         0.25))
+    torch.library.opcheck(_registered(api._sdpa_bwd), (
+        torch.randn_like(out), q.detach(), k.detach(), v.detach(), out.detach(), lse, None, None,
+        0.0, 0, 0.25))
 
 
 def test_torch_compile_fullgraph():
@@ -202,7 +208,7 @@ def test_rope_matches_llama_rotate_half_and_compiles():
     f = torch.compile(lambda x: torch_rope.apply_rotary_emb(x, cos, sin), fullgraph=True,
                       backend="aot_eager")
     torch.testing.assert_close(f(x), want, atol=1e-6, rtol=1e-5)
-    torch.library.opcheck(torch_rope._rope_op, (x, cos, sin, None, 1, False))
+    torch.library.opcheck(_registered(torch_rope._rope_op), (x, cos, sin, None, 1, False))
 
 
 def test_kv_cache_append_plan():
@@ -232,3 +238,127 @@ def test_tf32_candidate_only_when_allowed():
     assert bc.SdpaBackwardPlan.select(bc.SdpaBackwardDescriptor(
         1, 2, 2, 20, 24, 32, 32, 0.2, torch.float32),
         bc.PlanPreference(require_deterministic=True)).precision_guarantee.deterministic
+
+
+# -- cuDNN candidates ---------------------------------------------------------------------------
+from baracuda.core.tolerance import compare, tolerance_for  # noqa: E402
+from baracuda.core.vocab import ArchSku, BackendKind, PlanPreference  # noqa: E402
+from baracuda.families.attention import plans_cudnn  # noqa: E402
+
+C = bc.CausalKind
+
+
+def test_cudnn_candidates_give_reasons():
+    d = bc.SdpaDescriptor(1, 2, 2, 20, 24, 32, 32, 0.2, torch.bfloat16,
+                          mask=bc.MaskKind.ADDITIVE, mask_shape=(1, 1, 20, 24))
+    for plan, desc in ((bc.SdpaPlan, d), (bc.SdpaBackwardPlan, bc.SdpaBackwardDescriptor(
+            **{f: getattr(d, f) for f in d.__dataclass_fields__}))):
+        assert plan.select(desc).sku.backend is BackendKind.TRITON  # masks: Triton only
+        with pytest.raises(bc.Unsupported) as info:
+            plan.select(desc, PlanPreference(prefer_backend=BackendKind.CUDNN))
+        assert "cudnn_" in str(info.value) and ("mask" in str(info.value)
+                                                 or "CUDA" in str(info.value))
+    assert bc.SdpaBackwardPlan.select(bc.SdpaBackwardDescriptor(
+        1, 2, 2, 20, 24, 32, 32, 0.2, torch.bfloat16),
+        PlanPreference(require_deterministic=True)).precision_guarantee.deterministic
+
+
+def _half_problem(b, h, hkv, sq, sk, dh, causal, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    mk = lambda *s: torch.randn(*s, generator=g).to(DEVICE, torch.bfloat16)  # noqa: E731
+    q, k, v, do = mk(b, h, sq, dh), mk(b, hkv, sk, dh), mk(b, hkv, sk, dh), mk(b, h, sq, dh)
+    fields = (b, h, hkv, sq, sk, dh, dh, 1 / math.sqrt(dh), torch.bfloat16, causal)
+    return q, k, v, do, bc.SdpaDescriptor(*fields), bc.SdpaBackwardDescriptor(*fields)
+
+
+def _supported(plan_cls, desc):
+    arch = ArchSku.current()
+    return [plan_cls(desc, c, PlanPreference(), arch) for c in plan_cls.candidates
+            if c.supports(desc, PlanPreference(), arch) is None]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [C.NONE, C.TOP_LEFT, C.BOTTOM_RIGHT])
+def test_every_candidate_matches_reference_and_lse_pairs_across_backends(causal):
+    """Each forward candidate (cuDNN, Triton) against the f64 reference; the lse of each
+    forward drives each backward candidate, so a cuDNN backward after a Triton forward (and the
+    other way round) is correct; deterministic candidates rerun bit-identically."""
+    if plans_cudnn.cudnn_missing():
+        pytest.skip(plans_cudnn.cudnn_missing())
+    q, k, v, do, d, db = _half_problem(2, 8, 2, 700, 900, 128, causal)
+    kw = {"scale": d.scale, "causal_offset": None if causal is C.NONE else d.causal_offset}
+    want_out, want_lse = ref.sdpa_forward(q, k, v, **kw)
+    want = ref.sdpa_backward(q, k, v, do, **kw)
+    fwd, bwd = _supported(bc.SdpaPlan, d), _supported(bc.SdpaBackwardPlan, db)
+    assert {p.sku.backend for p in fwd} == {BackendKind.CUDNN, BackendKind.TRITON}
+    assert bc.SdpaPlan.select(d).sku.backend is BackendKind.CUDNN  # the default
+    tol = tolerance_for(bc.ElementKind.BF16)
+    for fp in fwd:
+        out = torch.full_like(q, float("nan"))
+        lse = torch.full(d.lse_shape, float("nan"), device=DEVICE)
+        fp.run(bc.SdpaArgs(q, k, v, out, lse),
+               workspace=torch.empty(fp.workspace_size(), dtype=torch.uint8, device=DEVICE))
+        for name, got, exp, t in (("out", out, want_out, tol),
+                                  ("lse", lse, want_lse, tolerance_for(bc.ElementKind.F32)
+                                   .scaled(2000.0))):
+            res = compare(got, exp, t, f"{fp.sku.candidate} {name}")
+            assert res.ok, res.message
+        for bp in bwd:
+            grads = [torch.full_like(x, float("nan")) for x in (q, k, v)]
+            ws = torch.empty(bp.workspace_size(), dtype=torch.uint8, device=DEVICE)
+            args = bc.SdpaBackwardArgs(q, k, v, out, do, lse, *grads)
+            bp.run(args, workspace=ws)
+            for name, got, exp in zip(("dq", "dk", "dv"), grads, want):
+                res = compare(got, exp, tol.scaled(3.0),
+                              f"{fp.sku.candidate} -> {bp.sku.candidate} {name}")
+                assert res.ok, res.message
+            if bp.precision_guarantee.deterministic:
+                first = [g.clone() for g in grads]
+                bp.run(args, workspace=ws)
+                assert all(torch.equal(a, b) for a, b in zip(first, grads)), bp.sku.candidate
+
+
+@pytest.mark.gpu
+def test_frontend_on_cudnn_matches_torch_within_its_error():
+    """bf16 fwd+bwd through baracuda.torch (cuDNN by default) errs no more than 2x torch's own
+    bf16 SDPA against the f64 reference (FlashAttention's test rule), on a [B, S, H, D] view."""
+    g = torch.Generator().manual_seed(4)
+    base = [torch.randn(2, 640, 8, 64, generator=g).to(DEVICE, torch.bfloat16)
+            for _ in range(4)]
+    q, k, v, do = (t.transpose(1, 2) for t in base)
+    want = ref.sdpa_forward(q, k, v, scale=0.125, causal_offset=0)[0]
+    want_g = ref.sdpa_backward(q, k, v, do, scale=0.125, causal_offset=0)
+    for fn in (sdpa, F.scaled_dot_product_attention):
+        qq, kk, vv = (t.detach().requires_grad_() for t in (q, k, v))
+        out = fn(qq, kk, vv, is_causal=True)
+        grads = torch.autograd.grad(out, (qq, kk, vv), do)
+        errs = [(a.double().cpu() - b.cpu()).abs().max().item()
+                for a, b in zip((out, *grads), (want, *want_g))]
+        if fn is sdpa:
+            ours = errs
+    for a, b in zip(ours, errs):
+        assert a <= 2 * b + 1e-3, (ours, errs)
+
+
+@pytest.mark.gpu
+def test_cudnn_plan_refuses_misaligned_operands_and_frontend_packs_them():
+    if plans_cudnn.cudnn_missing():
+        pytest.skip(plans_cudnn.cudnn_missing())
+    q, k, v, do, d, db = _half_problem(1, 2, 2, 100, 100, 64, C.NONE)
+    plan = bc.SdpaBackwardPlan.select(db)
+    assert plan.sku.backend is BackendKind.CUDNN
+    odd = torch.empty(1, 2, 100, 69, dtype=q.dtype, device=DEVICE)[..., :64]  # stride 69
+    odd.copy_(do)
+    out, lse = torch.empty_like(q), torch.empty(d.lse_shape, device=DEVICE)
+    fwd = bc.SdpaPlan.select(d)
+    fwd.run(bc.SdpaArgs(q, k, v, out, lse),
+            workspace=torch.empty(fwd.workspace_size(), dtype=torch.uint8, device=DEVICE))
+    args = bc.SdpaBackwardArgs(q, k, v, out, odd, lse, torch.empty_like(q), torch.empty_like(k),
+                               torch.empty_like(v))
+    with pytest.raises(bc.MisalignedOperand):
+        plan.can_implement(args)
+    qq = q.detach().requires_grad_()
+    got = torch.autograd.grad(sdpa(qq, k, v), qq, odd)[0]  # packed by the frontend
+    want = torch.autograd.grad(sdpa(qq, k, v), qq, do)[0]
+    # cuDNN's default backward sums dQ with atomics: equal up to summation order
+    torch.testing.assert_close(got, want, atol=1e-2, rtol=1e-2)

@@ -13,7 +13,7 @@ from ...core.registry import register_bench, register_spec
 from ...core.spec import AotVariant, BenchCase, Case, Malformed, PlanSpec
 from ...core.testing import poisoned, randn, with_layout
 from ...core.tolerance import tolerance_for
-from ...core.vocab import ElementKind
+from ...core.vocab import BackendKind, ElementKind, PlanPreference
 from . import reference as ref
 from .descriptors import (
     CausalKind,
@@ -23,8 +23,7 @@ from .descriptors import (
     SdpaBackwardDescriptor,
     SdpaDescriptor,
 )
-from .kernels import sdpa_bwd_dkdv_kernel, sdpa_bwd_dq_kernel, sdpa_fwd_kernel
-from .plans import SdpaBackwardPlan, SdpaPlan, common_constexprs, tile_config
+from .plans import SdpaBackwardPlan, SdpaPlan, backward_launches, forward_launches
 
 E = ElementKind
 C = CausalKind
@@ -53,7 +52,25 @@ REAL = [
     (1, 4, 2, 333, 222, 96, 80, C.NONE, M.ADDITIVE, (1, 4, 333, 222), "strided", E.F16),
     (1, 4, 4, 256, 256, 64, 64, C.TOP_LEFT, M.NONE, None, "contiguous", E.F32),
     (1, 2, 2, 128, 100, 64, 64, C.NONE, M.NONE, None, "contiguous", E.F64),
+    # cells the cuDNN candidates take: GQA causal, bottom-right with Sq < Sk, Dk != Dv
+    (2, 16, 4, 1000, 1000, 128, 128, C.TOP_LEFT, M.NONE, None, "bshd", E.BF16),
+    (1, 8, 8, 513, 2048, 64, 64, C.BOTTOM_RIGHT, M.NONE, None, "contiguous", E.F16),
+    (1, 4, 4, 300, 300, 96, 64, C.NONE, M.NONE, None, "contiguous", E.BF16),
 ]
+#: REAL rows rerun under other preferences: the deterministic backward and the Triton path
+#: (which cuDNN would otherwise take on the GPU).
+REAL_PREFS = [(0, PlanPreference(require_deterministic=True), "deterministic"),
+              (7, PlanPreference(require_deterministic=True), "deterministic"),
+              (0, PlanPreference(prefer_backend=BackendKind.TRITON), "triton"),
+              (7, PlanPreference(prefer_backend=BackendKind.TRITON), "triton")]
+
+
+def _rows(scale):
+    if scale == "small":
+        yield from ((row, PlanPreference(), "") for row in SMALL)
+        return
+    yield from ((row, PlanPreference(), "") for row in REAL)
+    yield from ((REAL[i], pref, f" [{tag}]") for i, pref, tag in REAL_PREFS)
 
 
 def _desc(row, cls=SdpaDescriptor):
@@ -66,9 +83,13 @@ def _tensor(shape, dtype, device, gen, layout, std=1.0):
     t = randn(shape, dtype, device, gen, std=std)
     if layout == "bshd":
         return t.transpose(1, 2).contiguous().transpose(1, 2)
-    if layout == "strided":  # padded outer strides, unit stride on the head dim
+    if layout in ("strided", "strided16"):  # padded outer strides, unit stride on the head dim
+        # "strided": odd strides; "strided16": 16-byte aligned ones (what cuDNN's TMA loads
+        # take; the cuDNN candidates raise MisalignedOperand on the odd ones)
         b, h, s, d = t.shape
-        big = torch.full((b, h + 1, s + 3, d + 5), float("nan"), dtype=t.dtype, device=t.device)
+        pad = 8 if layout == "strided16" else 5
+        big = torch.full((b, h + 1, s + 3, d + pad), float("nan"), dtype=t.dtype,
+                         device=t.device)
         view = big[:, 1:, 2:s + 2, :d]
         view.copy_(t)
         return view
@@ -107,7 +128,7 @@ class SdpaSpec(PlanSpec):
     plan = SdpaPlan
 
     def cases(self, scale):
-        for row in SMALL if scale == "small" else REAL:
+        for row, pref, tag in _rows(scale):
             d = _desc(row)
             layout = row[10]
 
@@ -125,7 +146,7 @@ class SdpaSpec(PlanSpec):
             if d.element in (E.F16, E.BF16):
                 tol["lse"] = tolerance_for(E.F32).scaled(2000.0)
             yield Case(f"sdpa {row[:7]} {d.causal.value} {d.mask.value} {layout} "
-                       f"{d.element.value}", d, make, expect, tol)
+                       f"{d.element.value}{tag}", d, make, expect, tol, pref)
 
     def malformed_descriptors(self):
         ok = dict(batch=1, num_heads=4, num_kv_heads=2, query_len=8, key_len=8, head_dim=16,
@@ -181,53 +202,77 @@ class SdpaSpec(PlanSpec):
 
 
 def _aot_variants(plan):
-    """Representative specializations: bf16 at each head-dim tile, f32 and f64 exact paths."""
-    kernels = ({"fwd": sdpa_fwd_kernel} if plan is SdpaPlan
-               else {"dkdv": sdpa_bwd_dkdv_kernel, "dq": sdpa_bwd_dq_kernel})
-    rows = [(E.BF16, 64, False, M.NONE, 0.0), (E.BF16, 128, False, M.NONE, 0.0),
-            (E.BF16, 128, True, M.NONE, 0.0), (E.BF16, 256, False, M.NONE, 0.0),
-            (E.F16, 128, True, M.NONE, 0.0), (E.BF16, 128, True, M.BOOLEAN, 0.1),
-            (E.BF16, 64, False, M.ADDITIVE, 0.0), (E.F32, 128, False, M.NONE, 0.0),
-            (E.F64, 16, False, M.NONE, 0.0), (E.BF16, 256, True, M.ADDITIVE, 0.1),
-            (E.F32, 128, False, M.BOOLEAN, 0.1)]
-    for element, dh, causal, mask, p in rows:
-        d = SdpaDescriptor(1, 1, 1, 4096, 4096, dh, dh, 0.1, element,
+    """Representative specializations: bf16 at each head-dim tile (MHA at the benchmarked
+    B=4 H=16 S=4096 and GQA), f16, masks and dropout, f32 and f64 exact paths. Each is built
+    from the launch the plan would make on meta tensors, so the signature carries exactly what
+    the JIT specializes: ints equal to 1 as constexprs, multiples of 16 as divisible."""
+    rows = [(E.BF16, 64, 16, False, M.NONE, 0.0), (E.BF16, 128, 16, False, M.NONE, 0.0),
+            (E.BF16, 128, 16, True, M.NONE, 0.0), (E.BF16, 128, 4, False, M.NONE, 0.0),
+            (E.BF16, 128, 4, True, M.NONE, 0.0), (E.BF16, 256, 16, False, M.NONE, 0.0),
+            (E.F16, 128, 16, True, M.NONE, 0.0), (E.BF16, 128, 16, True, M.BOOLEAN, 0.1),
+            (E.BF16, 64, 16, False, M.ADDITIVE, 0.0), (E.F32, 128, 16, False, M.NONE, 0.0),
+            (E.F64, 16, 16, False, M.NONE, 0.0), (E.BF16, 256, 4, True, M.ADDITIVE, 0.1),
+            (E.F32, 128, 16, False, M.BOOLEAN, 0.1)]
+    meta = torch.device("meta")
+    for element, dh, hkv, causal, mask, p in rows:
+        s = 4096
+        d = SdpaDescriptor(4, 16, hkv, s, s, dh, dh, 0.1, element,
                            C.TOP_LEFT if causal else C.NONE, mask,
-                           None if mask is M.NONE else (1, 1, 4096, 4096), p)
-        for table, kernel in kernels.items():
-            cfg = tile_config(d, table)
-            warps, stages = cfg.pop("num_warps"), cfg.pop("num_stages")
-            const = dict(cfg, **common_constexprs(d, False))
-            const["INTERP"] = False
-            t = "*" + triton_dtype(element.torch_dtype)
-            sig = {}
-            for n in kernel.arg_names:
-                if n in const:
-                    sig[n] = "constexpr"
-                elif n.endswith("_ptr"):
-                    sig[n] = _pointer_type(n, element, mask, t)
-                elif n in ("qk_scale", "qk_lo", "scale", "scale_lo", "p_drop"):
-                    sig[n] = "fp32"
-                else:  # strides < 2**31 arrive as i32, as the JIT passes them
-                    sig[n] = "i32"
-            yield AotVariant(f"{kernel.__name__} {element.value} D={dh} causal={causal} "
-                             f"mask={mask.value} dropout={p}",
-                             kernel, sig, const, num_warps=warps, num_stages=stages)
+                           None if mask is M.NONE else (1, 1, s, s), p)
+        dt = element.torch_dtype
+        q, k, v = (torch.empty(shape, dtype=dt, device=meta)
+                   for shape in (d.q_shape, d.k_shape, d.v_shape))
+        out = torch.empty(d.out_shape, dtype=dt, device=meta)
+        lse = torch.empty(d.lse_shape, dtype=d.lse_element.torch_dtype, device=meta)
+        mk = None
+        if mask is not M.NONE:
+            mk = torch.empty(d.mask_shape, dtype=torch.bool if mask is M.BOOLEAN else dt,
+                             device=meta)
+        rng = torch.empty(2, dtype=torch.int64, device=meta) if p else None
+        if plan is SdpaPlan:
+            launches = forward_launches(d, SdpaArgs(q, k, v, out, lse, mk, rng), False)
+        else:
+            ws = torch.empty(lse.numel() * lse.element_size(), dtype=torch.uint8, device=meta)
+            a = SdpaBackwardArgs(q, k, v, out, torch.empty_like(out), lse, torch.empty_like(q),
+                                 torch.empty_like(k), torch.empty_like(v), mk, rng)
+            launches = backward_launches(d, a, ws, False)
+        for launch in launches:
+            yield _variant(launch, f"{element.value} D={dh} H/Hkv=16/{hkv} causal={causal} "
+                                   f"mask={mask.value} dropout={p}")
 
 
-def _pointer_type(name, element, mask, t):
-    if name in ("lse_ptr", "delta_ptr"):
-        return "*fp64" if element is E.F64 else "*fp32"
-    if name == "mask_ptr":
-        return t if mask is M.ADDITIVE else "*u8"
-    return "*i64" if name == "rng_ptr" else t
+def _variant(launch, label):
+    """AotVariant of one Launch, specialized as the JIT would for these argument values."""
+    kernel = launch.kernel
+    kw = dict(launch.kwargs)
+    warps, stages = kw.pop("num_warps", 4), kw.pop("num_stages", 3)
+    const = dict(kw, INTERP=False) if "INTERP" in kernel.arg_names else kw
+    sig, divisible = {}, []
+    for name, value in zip(kernel.arg_names, launch.args):
+        if isinstance(value, torch.Tensor):
+            sig[name] = "*" + triton_dtype(value.dtype)
+        elif isinstance(value, float):
+            sig[name] = "fp32"
+        elif value == 1:
+            sig[name] = "constexpr"
+            const[name] = 1
+        else:
+            sig[name] = "i32" if -2**31 <= value < 2**31 else "i64"
+            if value % 16 == 0:
+                divisible.append(name)
+    for name in kernel.arg_names:
+        if name in const:
+            sig[name] = "constexpr"
+    tile = f"({kw.get('BLOCK_M')}, {kw.get('BLOCK_N')}, {warps}, {stages})"
+    return AotVariant(f"{kernel.__name__} {label} {tile}", kernel, sig, const, warps, stages,
+                      tuple(divisible))
 
 
 class SdpaBackwardSpec(PlanSpec):
     plan = SdpaBackwardPlan
 
     def cases(self, scale):
-        for row in SMALL if scale == "small" else REAL:
+        for row, pref, tag in _rows(scale):
             d = _desc(row, SdpaBackwardDescriptor)
             layout = row[10]
 
@@ -235,7 +280,8 @@ class SdpaBackwardSpec(PlanSpec):
                 q, k, v, mask = _forward_args(d, layout, device, gen)
                 out, lse = ref.sdpa_forward(q, k, v, mask, **_ref_kw(d))
                 dt = q.dtype
-                dout = _tensor(d.out_shape, dt, device, gen, "strided")
+                dout = _tensor(d.out_shape, dt, device, gen,
+                               "strided16" if d.element in (E.F16, E.BF16) else "strided")
                 return SdpaBackwardArgs(
                     q, k, v, out.to(device, dt), dout, lse.to(device, d.lse_element.torch_dtype),
                     poisoned(d.q_shape, dt, device), poisoned(d.k_shape, dt, device),
@@ -254,7 +300,7 @@ class SdpaBackwardSpec(PlanSpec):
             # every flash kernel (torch's own bf16 flash backward has errors of this size)
             tol = {n: _tol(d, 3.0) for n in ("dq", "dk", "dv")}
             yield Case(f"sdpa_bwd {row[:7]} {d.causal.value} {d.mask.value} {layout} "
-                       f"{d.element.value}", d, make, expect, tol)
+                       f"{d.element.value}{tag}", d, make, expect, tol, pref)
 
     def malformed_descriptors(self):
         yield Malformed("heads do not divide", lambda: SdpaBackwardDescriptor(
@@ -303,7 +349,6 @@ def attention_benches(quick: bool):
     for b, h, s, dh, causal in shapes:
         flops = 4 * b * h * s * s * dh // (2 if causal else 1)
         label = f"B={b} H={h} S={s} D={dh}{' causal' if causal else ''} bf16"
-        headline = dh == 128
 
         def setup(device, b=b, h=h, s=s, dh=dh):
             mk = lambda: torch.randn(b, h, s, dh, device=device, dtype=torch.bfloat16)  # noqa
@@ -320,6 +365,8 @@ def attention_benches(quick: bool):
                 return torch.autograd.grad(fn(q, k, v, is_causal=causal), (q, k, v), g)
             return run
 
+        # both shapes are the issue's targets for the default plan
+        headline = True
         out.append(BenchCase("sdpa fwd", label, setup,
                              ours=lambda q, k, v, c=causal: ours_sdpa(q, k, v, is_causal=c),
                              torch_eager=lambda q, k, v, c=causal: sdpa(q, k, v, is_causal=c),

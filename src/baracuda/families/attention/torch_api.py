@@ -91,8 +91,16 @@ _sdpa_fwd = define_op("sdpa", _fwd, _fwd_fake, backward=_autograd, setup_context
 
 def _unit_last(t: torch.Tensor) -> torch.Tensor:
     """The kernels need a unit-stride head dim; other layouts (an expanded gradient, a
-    transposed view) are packed once here, as torch's fused kernels do."""
-    return t if t.shape[-1] <= 1 or t.stride(-1) == 1 else t.contiguous()
+    transposed view) are packed once here, as torch's fused kernels do. f16/bf16 operands also
+    get 16-byte aligned, non-zero outer strides (cuDNN's TMA loads; torch's cuDNN and flash
+    paths pack the same way), so the default cuDNN plan can take them."""
+    if t.shape[-1] > 1 and t.stride(-1) != 1:
+        return t.contiguous()
+    if t.dtype in (torch.float16, torch.bfloat16) and t.numel() and (
+            t.data_ptr() % 16 or any(n > 1 and (st == 0 or st % 8)
+                                     for n, st in zip(t.shape[:-1], t.stride()[:-1]))):
+        return t.contiguous()
+    return t
 
 
 def _to4d(t: torch.Tensor) -> torch.Tensor:

@@ -100,5 +100,85 @@ def report_resources() -> None:
                       flush=True)
 
 
+def _ms(fn, reps: int = 10) -> float:
+    return _bench(fn, reps) * 1e3
+
+
+def backends() -> None:
+    """Per shape: our candidates (cuDNN fwd, bwd, deterministic bwd, Triton) at plan level and
+    through baracuda.torch, vs torch's cuDNN and flash SDPA backends; ms and TFLOP/s."""
+    for b, h, s, dh in ((4, 16, 4096, 128), (8, 16, 2048, 64)):
+        for causal in (False, True):
+            _backends_row(b, h, s, dh, causal)
+
+
+def _backends_row(b: int, h: int, s: int, dh: int, causal: bool) -> None:
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    from ...core.vocab import ArchSku, PlanPreference
+    from .descriptors import (
+        CausalKind,
+        SdpaArgs,
+        SdpaBackwardArgs,
+        SdpaBackwardDescriptor,
+        SdpaDescriptor,
+    )
+    from .plans import SdpaBackwardPlan, SdpaPlan
+    from .torch_api import scaled_dot_product_attention as ours
+
+    dev, arch, pref = torch.device("cuda"), ArchSku.current(), PlanPreference()
+    ck = CausalKind.TOP_LEFT if causal else CausalKind.NONE
+    f = (b, h, h, s, s, dh, dh, 1 / math.sqrt(dh), torch.bfloat16, ck)
+    d, db = SdpaDescriptor(*f), SdpaBackwardDescriptor(*f)
+    q, k, v, o, do, dq, dk, dv = (torch.randn(b, h, s, dh, device=dev, dtype=torch.bfloat16)
+                                  for _ in range(8))
+    lse = torch.empty(b, h, s, device=dev)
+    fl = 4 * b * h * s * s * dh / (2 if causal else 1)
+    row = {}
+    fa = SdpaArgs(q, k, v, o, lse)
+    ba = SdpaBackwardArgs(q, k, v, o, do, lse, dq, dk, dv)
+    for plan_cls, desc, args in ((SdpaPlan, d, fa), (SdpaBackwardPlan, db, ba)):
+        for c in plan_cls.candidates:
+            if c.supports(desc, pref, arch) is None and "tf32" not in c.name:
+                p = plan_cls(desc, c, pref, arch)
+                ws = torch.empty(p.workspace_size(), dtype=torch.uint8, device=dev)
+                row[c.name] = _ms(lambda p=p, a=args, ws=ws: p.run(a, workspace=ws))
+    qg, kg, vg = (t.clone().requires_grad_() for t in (q, k, v))
+
+    def fb(fn):
+        return lambda: torch.autograd.grad(fn(qg, kg, vg, is_causal=causal), (qg, kg, vg), do)
+
+    row["ours fwd"] = _ms(lambda: ours(q, k, v, is_causal=causal))
+    row["ours fwd+bwd"] = _ms(fb(ours))
+    for name, be in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)):
+        with sdpa_kernel([be]):
+            row[f"torch {name} fwd"] = _ms(
+                lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
+            row[f"torch {name} fwd+bwd"] = _ms(fb(F.scaled_dot_product_attention))
+    print(f"B={b} H={h} S={s} D={dh} causal={causal}", flush=True)
+    for name, ms in row.items():
+        mult = 3.5 if "+" in name else (2.5 if "bwd" in name else 1.0)
+        print(f"  {name:28} {ms:8.3f} ms {mult * fl / ms / 1e9:7.1f} TFLOP/s", flush=True)
+
+
+def aot_dkdv() -> None:
+    """The sm_90a AOT compile of the benchmarked dK/dV specializations (spec.py builds them
+    from the launch, as the JIT specializes), to print beside report_resources' JIT numbers."""
+    from ...tools.aot import compile_variant
+    from .plans import SdpaBackwardPlan
+    from .spec import _aot_variants
+
+    for var in _aot_variants(SdpaBackwardPlan):
+        if "dkdv" in var.name and "bf16 D=128" in var.name and "mask=none" in var.name:
+            shared, regs, spills = compile_variant(var)
+            print(f"AOT {var.name}: regs={regs} spills={spills} shared={shared}", flush=True)
+
+
 if __name__ == "__main__":
-    main(float(sys.argv[1]) if len(sys.argv) > 1 else 100.0)
+    if len(sys.argv) > 1 and sys.argv[1] == "backends":
+        backends()
+        report_resources()
+        aot_dkdv()
+    else:
+        main(float(sys.argv[1]) if len(sys.argv) > 1 else 100.0)

@@ -1,0 +1,281 @@
+"""cuDNN candidates of SdpaPlan / SdpaBackwardPlan through nvidia-cudnn-frontend's graph API.
+
+cuDNN's fused flash attention (the kernels behind torch's cuDNN SDPA backend) is the fastest
+path on Hopper for the cells it takes: f16/bf16, no user mask, no dropout, top-left causal or
+bottom-right causal without fully masked rows, head dims multiples of 8. Its softmax stats are
+the natural-log row logsumexp, f32 — exactly our `lse` contract — so a cuDNN backward accepts the
+lse of a Triton forward and the other way round (tested in tests/families/test_attention.py).
+
+One built graph per (descriptor, operand strides, device, thread): cuDNN handles must not be
+shared across threads (autograd runs the backward on its own thread), and a graph is built for
+fixed strides. `supports` builds the contiguous-layout graph once, so a cell cuDNN declines
+(head dims, GQA on an old cuDNN, ...) shows its reason in `Unsupported`'s listing and the Triton
+candidate is picked instead. Workspace = what that graph asks for; graphs for other layouts are
+built with `deselect_workspace_greater_than` that size, so the plan's workspace always suffices.
+
+Precision: f32 softmax and accumulation, P rounded to the element type before P·V (as the
+Triton kernels). Forward and the deterministic backward are deterministic and bit-stable for a
+built graph; the default backward accumulates dQ with float atomics (deterministic=False), and
+PlanPreference(require_deterministic=True) selects cuDNN's deterministic algorithm instead.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+
+import torch
+
+from ...core.errors import BackendError, MisalignedOperand
+from ...core.plan import Candidate
+from ...core.registry import register_candidate
+from ...core.vocab import ArchSku, BackendKind, ElementKind, PrecisionGuarantee
+from .descriptors import CausalKind, MaskKind, SdpaDescriptor
+from .plans import SdpaBackwardPlan, SdpaPlan
+
+HALF = (ElementKind.F16, ElementKind.BF16)
+#: TMA loads in cuDNN's kernels: 16-byte aligned bases and outer strides.
+ALIGN_BYTES = 16
+
+
+@functools.lru_cache(maxsize=1)
+def cudnn_missing() -> str | None:
+    """None when the cuDNN frontend imports and finds a cuDNN 9 library, else why not."""
+    try:
+        import cudnn
+
+        version = int(cudnn.backend_version())
+    except Exception as exc:  # noqa: BLE001 - any import failure means "not available"
+        return f"nvidia-cudnn-frontend not importable ({type(exc).__name__}: {str(exc)[:160]})"
+    if version < 90000:
+        return f"cuDNN backend {version} < 9.0"
+    return None
+
+
+def _static_reason(desc: SdpaDescriptor, arch: ArchSku) -> str | None:
+    """The cells cuDNN's fused attention cannot take (before asking cuDNN itself)."""
+    if arch is ArchSku.INTERPRETER or not torch.cuda.is_available():
+        return "needs a CUDA device"
+    if desc.element not in HALF:
+        return f"cuDNN fused attention takes f16/bf16 only, got {desc.element.value}"
+    if desc.mask is not MaskKind.NONE:
+        return "user masks run on the Triton kernels"
+    if desc.dropout_p > 0.0:
+        return "dropout replay follows our philox stream (Triton kernels)"
+    if desc.head_dim % 8 or desc.value_dim % 8 or max(desc.head_dim, desc.value_dim) > 256:
+        return f"head dims must be multiples of 8 up to 256, got {desc.head_dim}/{desc.value_dim}"
+    if min(desc.batch, desc.num_heads, desc.query_len, desc.key_len) == 0:
+        return "empty problem (the Triton kernels write the empty-key convention)"
+    if desc.causal is CausalKind.BOTTOM_RIGHT and desc.query_len > desc.key_len:
+        return "bottom-right causal with Sq > Sk has fully masked rows (lse = +inf convention)"
+    return cudnn_missing()
+
+
+# -- graphs ------------------------------------------------------------------------------------
+_TLS = threading.local()
+_GRAPHS: dict = {}
+_LOCK = threading.Lock()
+
+
+def _handle(device: int):
+    """One cuDNN handle per (thread, device): cuDNN forbids sharing one across threads."""
+    import cudnn
+
+    handles = getattr(_TLS, "handles", None)
+    if handles is None:
+        handles = _TLS.handles = {}
+    h = handles.get(device)
+    if h is None:
+        with torch.cuda.device(device):
+            h = handles[device] = cudnn.create_handle()
+    return h
+
+
+def _contiguous(shape) -> tuple[int, ...]:
+    out, acc = [], 1
+    for n in reversed(shape):
+        out.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(out))
+
+
+def _strides(t: torch.Tensor) -> tuple[int, ...]:
+    """Strides as cuDNN should see them: extent-1 dims take the contiguous value (any stride
+    is valid for them, but TMA descriptors want 16-byte multiples)."""
+    canon = _contiguous(t.shape)
+    return tuple(c if n == 1 else s for n, s, c in zip(t.shape, t.stride(), canon))
+
+
+def _shapes(desc: SdpaDescriptor, backward: bool) -> dict[str, tuple[int, ...]]:
+    s = {"q": desc.q_shape, "k": desc.k_shape, "v": desc.v_shape, "out": desc.out_shape,
+         "lse": (*desc.lse_shape, 1)}
+    if backward:
+        s.update(dout=desc.out_shape, dq=desc.q_shape, dk=desc.k_shape, dv=desc.v_shape)
+    return s
+
+
+def _build(desc: SdpaDescriptor, backward: bool, deterministic: bool, strides: dict,
+           device: int, ws_limit: int | None):
+    """Build a cuDNN graph for these strides; returns (graph, tensors by name, workspace)."""
+    import cudnn
+
+    dt = cudnn.data_type.BFLOAT16 if desc.element is ElementKind.BF16 else cudnn.data_type.HALF
+    handle = _handle(device)
+    g = cudnn.pygraph(io_data_type=dt, intermediate_data_type=cudnn.data_type.FLOAT,
+                      compute_data_type=cudnn.data_type.FLOAT, handle=handle)
+    shapes = _shapes(desc, backward)
+
+    def inp(name, dtype=dt):
+        return g.tensor(name=name, dim=list(shapes[name]), stride=list(strides[name]),
+                        data_type=dtype)
+
+    causal = {}
+    if desc.causal is CausalKind.TOP_LEFT:
+        causal["use_causal_mask"] = True
+    elif desc.causal is CausalKind.BOTTOM_RIGHT:
+        causal["use_causal_mask_bottom_right"] = True
+    t = {"q": inp("q"), "k": inp("k"), "v": inp("v")}
+    if not backward:
+        o, stats = g.sdpa(name="sdpa", q=t["q"], k=t["k"], v=t["v"], generate_stats=True,
+                          attn_scale=float(desc.scale), **causal)
+        t["out"], t["lse"] = o, stats
+        outs = ("out", "lse")
+    else:
+        t["out"], t["dout"] = inp("out"), inp("dout")
+        t["lse"] = inp("lse", cudnn.data_type.FLOAT)
+        dq, dk, dv = g.sdpa_backward(name="sdpa_backward", q=t["q"], k=t["k"], v=t["v"],
+                                     o=t["out"], dO=t["dout"], stats=t["lse"],
+                                     attn_scale=float(desc.scale),
+                                     use_deterministic_algorithm=deterministic, **causal)
+        t["dq"], t["dk"], t["dv"] = dq, dk, dv
+        outs = ("dq", "dk", "dv")
+    for name in outs:
+        dtype = cudnn.data_type.FLOAT if name == "lse" else dt
+        t[name].set_output(True).set_dim(list(shapes[name])).set_stride(
+            list(strides[name])).set_data_type(dtype)
+    g.validate()
+    g.build_operation_graph()
+    g.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+    if ws_limit is not None:
+        g.deselect_workspace_greater_than(ws_limit)
+    g.check_support()
+    g.build_plans()
+    return g, t, int(g.get_workspace_size())
+
+
+def _graph(desc: SdpaDescriptor, backward: bool, deterministic: bool, strides: dict,
+           device: int, ws_limit: int | None):
+    key = (desc, backward, deterministic, device, threading.get_ident(),
+           tuple(sorted(strides.items())))
+    entry = _GRAPHS.get(key)
+    if entry is None:
+        with _LOCK:
+            entry = _GRAPHS.get(key)
+            if entry is None:
+                entry = _GRAPHS[key] = _build(desc, backward, deterministic, strides, device,
+                                              ws_limit)
+    return entry
+
+
+def _canonical(desc: SdpaDescriptor, backward: bool) -> dict:
+    return {n: _contiguous(s) for n, s in _shapes(desc, backward).items()}
+
+
+class _CudnnBase(Candidate):
+    backend = BackendKind.CUDNN
+    backward = False
+    deterministic = True
+
+    def _canonical_graph(self, desc):
+        dev = torch.cuda.current_device()
+        return _graph(desc, self.backward, self.deterministic, _canonical(desc, self.backward),
+                      dev, None)
+
+    @functools.lru_cache(maxsize=256)  # noqa: B019 - candidates are process-lifetime singletons
+    def _build_reason(self, desc) -> str | None:
+        try:
+            self._canonical_graph(desc)
+        except Exception as exc:  # noqa: BLE001 - cuDNN's decline is the reason
+            return f"cuDNN declined the graph ({type(exc).__name__}: {str(exc)[:200]})"
+        return None
+
+    def supports(self, desc, pref, arch):
+        return _static_reason(desc, arch) or self._build_reason(desc)
+
+    def guarantee(self, desc, pref) -> PrecisionGuarantee:
+        return PrecisionGuarantee.for_element(desc.element, deterministic=self.deterministic,
+                                              bit_stable_on_same_hardware=self.deterministic)
+
+    @functools.lru_cache(maxsize=256)  # noqa: B019
+    def workspace_size(self, desc) -> int:
+        return self._canonical_graph(desc)[2]
+
+    def can_implement(self, desc, args) -> None:
+        who = f"{'SdpaBackwardPlan' if self.backward else 'SdpaPlan'} [{self.name}]"
+        for name in _shapes(desc, self.backward):
+            t = getattr(args, name)
+            if t.numel() == 0:
+                continue
+            if t.data_ptr() % ALIGN_BYTES:
+                raise MisalignedOperand(
+                    f"{who}: {name} must be {ALIGN_BYTES}-byte aligned for cuDNN, got address "
+                    f"% {ALIGN_BYTES} = {t.data_ptr() % ALIGN_BYTES}", ALIGN_BYTES,
+                    t.data_ptr() % ALIGN_BYTES)
+            if name == "lse":  # stats rows are written per thread, not by TMA
+                continue
+            unit = ALIGN_BYTES // t.element_size()
+            for n, s in zip(t.shape[:-1], t.stride()[:-1]):
+                if n > 1 and (s == 0 or s % unit):
+                    raise MisalignedOperand(
+                        f"{who}: {name} outer strides must be non-zero multiples of {unit} "
+                        f"elements for cuDNN, got {tuple(t.stride())}", unit, s)
+
+    def launch(self, desc, args, workspace) -> None:
+        device = args.q.device.index
+        names = _shapes(desc, self.backward)
+        tensors = {n: getattr(args, n) for n in names}
+        tensors["lse"] = tensors["lse"].unsqueeze(-1)
+        strides = {n: _strides(t) for n, t in tensors.items()}
+        limit = self.workspace_size(desc)
+        try:
+            g, t, need = _graph(desc, self.backward, self.deterministic, strides, device, limit)
+        except Exception as exc:  # noqa: BLE001 - a layout cuDNN declines is a backend error
+            raise BackendError(f"{self.name}: cuDNN declined strides {strides}: "
+                               f"{type(exc).__name__}: {str(exc)[:300]}") from exc
+        if need > limit:  # deselect_workspace_greater_than keeps this from happening
+            raise BackendError(f"cuDNN graph needs {need} workspace bytes > {limit}")
+        import cudnn
+
+        handle = _handle(device)
+        cudnn.set_stream(handle, torch.cuda.current_stream(device).cuda_stream)
+        ws = workspace if need else None
+        g.execute({t[n]: x for n, x in tensors.items()}, ws, handle=handle)
+
+
+@register_candidate(SdpaPlan)
+class CudnnForward(_CudnnBase):
+    name = "cudnn_fwd"
+    priority = -10  # fastest where it applies (PERF_NOTES.md)
+
+
+@register_candidate(SdpaBackwardPlan)
+class CudnnBackward(_CudnnBase):
+    name = "cudnn_bwd"
+    backward = True
+    deterministic = False  # dQ accumulated with float atomics
+    priority = -11
+
+
+@register_candidate(SdpaBackwardPlan)
+class CudnnBackwardDeterministic(_CudnnBase):
+    name = "cudnn_bwd_deterministic"
+    backward = True
+    deterministic = True
+    priority = -10
+
+    def supports(self, desc, pref, arch):
+        if max(desc.head_dim, desc.value_dim) <= 64:
+            # measured on an H100 (PERF_NOTES.md): 1.47 ms vs Triton's deterministic 1.09 ms
+            # at B=8 H=16 S=2048 D=64
+            return "at head dims <= 64 the Triton deterministic backward is faster"
+        return super().supports(desc, pref, arch)
