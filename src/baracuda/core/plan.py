@@ -138,6 +138,12 @@ class Candidate:
     def launch(self, desc: Descriptor, args: Args, workspace: torch.Tensor | None) -> None:
         raise NotImplementedError
 
+    def launch_with(self, desc: Descriptor, args: Args, workspace: torch.Tensor | None,
+                    preference: PlanPreference) -> None:
+        """What plans call: candidates whose kernels depend on the preference (TF32, inner
+        plans' backends) override this; the rest implement `launch`."""
+        self.launch(desc, args, workspace)
+
 
 @functools.cache
 def interpreter_active() -> bool:
@@ -287,7 +293,7 @@ class Plan:
         if self.is_empty(args):
             return
         V.check_workspace(who, workspace, self._workspace)
-        self.candidate.launch(self.desc, args, workspace)
+        self.candidate.launch_with(self.desc, args, workspace, self.preference)
 
     def run(self, args: Args, workspace: torch.Tensor | None = None, stream: Any = None) -> None:
         self.can_implement(args)
@@ -295,10 +301,10 @@ class Plan:
             return
         V.check_workspace(type(self).__name__, workspace, self._workspace)
         if stream is None:
-            self.candidate.launch(self.desc, args, workspace)
+            self.candidate.launch_with(self.desc, args, workspace, self.preference)
             return
         with torch.cuda.stream(stream):
-            self.candidate.launch(self.desc, args, workspace)
+            self.candidate.launch_with(self.desc, args, workspace, self.preference)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.desc}, candidate={self.candidate.name})"
