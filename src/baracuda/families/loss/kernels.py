@@ -52,7 +52,7 @@ def ce_kernel(
     PROB: tl.constexpr, HAS_W: tl.constexpr, SMOOTH: tl.constexpr,
     LOSS: tl.constexpr, GRAD: tl.constexpr, MEAN: tl.constexpr,
     ACC: tl.constexpr, BLOCK: tl.constexpr, SINGLE: tl.constexpr, ROWS: tl.constexpr,
-    WIDE: tl.constexpr,
+    WIDE: tl.constexpr, KEEP: tl.constexpr = "", STREAM: tl.constexpr = "",
 ):
     """LOSS: 0 none, 1 per-sample into loss_ptr, 2 per-sample into the workspace.
     GRAD: 0 none, 1 unit upstream gradient (fused), 2 per-sample g, 3 scalar g."""
@@ -122,7 +122,7 @@ def ce_kernel(
             for start in range(0, C, BLOCK):
                 c = start + cols
                 mask = (c < C) & row_ok
-                x = tl.load(x_row + c * xsc, mask=mask, other=NEG).to(ACC)
+                x = tl.load(x_row + c * xsc, mask=mask, other=NEG, eviction_policy=KEEP).to(ACC)
                 m_new = tl.maximum(m_vec, x)
                 alive = m_new > NEG  # lanes still at -inf keep s = 0 (no -inf - -inf)
                 s_vec = s_vec * tl.where(alive, tl.exp(m_vec - m_new), 1.0) + tl.where(
@@ -188,7 +188,8 @@ def ce_kernel(
                 for i in range(0, C, BLOCK):
                     c = (last - i) + cols  # backwards: the blocks read last are still in L2
                     mask = (c < C) & row_ok
-                    x = tl.load(x_row + c * xsc, mask=mask, other=NEG).to(ACC)
+                    x = tl.load(x_row + c * xsc, mask=mask, other=NEG,
+                                eviction_policy=STREAM).to(ACC)
                     p = tl.exp(x - lse)
                     if PROB or SMOOTH:
                         if HAS_W:
@@ -207,7 +208,8 @@ def ce_kernel(
                     g = (p * big - sub) * scale
                     g = tl.where(valid, g, 0.0)
                     g = tl.where(bad, float("nan"), g)
-                    tl.store(d_row + c * dsc, g.to(dx_ptr.dtype.element_ty), mask=mask)
+                    tl.store(d_row + c * dsc, g.to(dx_ptr.dtype.element_ty), mask=mask,
+                             eviction_policy=STREAM)
 
 
 @triton.jit

@@ -11,6 +11,9 @@ constexprs (MODE):
   dot — to the workspace; MODE 3 merges a line's partials in a fixed order (deterministic) and
   writes its chunk. MODE 3 walks the chunks in reverse launch order so that the chunks MODE 2
   read last are still in L2.
+
+KEEP / STREAM are L2 eviction hints for the two-read modes: the first read may ask to keep the
+line (evict_last) for the second read, which, like the stores, need not stay (evict_first).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ def softmax_fwd_kernel(
     ys0, ys1, ys2, ys3, ysn,
     LOG: tl.constexpr, ACC: tl.constexpr, BLOCK: tl.constexpr, MODE: tl.constexpr,
     ROWS: tl.constexpr, PARTS: tl.constexpr, WIDE: tl.constexpr,
+    KEEP: tl.constexpr = "", STREAM: tl.constexpr = "",
 ):
     pid = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
@@ -71,7 +75,7 @@ def softmax_fwd_kernel(
         s_vec = tl.zeros([BLOCK], ACC)
         for start in range(0, N, BLOCK):
             c = start + cols
-            x = tl.load(x_row + c * xsn, mask=c < N, other=NEG).to(ACC)
+            x = tl.load(x_row + c * xsn, mask=c < N, other=NEG, eviction_policy=KEEP).to(ACC)
             m_new = tl.maximum(m_vec, x)
             alive = m_new > NEG  # lanes still at -inf keep s = 0 (avoids -inf - -inf = NaN)
             s_vec = s_vec * tl.where(alive, tl.exp(m_vec - m_new), 1.0) + tl.where(
@@ -83,17 +87,18 @@ def softmax_fwd_kernel(
         last = ((N - 1) // BLOCK) * BLOCK
         for i in range(0, N, BLOCK):
             c = (last - i) + cols  # backwards: the blocks read last are likeliest in L2
-            x = tl.load(x_row + c * xsn, mask=c < N, other=NEG).to(ACC)
+            x = tl.load(x_row + c * xsn, mask=c < N, other=NEG, eviction_policy=STREAM).to(ACC)
             if LOG:
                 y = x - shift
             else:
                 y = tl.exp(x - m) * inv
-            tl.store(y_row + c * ysn, y.to(y_ptr.dtype.element_ty), mask=c < N)
+            tl.store(y_row + c * ysn, y.to(y_ptr.dtype.element_ty), mask=c < N,
+                     eviction_policy=STREAM)
     elif MODE == 2:
         row = pid // n_chunks
         c = (pid % n_chunks) * BLOCK + cols
         x_row = x_ptr + line_offset(row, S1, S2, S3, xs0, xs1, xs2, xs3)
-        x = tl.load(x_row + c * xsn, mask=c < N, other=NEG).to(ACC)
+        x = tl.load(x_row + c * xsn, mask=c < N, other=NEG, eviction_policy=KEEP).to(ACC)
         m = tl.max(x, 0)
         s = tl.sum(tl.exp(x - m), 0)
         s = tl.where(m == NEG, 0.0, s)
@@ -110,12 +115,13 @@ def softmax_fwd_kernel(
         c = (p % n_chunks) * BLOCK + cols
         x_row = x_ptr + line_offset(row, S1, S2, S3, xs0, xs1, xs2, xs3)
         y_row = y_ptr + line_offset(row, S1, S2, S3, ys0, ys1, ys2, ys3)
-        x = tl.load(x_row + c * xsn, mask=c < N, other=NEG).to(ACC)
+        x = tl.load(x_row + c * xsn, mask=c < N, other=NEG, eviction_policy=STREAM).to(ACC)
         if LOG:
             y = x - (m + tl.log(s))
         else:
             y = tl.exp(x - m) * (1.0 / s)
-        tl.store(y_row + c * ysn, y.to(y_ptr.dtype.element_ty), mask=c < N)
+        tl.store(y_row + c * ysn, y.to(y_ptr.dtype.element_ty), mask=c < N,
+                 eviction_policy=STREAM)
 
 
 @triton.jit
@@ -127,6 +133,7 @@ def softmax_bwd_kernel(
     ds0, ds1, ds2, ds3, dsn,
     LOG: tl.constexpr, ACC: tl.constexpr, BLOCK: tl.constexpr, MODE: tl.constexpr,
     ROWS: tl.constexpr, PARTS: tl.constexpr, WIDE: tl.constexpr,
+    KEEP: tl.constexpr = "", STREAM: tl.constexpr = "",
 ):
     """softmax dx = y (dy - sum(y dy)); log_softmax dx = dy - exp(y) sum(dy)."""
     pid = tl.program_id(0).to(tl.int64)
@@ -162,38 +169,42 @@ def softmax_bwd_kernel(
             acc = tl.zeros([BLOCK], ACC)
             for start in range(0, N, BLOCK):
                 c = start + cols
-                g = tl.load(g_row + c * gsn, mask=c < N, other=0.0).to(ACC)
+                g = tl.load(g_row + c * gsn, mask=c < N, other=0.0, eviction_policy=KEEP).to(ACC)
                 if LOG:
                     acc += g
                 else:
-                    acc += tl.load(y_row + c * ysn, mask=c < N, other=0.0).to(ACC) * g
+                    acc += tl.load(y_row + c * ysn, mask=c < N, other=0.0,
+                                   eviction_policy=KEEP).to(ACC) * g
             total = tl.sum(acc, 0)
             last = ((N - 1) // BLOCK) * BLOCK
             for i in range(0, N, BLOCK):
                 c = (last - i) + cols  # backwards: the blocks read last are likeliest in L2
-                g = tl.load(g_row + c * gsn, mask=c < N, other=0.0).to(ACC)
-                y = tl.load(y_row + c * ysn, mask=c < N, other=0.0).to(ACC)
+                g = tl.load(g_row + c * gsn, mask=c < N, other=0.0, eviction_policy=STREAM).to(ACC)
+                y = tl.load(y_row + c * ysn, mask=c < N, other=0.0, eviction_policy=STREAM).to(ACC)
                 if LOG:
                     dx = g - tl.exp(y) * total
                 else:
                     dx = y * (g - total)
-                tl.store(d_row + c * dsn, dx.to(dx_ptr.dtype.element_ty), mask=c < N)
+                tl.store(d_row + c * dsn, dx.to(dx_ptr.dtype.element_ty), mask=c < N,
+                         eviction_policy=STREAM)
         elif MODE == 2:
             c = (pid % n_chunks) * BLOCK + cols
-            g = tl.load(g_row + c * gsn, mask=c < N, other=0.0).to(ACC)
+            g = tl.load(g_row + c * gsn, mask=c < N, other=0.0, eviction_policy=KEEP).to(ACC)
             if LOG:
                 part = tl.sum(g, 0)
             else:
-                part = tl.sum(tl.load(y_row + c * ysn, mask=c < N, other=0.0).to(ACC) * g, 0)
+                y = tl.load(y_row + c * ysn, mask=c < N, other=0.0, eviction_policy=KEEP)
+                part = tl.sum(y.to(ACC) * g, 0)
             tl.store(ws_ptr + pid, part)
         else:
             j = tl.arange(0, PARTS)
             total = tl.sum(tl.load(ws_ptr + row * n_chunks + j, mask=j < n_chunks, other=0.0), 0)
             c = (p % n_chunks) * BLOCK + cols
-            g = tl.load(g_row + c * gsn, mask=c < N, other=0.0).to(ACC)
-            y = tl.load(y_row + c * ysn, mask=c < N, other=0.0).to(ACC)
+            g = tl.load(g_row + c * gsn, mask=c < N, other=0.0, eviction_policy=STREAM).to(ACC)
+            y = tl.load(y_row + c * ysn, mask=c < N, other=0.0, eviction_policy=STREAM).to(ACC)
             if LOG:
                 dx = g - tl.exp(y) * total
             else:
                 dx = y * (g - total)
-            tl.store(d_row + c * dsn, dx.to(dx_ptr.dtype.element_ty), mask=c < N)
+            tl.store(d_row + c * dsn, dx.to(dx_ptr.dtype.element_ty), mask=c < N,
+                     eviction_policy=STREAM)

@@ -40,17 +40,21 @@ def configs(n: int, f32: bool):
                     continue
                 out.append(dict(MODE=TILE, BLOCK=n, ROWS=rows, num_warps=w, PARTS=1))
     else:
-        for b, w in ((2048, 4), (4096, 8), (4096, 4), (8192, 8), (8192, 16)):
-            out.append(dict(MODE=LOOP, BLOCK=b, ROWS=1, num_warps=w, PARTS=1))
-        for b, w in ((4096, 8), (8192, 8), (8192, 16), (16384, 16), (16384, 32)):
-            out.append(dict(MODE=SPLIT_STATS, BLOCK=b, ROWS=1, num_warps=w,
-                            PARTS=triton.next_power_of_2(triton.cdiv(n, b))))
+        hints = ({}, dict(KEEP="evict_last", STREAM="evict_first"))
+        for hint in hints:
+            for b, w in ((4096, 8), (8192, 8), (8192, 16)):
+                out.append(dict(MODE=LOOP, BLOCK=b, ROWS=1, num_warps=w, PARTS=1, **hint))
+            for b, w in ((4096, 8), (8192, 16), (16384, 16)):
+                out.append(dict(MODE=SPLIT_STATS, BLOCK=b, ROWS=1, num_warps=w,
+                                PARTS=triton.next_power_of_2(triton.cdiv(n, b)), **hint))
     return out
 
 
-def sweep_softmax(budget: float) -> None:
+def sweep_softmax(budget: float, long_only: bool = False) -> None:
     shapes = [(32768, 1024), (16384, 4096), (4096, 16384), (1024, 65536), (256, 262144)]
-    for dtype in (torch.bfloat16, torch.float32):
+    if long_only:
+        shapes = shapes[3:]
+    for dtype in (torch.bfloat16,) if long_only else (torch.bfloat16, torch.float32):
         for shape in shapes:
             if time.time() - T0 > budget:
                 print("budget exhausted")
@@ -108,9 +112,9 @@ def sweep_ce(budget: float) -> None:
         print(f"== CE {list(shape)}: torch eager fwd+bwd {nb / bench(eager) / 1e6:.0f} GB/s, "
               f"frontend {nb / bench(ours) / 1e6:.0f} GB/s "
               f"(default {LP.ce_config(shape[1], desc.element)})", flush=True)
-        cfgs = [dict(BLOCK=b, SINGLE=False, ROWS=1, num_warps=w)
-                for b, w in ((2048, 4), (4096, 4), (4096, 8), (8192, 8), (8192, 16),
-                             (16384, 16))]
+        cfgs = [dict(BLOCK=b, SINGLE=False, ROWS=1, num_warps=w, **hint)
+                for hint in ({}, dict(KEEP="evict_last", STREAM="evict_first"))
+                for b, w in ((4096, 4), (4096, 8), (8192, 8), (8192, 16))]
         if shape[1] <= 32768:
             cfgs += [dict(BLOCK=32768, SINGLE=True, ROWS=1, num_warps=w) for w in (16, 32)]
         for cfg in cfgs:
@@ -130,5 +134,6 @@ def sweep_ce(budget: float) -> None:
 if __name__ == "__main__":
     budget = float(sys.argv[1]) if len(sys.argv) > 1 else 200.0
     print(torch.cuda.get_device_name(0), triton.__version__, flush=True)
-    sweep_ce(budget * 0.3)
-    sweep_softmax(budget)
+    long_only = "long" in sys.argv[2:]
+    sweep_ce(budget * 0.4)
+    sweep_softmax(budget, long_only)
