@@ -26,7 +26,27 @@ def _cases(dev):
     def fb(fn):
         return lambda: torch.autograd.grad(fn().sum(), xg)
 
+    class PySoftmax(torch.autograd.Function):
+        """torch's kernels behind a Python autograd.Function: the floor any Python-level
+        differentiable op (ours, Liger's) pays on this host."""
+
+        @staticmethod
+        def forward(ctx, t):
+            out = torch.softmax(t, -1)
+            ctx.save_for_backward(out)
+            return out
+
+        @staticmethod
+        def backward(ctx, g):
+            (out,) = ctx.saved_tensors
+            return torch._softmax_backward_data(g, out, -1, out.dtype)
+
+    y_ours, y_torch = bt.softmax(xg, -1), F.softmax(xg, -1)
+    dy = torch.randn_like(y_ours)
     return {
+        "softmax bwd only": (lambda: torch.autograd.grad(y_ours, xg, dy, retain_graph=True),
+                             lambda: torch.autograd.grad(y_torch, xg, dy, retain_graph=True)),
+        "pyfunc softmax f+b": (fb(lambda: PySoftmax.apply(xg)), fb(lambda: F.softmax(xg, -1))),
         "softmax fwd": (lambda: bt.softmax(x, -1), lambda: F.softmax(x, -1)),
         "softmax fwd+bwd": (fb(lambda: bt.softmax(xg, -1)), fb(lambda: F.softmax(xg, -1))),
         "rms_norm fwd": (lambda: bt.rms_norm(x, (64,), w.detach()),
@@ -71,7 +91,15 @@ def _triton_launch_us(x) -> float:
     finally:
         JITFunction.run = orig
     kern, args, grid, kwargs = seen["call"]
-    return per_call_us(lambda: kern[grid](*args, **kwargs))
+    jit_us = per_call_us(lambda: kern[grid](*args, **kwargs))
+    compiled = kern.run(*args, grid=grid, warmup=False, **kwargs)
+    full = list(args)
+    for p in kern.params[len(args):]:
+        full.append(kwargs[p.name] if p.name in kwargs else p.default)
+    runner = compiled[(*grid, *(1,) * (3 - len(grid)))]
+    direct_us = per_call_us(lambda: runner(*full))
+    print(f"CompiledKernel[grid](*args) direct: {direct_us:.1f} us")
+    return jit_us
 
 
 def main() -> None:
@@ -86,15 +114,16 @@ def main() -> None:
         print(f"{name:<20} {o:12.1f} {t:10.1f} {o / t:7.2f}")
     launch = _triton_launch_us(x_dev())
     print(f"triton launch alone (softmax fwd kernel, replayed): {launch:.1f} us")
-    fn = cases[a.profile][0]
-    prof = cProfile.Profile()
-    prof.enable()
-    for _ in range(2000):
-        fn()
-    prof.disable()
-    torch.cuda.synchronize()
-    pstats.Stats(prof).sort_stats("tottime").print_stats(a.top)
-    pstats.Stats(prof).sort_stats("cumulative").print_stats(a.top)
+    for name in a.profile.split(","):
+        print(f"==== profile: {name}")
+        fn = cases[name][0]
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(2000):
+            fn()
+        prof.disable()
+        torch.cuda.synchronize()
+        pstats.Stats(prof).sort_stats("tottime").print_stats(a.top)
 
 
 if __name__ == "__main__":

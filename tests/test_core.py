@@ -178,3 +178,52 @@ def test_public_names_are_reexported():
     for name in ("Plan", "Descriptor", "Args", "KernelSku", "PlanPreference", "InvalidProblem",
                  "SoftmaxPlan", "SoftmaxBackwardPlan", "SoftmaxKind"):
         assert name in bc.__all__ and hasattr(bc, name)
+
+
+@pytest.mark.gpu
+def test_fast_launch_reuses_the_compiled_kernel_and_follows_specialization():
+    """The cached launch path gives Triton's results, and a new specialization (alignment,
+    dtype, constexpr) compiles instead of reusing a wrong kernel."""
+    import triton
+    import triton.language as tl
+
+    from baracuda.backends import triton_support as ts
+
+    @triton.jit
+    def scale_kernel(x_ptr, y_ptr, n, k, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=m) * k, mask=m)
+
+    import sys
+    import types
+
+    mod = types.ModuleType("baracuda.families._fast_launch_probe")
+    mod.scale_kernel = scale_kernel
+    sys.modules[mod.__name__] = mod
+    try:
+        assert ts.enable_fast_launch(mod.__name__) == 1
+        for dtype in (torch.float32, torch.float16):
+            for offset in (0, 1):  # 1: the pointer is no longer 16-byte aligned
+                x = torch.randn(1001, device="cuda", dtype=dtype)[offset:]
+                for _ in range(3):
+                    y = torch.full_like(x, float("nan"))
+                    scale_kernel[(triton.cdiv(x.numel(), 256),)](x, y, x.numel(), 3, BLOCK=256)
+                    torch.testing.assert_close(y, x * 3)
+        assert len(scale_kernel._baracuda_launch_table) == 4
+    finally:
+        del sys.modules[mod.__name__]
+
+
+def test_broadcast_shapes_matches_torch():
+    from baracuda.core.layout import broadcast_shapes
+
+    for shapes in [((2, 3), (3,)), ((1,), (4, 1, 5)), ((), (3,)), ((0, 1), (1, 5)),
+                   ((2, 1), (1, 3), (4, 1, 1))]:
+        assert broadcast_shapes(*shapes) == tuple(torch.broadcast_shapes(*shapes))
+    for shapes in [((2, 3), (4,)), ((2, 1), (3,), (4, 1))]:
+        with pytest.raises(RuntimeError) as ours:
+            broadcast_shapes(*shapes)
+        with pytest.raises(RuntimeError) as theirs:
+            torch.broadcast_shapes(*shapes)
+        assert str(ours.value) == str(theirs.value)

@@ -31,5 +31,9 @@ for _fam in sorted({p.family for p in plans()}):  # noqa: F405
         globals()[_name] = getattr(_mod, _name)
         __all__.append(_name)
 
+from .backends.triton_support import enable_fast_launch as _enable_fast_launch  # noqa: E402
+
+_enable_fast_launch()
+
 
 # `baracuda.torch` (the torch frontend) is imported on demand: it registers torch.library ops.
