@@ -70,50 +70,26 @@ def per_call_us(fn, n=2000) -> float:
     return (time.perf_counter() - t0) / n * 1e6
 
 
-def x_dev():
-    return torch.randn(8, 64, device="cuda")
-
-
-def _triton_launch_us(x) -> float:
-    """Replay the last kernel[grid](...) call of a softmax forward: Triton's own launch cost."""
-    from triton.runtime.jit import JITFunction
-
-    seen = {}
-    orig = JITFunction.run
-
-    def spy(self, *args, grid, warmup, **kwargs):
-        seen["call"] = (self, args, grid, kwargs)
-        return orig(self, *args, grid=grid, warmup=warmup, **kwargs)
-
-    JITFunction.run = spy
-    try:
-        bt.softmax(x, -1)
-    finally:
-        JITFunction.run = orig
-    kern, args, grid, kwargs = seen["call"]
-    jit_us = per_call_us(lambda: kern[grid](*args, **kwargs))
-    compiled = kern.run(*args, grid=grid, warmup=False, **kwargs)
-    full = list(args)
-    for p in kern.params[len(args):]:
-        full.append(kwargs[p.name] if p.name in kwargs else p.default)
-    runner = compiled[(*grid, *(1,) * (3 - len(grid)))]
-    direct_us = per_call_us(lambda: runner(*full))
-    print(f"CompiledKernel[grid](*args) direct: {direct_us:.1f} us")
-    return jit_us
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--profile", default="softmax fwd+bwd")
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--kernels", default="", help="case to run under torch.profiler")
     a = ap.parse_args()
     cases = _cases(torch.device("cuda"))
     print(f"{'op':<20} {'baracuda us':>12} {'torch us':>10} {'ratio':>7}")
     for name, (ours, theirs) in cases.items():
         o, t = per_call_us(ours), per_call_us(theirs)
         print(f"{name:<20} {o:12.1f} {t:10.1f} {o / t:7.2f}")
-    launch = _triton_launch_us(x_dev())
-    print(f"triton launch alone (softmax fwd kernel, replayed): {launch:.1f} us")
+    if a.kernels:
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            for _ in range(50):
+                cases[a.kernels][0]()
+            torch.cuda.synchronize()
+        print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=12,
+                                        max_name_column_width=50))
     for name in a.profile.split(","):
         print(f"==== profile: {name}")
         fn = cases[name][0]
