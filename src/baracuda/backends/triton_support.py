@@ -133,14 +133,15 @@ def join_f64(hi, lo, ACC: tl.constexpr):
 # of it outside the compiled launcher (option parsing, knob lookups, the string cache key).
 # Eager calls repeat a handful of specializations, so each kernel keeps its own table:
 # (device, Triton's own specialization of the arguments, launch options) -> compiled kernel,
-# and a hit launches it directly. Misses, warm-ups and launch hooks (profilers) take Triton's
-# path unchanged, so what is compiled and how arguments are specialized stays Triton's.
+# and a hit launches it directly (with Triton's launch hooks, if a profiler set them). Misses
+# and warm-ups take Triton's path unchanged, so what is compiled and how arguments are
+# specialized stays Triton's.
 
 
 def _fast_run(kernel, slow_run, *args, grid, warmup, **kwargs):
     from triton import knobs
 
-    if warmup or knobs.runtime.launch_enter_hook is not None:
+    if warmup:
         return slow_run(*args, grid=grid, warmup=warmup, **kwargs)
     device = torch.cuda.current_device()
     binder = kernel.device_caches[device][4]
@@ -162,8 +163,12 @@ def _fast_run(kernel, slow_run, *args, grid, warmup, **kwargs):
     g1 = grid[1] if len(grid) > 1 else 1
     g2 = grid[2] if len(grid) > 2 else 1
     stream = torch._C._cuda_getCurrentRawStream(device)
-    compiled.run(grid[0], g1, g2, stream, compiled.function, compiled.packed_metadata, None,
-                 None, None, *bound.values())
+    args = bound.values()
+    runtime = knobs.runtime
+    enter = runtime.launch_enter_hook  # profilers' hooks are honoured as Triton does
+    meta = None if enter is None else compiled.launch_metadata(grid, stream, *args)
+    compiled.run(grid[0], g1, g2, stream, compiled.function, compiled.packed_metadata, meta,
+                 enter, runtime.launch_exit_hook, *args)
     return compiled
 
 
