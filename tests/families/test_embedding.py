@@ -45,10 +45,11 @@ def test_bf16_strided_weight_and_int32(device):
 
 def test_errors(device):
     w = torch.randn(5, 3, device=device)
-    with pytest.raises(IndexError):
-        embedding(torch.tensor([0, 5], device=device), w)
-    with pytest.raises(IndexError):
-        embedding(torch.tensor([-1], device=device), w)
+    if device.type == "cpu":  # CUDA: a device-side assert, as torch (it would end the process)
+        with pytest.raises(IndexError):
+            embedding(torch.tensor([0, 5], device=device), w)
+        with pytest.raises(IndexError):
+            embedding(torch.tensor([-1], device=device), w)
     with pytest.raises(AssertionError):
         embedding(torch.tensor([0], device=device), w, padding_idx=5)
     with pytest.raises(RuntimeError):
@@ -69,7 +70,7 @@ def test_empty_and_deterministic(device):
 def test_opcheck_and_compile(device):
     w = torch.randn(6, 3, dtype=torch.float64, device=device, requires_grad=True)
     idx = torch.tensor([[1, 4], [1, 0]], device=device)
-    torch.library.opcheck(_embedding, (idx, w, -1))
+    torch.library.opcheck(_embedding.custom_op, (idx, w, -1))
 
     def f(idx, w):
         return embedding(idx, w, padding_idx=1).sum()

@@ -115,8 +115,9 @@ def test_index_copy_and_index_put(device):
 
 def test_errors(device):
     x = torch.randn(4, 3, device=device)
-    with pytest.raises(IndexError):
-        bt.index_select(x, 0, torch.tensor([4], device=device))
+    if device.type == "cpu":  # CUDA: a device-side assert, as torch (it would end the process)
+        with pytest.raises(IndexError):
+            bt.index_select(x, 0, torch.tensor([4], device=device))
     with pytest.raises(IndexError):
         bt.index_select(x, 2, torch.tensor([0], device=device))
     with pytest.raises(RuntimeError):
@@ -144,8 +145,8 @@ def test_opcheck_and_compile(device):
 
     x = torch.randn(5, 4, dtype=torch.float64, device=device, requires_grad=True)
     idx = torch.tensor([1, 4, 4], device=device)
-    torch.library.opcheck(_index_select, (x, 0, idx))
-    torch.library.opcheck(_gather, (x, 1, torch.tensor([[0, 3]] * 5, device=device)))
+    torch.library.opcheck(_index_select.custom_op, (x, 0, idx))
+    torch.library.opcheck(_gather.custom_op, (x, 1, torch.tensor([[0, 3]] * 5, device=device)))
 
     def f(x, idx):
         return bt.index_select(x, 0, idx).sum() + bt.gather(x, 0, idx[None].expand(2, 3)).sum()

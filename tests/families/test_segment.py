@@ -128,7 +128,7 @@ def test_opcheck(device):
     x = torch.randn(9, 3, dtype=torch.float64, device=device, requires_grad=True)
     ids = torch.tensor([0, 2, 2, 1, 0, 0, 3, 1, 2], device=device)
     for kind in ("sum", "max"):
-        torch.library.opcheck(_segment_reduce, (x, ids, 4, kind, False))
+        torch.library.opcheck(_segment_reduce.custom_op, (x, ids, 4, kind, False))
 
 
 def test_compile_fullgraph(device):

@@ -13,7 +13,15 @@ from ...core.registry import register_candidate, register_plan
 from ...core.vocab import ElementKind, OpCategory
 from ..segment.descriptors import SegmentDescriptor, SegmentKind
 from ..segment.plans import KIND_ID, run_reduce
-from ..segment.sort import Layout, cdiv, segment_counts, segment_offsets, sort_sections
+from ..segment.sort import (
+    ASSERT_LAUNCH,
+    Layout,
+    cdiv,
+    gather_tile,
+    segment_counts,
+    segment_offsets,
+    sort_sections,
+)
 from .descriptors import (
     EmbeddingArgs,
     EmbeddingBackwardArgs,
@@ -31,8 +39,8 @@ class EmbeddingPlan(Plan):
 
     Shapes: weight [V, Dm] (any strides), indices [T] int32/int64, out [T, Dm].
     Dtypes: f32, f16, bf16, f64. Workspace: none.
-    Indices outside [0, V) produce zero rows here; the torch frontend raises IndexError first,
-    as torch does.
+    Indices outside [0, V): a device-side assert on CUDA (as torch's CUDA kernel; no host
+    sync); zero rows under the interpreter, where the torch frontend raises IndexError first.
     Precision: exact (a copy); deterministic.
     """
 
@@ -93,13 +101,13 @@ class TritonEmbeddingGather(Candidate):
 
     def launch(self, desc, args, workspace) -> None:
         t, dm = desc.num_tokens, desc.embedding_dim
-        block_d = min(next_pow2(dm), 512)
-        block_t = 16 if INTERPRET else max(1, 4096 // block_d)
+        block_t, block_d, warps = gather_tile(dm, desc.element.torch_dtype.itemsize)
         w, o, idx = args.weight, args.out, args.indices
         embedding_gather_kernel[(cdiv(t, block_t), cdiv(dm, block_d))](
             w, idx, o, t, desc.num_embeddings, dm, idx.stride(0), w.stride(0), w.stride(1),
-            o.stride(0), o.stride(1), BLOCK_T=block_t, BLOCK_D=block_d,
-            num_warps=1 if INTERPRET else 4)
+            o.stride(0), o.stride(1), BLOCK_T=block_t, BLOCK_D=block_d, **ASSERT_LAUNCH,
+            num_warps=warps)
+
 
 
 def _segment_desc(desc) -> SegmentDescriptor:

@@ -91,7 +91,7 @@ class EmbeddingSpec(PlanSpec):
         for el in (E.F32, E.BF16):
             t = "*" + triton_dtype(el.torch_dtype)
             k = embedding_gather_kernel
-            const = dict(BLOCK_T=8, BLOCK_D=512, wc=1, outc=1)
+            const = dict(BLOCK_T=8, BLOCK_D=1024, wc=1, outc=1, CHECK=True)
             sig = {n: ("constexpr" if n in const else {"w_ptr": t, "out_ptr": t,
                                                        "idx_ptr": "*i64"}.get(n, "i64"))
                    for n in k.arg_names}

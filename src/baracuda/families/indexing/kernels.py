@@ -31,13 +31,16 @@ def row_gather_kernel(src_ptr, idx_ptr, dst_ptr, K, n, D, idx_stride,
                       S1, S2, S3,
                       sr, ss0, ss1, ss2, ss3,
                       dr, ds0, ds1, ds2, ds3,
-                      BLOCK_K: tl.constexpr, BLOCK_D: tl.constexpr, FLAT: tl.constexpr):
+                      BLOCK_K: tl.constexpr, BLOCK_D: tl.constexpr, FLAT: tl.constexpr,
+                      CHECK: tl.constexpr):
     ks = tl.program_id(0).to(tl.int64) * BLOCK_K + tl.arange(0, BLOCK_K)
     cols = tl.program_id(1).to(tl.int64) * BLOCK_D + tl.arange(0, BLOCK_D)
     km = ks < K
     cm = cols < D
     i = tl.load(idx_ptr + ks * idx_stride, mask=km, other=0).to(tl.int64)
-    ok = km & (i >= 0) & (i < n)  # out of range reads nothing (the frontend raises first)
+    ok = km & (i >= 0) & (i < n)  # out of range reads nothing
+    if CHECK:  # CUDA: torch's device-side assert instead of a host sync (see ASSERT_LAUNCH)
+        tl.device_assert(ok | ~km, "index out of range in self")
     s_off = col_offset(cols, S1, S2, S3, ss0, ss1, ss2, ss3, FLAT)
     v = tl.load(src_ptr + tl.where(ok, i, 0)[:, None] * sr + s_off[None, :],
                 mask=ok[:, None] & cm[None, :], other=0)

@@ -14,7 +14,7 @@ from ...core.registry import register_candidate, register_plan
 from ...core.vocab import ElementKind, OpCategory, PrecisionGuarantee
 from ..segment.descriptors import SegmentDescriptor, SegmentKind
 from ..segment.plans import KIND_ID, inner_layout, is_flat, run_reduce
-from ..segment.sort import Layout, cdiv, segment_offsets, sort_sections
+from ..segment.sort import ASSERT_LAUNCH, Layout, cdiv, gather_tile, segment_offsets, sort_sections
 from .descriptors import (
     GatherArgs,
     GatherDescriptor,
@@ -45,8 +45,9 @@ class IndexSelectPlan(Plan):
     """out = input.index_select(dim, index).
 
     Shapes: input any rank (strided), index [K] int32/int64, out = input's shape with K at dim.
-    Dtypes: floats, int8/16/32/64, uint8. Workspace: none. Out-of-range indices give zero rows
-    here; the torch frontend raises IndexError first, as torch does.
+    Dtypes: floats, int8/16/32/64, uint8. Workspace: none. Out-of-range indices: a device-side
+    assert on CUDA (as torch's CUDA kernel; no host sync), zero rows under the interpreter,
+    where the torch frontend raises IndexError first.
     Precision: exact (a copy); deterministic.
     """
 
@@ -120,12 +121,11 @@ class TritonIndexSelect(Candidate):
         d = 1
         for e in dst.shape[1:]:
             d *= e
-        block_d = min(next_pow2(d), 256)
-        block_k = 16 if INTERPRET else max(1, 2048 // block_d)
+        block_k, block_d, warps = gather_tile(d, desc.element.torch_dtype.itemsize)
         row_gather_kernel[(cdiv(k, block_k), cdiv(d, block_d))](
             src, idx, dst, k, n, d, idx.stride(0) if k else 1, *shape[1:],
             src.stride(0), *ss, dst.stride(0), *ds, BLOCK_K=block_k, BLOCK_D=block_d,
-            FLAT=is_flat(shape), num_warps=WARPS)
+            FLAT=is_flat(shape), **ASSERT_LAUNCH, num_warps=warps)
 
 
 @register_candidate(IndexSelectBackwardPlan)

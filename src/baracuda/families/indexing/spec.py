@@ -97,7 +97,7 @@ class IndexSelectSpec(PlanSpec):
 
     def aot_variants(self):
         k = row_gather_kernel
-        const = dict(BLOCK_K=8, BLOCK_D=256, S1=1, S2=1, ss3=1, ds3=1, FLAT=True)
+        const = dict(BLOCK_K=8, BLOCK_D=1024, S1=1, S2=1, ss3=1, ds3=1, FLAT=True, CHECK=True)
         ptr = {"src_ptr": "*bf16", "dst_ptr": "*bf16", "idx_ptr": "*i64"}
         yield AotVariant("row_gather bf16", k, _sig(k, ptr, const), const)
 

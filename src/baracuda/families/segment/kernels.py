@@ -4,7 +4,8 @@ Forward: program (segment, column block) owns its output tile and walks the segm
 ascending row order (sorted positions, or the stable permutation of unsorted ids), BLOCK_R rows
 at a time, reducing each tile in a fixed tree. No float atomics, so every run is bit-identical.
 max / min also keep the row of the winner: the larger value wins, NaN beats everything, and on
-ties the smaller row wins; the backward sends the gradient to exactly that row.
+ties the smaller row wins (compared by row number, so any order of the rows gives the same
+winner); the backward sends the gradient to exactly that row.
 
 Backward: program (row block, column block) reads each row's segment and writes its gradient
 once: coalesced writes, zeros for dropped rows.
@@ -96,7 +97,7 @@ def segment_reduce_kernel(
                     zc2 = tl.zeros([BLOCK_R, BLOCK_D], tl.int32)
                 else:
                     acc2 = tl.full([BLOCK_R, BLOCK_D], -float("inf"), ACC)
-                    pos2 = tl.full([BLOCK_R, BLOCK_D], -1, tl.int32)  # lane winner's position
+                    pos2 = tl.full([BLOCK_R, BLOCK_D], -1, tl.int32)  # lane winner's row
                 for k in range(start, end, BLOCK_R):
                     pos = k + r_ar
                     rm = pos < end
@@ -118,11 +119,17 @@ def segment_reduce_kernel(
                     else:
                         if KIND == K_MIN:
                             x = -x  # min(x) = -max(-x): exact, NaN stays NaN
-                        # positions grow along each lane, so strict > keeps the first row on ties;
-                        # NaN beats any number and the first NaN stays
-                        take = m2 & ((x > acc2) | ((x != x) & (acc2 == acc2)) | (pos2 < 0))
+                        # ties (and NaN against NaN) go to the smaller row, compared by row
+                        # number: the result does not depend on the order rows arrive in, so
+                        # unsorted ids need only an unordered bucketing, not a stable sort
+                        r2 = rows.to(tl.int32)[:, None]
+                        xn = x != x
+                        an = acc2 != acc2
+                        better = (x > acc2) | (xn & ~an)
+                        tie = ((x == acc2) | (xn & an)) & (r2 < pos2)
+                        take = m2 & (better | tie | (pos2 < 0))
                         acc2 = tl.where(take, x, acc2)
-                        pos2 = tl.where(take, pos.to(tl.int32)[:, None], pos2)
+                        pos2 = tl.where(take, r2, pos2)
                 if KIND == K_SUM or KIND == K_MEAN:
                     acc = tl.sum(acc2, axis=0)
                 elif KIND == K_PROD:
@@ -158,14 +165,9 @@ def segment_reduce_kernel(
                 else:
                     acc = b + alpha * acc
             tl.store(out_ptr + o_off, acc.to(out_ptr.dtype.element_ty), mask=cm & seg_ok)
-        if STORE_ARG:
-            found = best >= 0
-            if SORTED:
-                row = best
-            else:
-                row = tl.load(perm_ptr + best, mask=cm & found, other=0).to(tl.int64)
+        if STORE_ARG:  # best is already a row number (-1: empty segment)
             a_off = seg * ar + col_offset(cols, S1, S2, S3, as0, as1, as2, as3, FLAT)
-            tl.store(arg_ptr + a_off, tl.where(found, row, -1), mask=cm & seg_ok)
+            tl.store(arg_ptr + a_off, best, mask=cm & seg_ok)
 
 
 @triton.jit
@@ -191,6 +193,11 @@ def segment_backward_kernel(
     g = tl.load(g_ptr + seg[:, None] * gr + g_off[None, :], mask=m2, other=0.0).to(ACC)
     if KIND == K_SUM:
         v = g
+    elif KIND == K_MAX or KIND == K_MIN:
+        # every row written once (zeros included): no separate memset of grad_data
+        a_off = col_offset(cols, S1, S2, S3, as0, as1, as2, as3, FLAT)
+        a = tl.load(arg_ptr + seg[:, None] * ar + a_off[None, :], mask=m2, other=-1)
+        v = tl.where(a == rows[:, None], g, 0.0)
     elif KIND == K_MEAN:
         cnt = tl.load(cnt_ptr + seg, mask=valid, other=1)
         v = g / tl.maximum(cnt, 1).to(ACC)[:, None]

@@ -57,7 +57,10 @@ def exclusive_scan_kernel(x_ptr, M, BLOCK: tl.constexpr):
 @triton.jit
 def radix_scatter_kernel(keys_in, vals_in, ids_ptr, keys_out, vals_out, hist_ptr, N, S,
                          ids_stride, SHIFT, DROP, n_chunks,
-                         FIRST: tl.constexpr, R: tl.constexpr, C: tl.constexpr):
+                         FIRST: tl.constexpr, R: tl.constexpr, C: tl.constexpr,
+                         FUSED: tl.constexpr, NCH: tl.constexpr):
+    """FUSED (few chunks: R x NCH counts fit one tile): each program scans the raw histogram
+    itself instead of reading `exclusive_scan_kernel`'s result, one launch less per pass."""
     chunk = tl.program_id(0)
     rows, m, key, digit, onehot = _digits(keys_in, ids_ptr, chunk, N, S, ids_stride, SHIFT,
                                           DROP, FIRST=FIRST, R=R, C=C)
@@ -67,7 +70,17 @@ def radix_scatter_kernel(keys_in, vals_in, ids_ptr, keys_out, vals_out, hist_ptr
         val = tl.load(vals_in + rows, mask=m, other=0)
     cum = tl.cumsum(onehot.to(tl.int32), axis=0)  # [C, R] inclusive per digit
     rank = tl.sum(tl.where(onehot, cum, 0), axis=1) - 1  # stable rank inside the chunk
-    base = tl.load(hist_ptr + digit * n_chunks + chunk, mask=m, other=0)
+    if FUSED:
+        dg = tl.arange(0, R)
+        ch = tl.arange(0, NCH)
+        h = tl.load(hist_ptr + dg[:, None] * n_chunks + ch[None, :],
+                    mask=(ch < n_chunks)[None, :], other=0)  # [R, NCH]
+        tot = tl.sum(h, axis=1)
+        # digit-major order: all smaller digits, then this digit in earlier chunks
+        bvec = tl.cumsum(tot, axis=0) - tot + tl.sum(tl.where(ch[None, :] < chunk, h, 0), axis=1)
+        base = tl.sum(tl.where(onehot, bvec[None, :], 0), axis=1)
+    else:
+        base = tl.load(hist_ptr + digit * n_chunks + chunk, mask=m, other=0)
     pos = base + rank
     tl.store(keys_out + pos, key, mask=m)
     tl.store(vals_out + pos, val, mask=m)
@@ -98,3 +111,29 @@ def histogram_kernel(ids_ptr, N, S, ids_stride, counts_ptr, BLOCK: tl.constexpr)
     ok = (rows < N) & (raw >= 0) & (raw < S)
     tl.atomic_add(counts_ptr + tl.where(ok, raw, 0), tl.full([BLOCK], 1, tl.int32), mask=ok,
                   sem="relaxed")
+
+
+@triton.jit
+def bucket_scan_kernel(counts_ptr, off_ptr, S, BLOCK: tl.constexpr):
+    """off[s] = exclusive prefix of counts (s in [0, S]); counts becomes the same prefix, the
+    per-bucket cursor of `bucket_place_kernel` (one program; S is a segment count)."""
+    carry = tl.zeros([], tl.int32)
+    for start in range(0, S + 1, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        v = tl.load(counts_ptr + offs, mask=offs < S, other=0)
+        exc = tl.cumsum(v, axis=0) - v + carry
+        tl.store(off_ptr + offs, exc, mask=offs <= S)
+        tl.store(counts_ptr + offs, exc, mask=offs < S)
+        carry += tl.sum(v, axis=0)
+
+
+@triton.jit
+def bucket_place_kernel(ids_ptr, cur_ptr, perm_ptr, N, S, ids_stride, BLOCK: tl.constexpr):
+    """perm[cursor[id]++] = row: groups rows by id, in no fixed order inside a group (only for
+    reductions whose result does not depend on that order: max / min with row tie-breaks)."""
+    rows = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    raw = tl.load(ids_ptr + rows * ids_stride, mask=rows < N, other=-1).to(tl.int64)
+    ok = (rows < N) & (raw >= 0) & (raw < S)
+    pos = tl.atomic_add(cur_ptr + tl.where(ok, raw, 0), tl.full([BLOCK], 1, tl.int32), mask=ok,
+                        sem="relaxed")
+    tl.store(perm_ptr + pos, rows.to(tl.int32), mask=ok)

@@ -10,8 +10,10 @@ from dataclasses import dataclass
 
 import torch
 
-from ...backends.triton_support import INTERPRET
+from ...backends.triton_support import INTERPRET, next_pow2
 from .kernels_sort import (
+    bucket_place_kernel,
+    bucket_scan_kernel,
     exclusive_scan_kernel,
     histogram_kernel,
     lower_bound_kernel,
@@ -24,6 +26,27 @@ RADIX = 1 << DIGIT_BITS
 CHUNK = 512  # rows per radix program: [CHUNK, RADIX] one-hot tile in registers
 ALIGN = 256
 SEARCH_BLOCK = 128
+
+
+#: On CUDA the gather checks indices with a device-side assert, as torch's CUDA kernels do
+#: (no host sync per call); `debug` compiles the assert in, and only the assert: integer
+#: overflow sanitizing stays off. The interpreter never fires asserts: the frontend checks
+#: CPU tensors on the host instead.
+ASSERT_LAUNCH = ({"CHECK": False} if INTERPRET else
+                 {"CHECK": True, "debug": True, "sanitize_overflow": False})
+
+
+#: (bytes per program, bytes per row chunk, warps) of the row gathers; tuned on an H100
+GATHER_TILE = (8192, 2048, 4)
+
+
+def gather_tile(d: int, itemsize: int) -> tuple[int, int, int]:
+    """(rows, columns, warps) per program of a row gather of rows with d elements."""
+    if INTERPRET:
+        return 16, min(next_pow2(d), 512), 1
+    tile_bytes, chunk_bytes, warps = GATHER_TILE
+    block_d = min(next_pow2(d), max(1, chunk_bytes // itemsize))
+    return max(1, tile_bytes // (block_d * itemsize)), block_d, warps
 
 
 def cdiv(a: int, b: int) -> int:
@@ -63,14 +86,30 @@ class Layout:
         return out
 
 
+#: the scatter scans the histogram itself when it has at most this many counts
+FUSED_SCAN_MAX = 8192
+
+
+def radix_shape(n_rows: int) -> tuple[int, int]:
+    """(digit bits, rows per chunk) of the radix sort. Few rows: wider digits (fewer passes,
+    each pass a launch or two) on smaller chunks, keeping the [chunk, radix] one-hot tile at
+    8K elements and radix x chunks within FUSED_SCAN_MAX."""
+    if n_rows <= 16384:
+        return 6, 128
+    if n_rows <= 65536:
+        return 5, 256
+    return DIGIT_BITS, CHUNK
+
+
 def sort_sections(n_rows: int, n_seg: int, unsorted: bool) -> list[tuple[str, int, torch.dtype]]:
     """Sections for segment offsets (and, for unsorted ids, the radix sort's buffers)."""
     items = [("offsets", n_seg + 2, torch.int32)]
     if unsorted:
-        n_chunks = cdiv(n_rows, CHUNK)
+        bits, chunk = radix_shape(n_rows)
+        n_chunks = cdiv(n_rows, chunk)
         items += [("keys_a", n_rows, torch.int32), ("vals_a", n_rows, torch.int32),
                   ("keys_b", n_rows, torch.int32), ("vals_b", n_rows, torch.int32),
-                  ("hist", max(RADIX * n_chunks, 1), torch.int32)]
+                  ("hist", max((1 << bits) * n_chunks, 1), torch.int32)]
     return items
 
 
@@ -93,22 +132,27 @@ def segment_offsets(ids: torch.Tensor, n_seg: int, views: dict[str, torch.Tensor
         lower_bound_kernel[grid](ids, n, ids.stride(0) if n else 1, offsets, n_seg + 2,
                                  _steps(n), BLOCK=SEARCH_BLOCK)
         return None if not unsorted else views["vals_a"]
-    n_chunks = cdiv(n, CHUNK)
+    digit_bits, chunk = radix_shape(n)
+    radix = 1 << digit_bits
+    n_chunks = cdiv(n, chunk)
+    fused = radix * n_chunks <= FUSED_SCAN_MAX
     bits = max(1, n_seg.bit_length())  # keys lie in [0, n_seg]
     src_k, src_v = views["keys_a"], views["vals_a"]
     dst_k, dst_v = views["keys_b"], views["vals_b"]
     hist = views["hist"]
     warps = 4 if not INTERPRET else 1
-    for p in range(cdiv(bits, DIGIT_BITS)):
+    for p in range(cdiv(bits, digit_bits)):
         first = p == 0
-        common = dict(FIRST=first, R=RADIX, C=CHUNK, num_warps=warps)
+        common = dict(FIRST=first, R=radix, C=chunk, num_warps=warps)
         radix_hist_kernel[(n_chunks,)](src_k, ids, hist, n, n_seg, ids.stride(0),
-                                       p * DIGIT_BITS, drop, n_chunks, **common)
-        exclusive_scan_kernel[(1,)](hist, RADIX * n_chunks, BLOCK=1024 if INTERPRET else 8192,
-                                     num_warps=warps if INTERPRET else 16)
+                                       p * digit_bits, drop, n_chunks, **common)
+        if not fused:
+            exclusive_scan_kernel[(1,)](hist, radix * n_chunks,
+                                        BLOCK=1024 if INTERPRET else 8192,
+                                        num_warps=warps if INTERPRET else 16)
         radix_scatter_kernel[(n_chunks,)](src_k, src_v, ids, dst_k, dst_v, hist, n, n_seg,
-                                          ids.stride(0), p * DIGIT_BITS, drop, n_chunks,
-                                          **common)
+                                          ids.stride(0), p * digit_bits, drop, n_chunks,
+                                          FUSED=fused, NCH=next_pow2(n_chunks), **common)
         src_k, src_v, dst_k, dst_v = dst_k, dst_v, src_k, src_v
     lower_bound_kernel[grid](src_k, n, 1, offsets, n_seg + 2, _steps(n), BLOCK=SEARCH_BLOCK)
     return src_v
@@ -120,3 +164,27 @@ def segment_counts(ids: torch.Tensor, n_seg: int, counts: torch.Tensor) -> None:
     n = ids.shape[0]
     if n:
         histogram_kernel[(cdiv(n, 1024),)](ids, n, n_seg, ids.stride(0), counts, BLOCK=1024)
+
+
+def bucket_sections(n_rows: int, n_seg: int) -> list[tuple[str, int, torch.dtype]]:
+    """Sections of `bucket_offsets`: offsets, per-bucket counts / cursors, the permutation."""
+    return [("offsets", n_seg + 2, torch.int32), ("counts", max(n_seg, 1), torch.int32),
+            ("perm", max(n_rows, 1), torch.int32)]
+
+
+def bucket_offsets(ids: torch.Tensor, n_seg: int, views: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Group rows by id without ordering them inside a group (4 launches instead of the radix
+    sort's 3 per digit): exact integer counts, one scan, then each row takes the next slot of
+    its bucket with an integer atomic. The set of rows per segment is fixed, their order is
+    not: only for order-independent reductions (max / min with row-number tie-breaks)."""
+    n = ids.shape[0]
+    counts, offsets, perm = views["counts"], views["offsets"], views["perm"]
+    counts.zero_()
+    if n:
+        histogram_kernel[(cdiv(n, 1024),)](ids, n, n_seg, ids.stride(0), counts, BLOCK=1024)
+    bucket_scan_kernel[(1,)](counts, offsets, n_seg, BLOCK=1024 if INTERPRET else 4096,
+                             num_warps=1 if INTERPRET else 8)
+    if n:
+        bucket_place_kernel[(cdiv(n, 1024),)](ids, counts, perm, n, n_seg, ids.stride(0),
+                                              BLOCK=1024)
+    return perm

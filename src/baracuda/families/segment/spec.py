@@ -24,9 +24,14 @@ from .kernels import (
     segment_backward_kernel,
     segment_reduce_kernel,
 )
-from .kernels_sort import radix_hist_kernel, radix_scatter_kernel
+from .kernels_sort import (
+    bucket_place_kernel,
+    bucket_scan_kernel,
+    radix_hist_kernel,
+    radix_scatter_kernel,
+)
 from .plans import BACKWARD_PLANS, FORWARD_PLANS, KIND_ID
-from .sort import CHUNK, RADIX
+from .sort import FUSED_SCAN_MAX
 
 E = ElementKind
 # (data_shape, num_segments, element, index element, layout, id pattern)
@@ -141,9 +146,17 @@ class SegmentSpec(PlanSpec):
             yield _reduce_variant(KIND_ID[self.kind], self.sorted, el,
                                   self.kind in (SegmentKind.MAX, SegmentKind.MIN))
         if not self.sorted and self.kind is SegmentKind.SUM:
-            for k in (radix_hist_kernel, radix_scatter_kernel):
-                for first in (True, False):
-                    yield _sort_variant(k, first)
+            for bits, chunk, fused in ((4, 512, False), (5, 256, True), (6, 128, True)):
+                for k in (radix_hist_kernel, radix_scatter_kernel):
+                    for first in (True, False):
+                        yield _sort_variant(k, first, bits, chunk, fused)
+        if not self.sorted and self.kind is SegmentKind.MAX:
+            for k in (bucket_scan_kernel, bucket_place_kernel):
+                ptrs = {n: ("*i64" if n == "ids_ptr" else "*i32") for n in k.arg_names
+                        if n.endswith("_ptr")}
+                const = dict(BLOCK=4096 if k is bucket_scan_kernel else 1024)
+                yield AotVariant(k.__name__, k, _sig(k, ptrs, const), const,
+                                 num_warps=8 if k is bucket_scan_kernel else 4)
 
 
 #: Ints the JIT specializes to 1 for contiguous rows (one collapsed inner dim, unit stride).
@@ -173,26 +186,28 @@ def _reduce_variant(kind_id, sorted_ids, el, store_arg):
                       segment_reduce_kernel, _sig(segment_reduce_kernel, ptrs, const), const)
 
 
-def _bwd_variant(kind_id, el):
+def _bwd_variants(kind_id, el):
     t = "*" + triton_dtype(el.torch_dtype)
     if kind_id in (KIND_ID[SegmentKind.MAX], KIND_ID[SegmentKind.MIN]):
         k = segment_argmax_scatter_kernel
         const = dict(BLOCK_S=8, BLOCK_D=128, FLAT=True)
         ptrs = {"g_ptr": t, "arg_ptr": "*i64", "dx_ptr": t}
-        return AotVariant(f"segment_argmax_scatter {el.value}", k, _sig(k, ptrs, const), const)
+        yield AotVariant(f"segment_argmax_scatter {el.value}", k, _sig(k, ptrs, const), const)
     ptrs = {"g_ptr": t, "ids_ptr": "*i64", "arg_ptr": "*i64", "x_ptr": t, "st_ptr": "*fp32",
             "zc_ptr": "*i32", "cnt_ptr": "*i32", "dx_ptr": t}
     const = dict(KIND=kind_id, ACC=_acc(el), BLOCK_R=8, BLOCK_D=128, FLAT=True)
-    return AotVariant(f"segment_backward k{kind_id} {el.value}", segment_backward_kernel,
-                      _sig(segment_backward_kernel, ptrs, const), const)
+    yield AotVariant(f"segment_backward k{kind_id} {el.value}", segment_backward_kernel,
+                     _sig(segment_backward_kernel, ptrs, const), const)
 
 
-def _sort_variant(kernel, first):
+def _sort_variant(kernel, first, bits, chunk, fused):
     ptrs = {n: ("*i64" if n == "ids_ptr" else "*i32") for n in kernel.arg_names
             if n.endswith(("_in", "_out", "_ptr"))}
-    const = dict(FIRST=first, R=RADIX, C=CHUNK)
-    return AotVariant(f"{kernel.__name__} first={first}", kernel, _sig(kernel, ptrs, const),
-                      const)
+    const = dict(FIRST=first, R=1 << bits, C=chunk)
+    if kernel is radix_scatter_kernel:
+        const.update(FUSED=fused, NCH=FUSED_SCAN_MAX >> bits if fused else 1)
+    return AotVariant(f"{kernel.__name__} first={first} R={1 << bits} C={chunk}", kernel,
+                      _sig(kernel, ptrs, const), const)
 
 
 class SegmentBackwardSpec(PlanSpec):
@@ -259,7 +274,7 @@ class SegmentBackwardSpec(PlanSpec):
 
     def aot_variants(self):
         for el in (E.F32, E.BF16):
-            yield _bwd_variant(KIND_ID[self.kind], el)
+            yield from _bwd_variants(KIND_ID[self.kind], el)
 
 
 for _plan in FORWARD_PLANS.values():
