@@ -41,12 +41,50 @@ def _cases(dev):
             (out,) = ctx.saved_tensors
             return torch._softmax_backward_data(g, out, -1, out.dtype)
 
+    from baracuda.families.softmax.torch_api import _softmax_backward
+
+    class OursFwdTorchBwd(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            out = bt.softmax(t, -1)
+            ctx.save_for_backward(out)
+            return out
+
+        @staticmethod
+        def backward(ctx, g):
+            (out,) = ctx.saved_tensors
+            return torch._softmax_backward_data(g, out, -1, out.dtype)
+
+    class TorchFwdOursBwd(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            out = torch.softmax(t, -1)
+            ctx.save_for_backward(out)
+            return out
+
+        @staticmethod
+        def backward(ctx, g):
+            (out,) = ctx.saved_tensors
+            return _softmax_backward(g.contiguous(), out, 1, False)
+
+    def single_thread(fn):
+        def run():
+            with torch.autograd.set_multithreading_enabled(False):
+                return fn()
+        return run
+
     y_ours, y_torch = bt.softmax(xg, -1), F.softmax(xg, -1)
     dy = torch.randn_like(y_ours)
     return {
         "softmax bwd only": (lambda: torch.autograd.grad(y_ours, xg, dy, retain_graph=True),
                              lambda: torch.autograd.grad(y_torch, xg, dy, retain_graph=True)),
         "pyfunc softmax f+b": (fb(lambda: PySoftmax.apply(xg)), fb(lambda: F.softmax(xg, -1))),
+        "ours fwd, torch bwd": (fb(lambda: OursFwdTorchBwd.apply(xg)),
+                                fb(lambda: F.softmax(xg, -1))),
+        "torch fwd, ours bwd": (fb(lambda: TorchFwdOursBwd.apply(xg)),
+                                fb(lambda: F.softmax(xg, -1))),
+        "f+b 1 thread": (single_thread(fb(lambda: bt.softmax(xg, -1))),
+                         single_thread(fb(lambda: F.softmax(xg, -1)))),
         "softmax fwd": (lambda: bt.softmax(x, -1), lambda: F.softmax(x, -1)),
         "softmax fwd+bwd": (fb(lambda: bt.softmax(xg, -1)), fb(lambda: F.softmax(xg, -1))),
         "rms_norm fwd": (lambda: bt.rms_norm(x, (64,), w.detach()),

@@ -65,11 +65,11 @@ MAX_SINGLE_BLOCK = 16384
 def ce_config(extent: int, element: ElementKind, heavy: bool = False) -> dict:
     """Tile table for ce_kernel: block width, single pass or loop, warps, lines per program.
 
-    The loop moves 16 KB per iteration per program (8192 x 8 warps for 2-byte logits): on
-    H100 the 4096-wide loop was latency bound (0.87 TB/s at [8192, 32768] bf16) and the
-    softmax loop of the same shape gained 8% from 4096 to 8192. `heavy` (probability targets
-    or label smoothing: two more per-lane accumulators) halves the elements per thread so
-    that no variant spills (checked with ptxas for sm_90a).
+    Loop: 4096 wide, 8 warps, with L2 hints (first read evict_last, the gradient pass's
+    re-read and stores evict_first). H100 sweep (softmax/tune.py, kernel only, bf16, 08:24
+    UTC): [8192, 32768] 2234 GB/s (8192 x 8 warps without hints: 1623), [4096, 131072] 2042
+    (1496). `heavy` (probability targets or label smoothing: two more per-lane accumulators)
+    halves the elements per thread so that no variant spills (checked with ptxas for sm_90a).
     """
     f64 = element is ElementKind.F64
     limit = (8192 if f64 else MAX_SINGLE_BLOCK) // (2 if heavy else 1)
@@ -80,9 +80,9 @@ def ce_config(extent: int, element: ElementKind, heavy: bool = False) -> dict:
             warps = min(16, warps * 2)
         rows = 4 if block <= 256 else 2 if block <= 512 else 1
         return {"BLOCK": block, "SINGLE": True, "ROWS": rows, "num_warps": warps}
-    block = (2048 if f64 else 8192) // (2 if heavy else 1)
-    warps = 16 if heavy and not f64 else 8
-    return {"BLOCK": block, "SINGLE": False, "ROWS": 1, "num_warps": warps}
+    block = (2048 if f64 else 4096) // (2 if heavy else 1)
+    return {"BLOCK": block, "SINGLE": False, "ROWS": 1, "num_warps": 8,
+            "KEEP": "evict_last", "STREAM": "evict_first"}
 
 
 def acc_dtype(element: ElementKind) -> torch.dtype:

@@ -226,8 +226,8 @@ class _CESpec(PlanSpec):
             ptrs = {"x_ptr": t, "t_ptr": "*i64", "w_ptr": t, "g_ptr": t, "loss_ptr": t,
                     "dx_ptr": t, "ws_ptr": "*fp32"}
             sig = dict(ptrs)
-            const = dict(cfg, PROB=False, HAS_W=False, SMOOTH=False, LOSS=2, GRAD=1, MEAN=True,
-                         ACC=_acc(element), WIDE=False)
+            const = dict({"KEEP": "", "STREAM": ""}, **cfg, PROB=False, HAS_W=False,
+                         SMOOTH=False, LOSS=2, GRAD=1, MEAN=True, ACC=_acc(element), WIDE=False)
             for n in ce_kernel.arg_names:
                 if n not in ptrs and n not in const:
                     sig[n] = "fp32" if n.startswith("eps") else "i64"
@@ -246,8 +246,9 @@ def _ce_variants(mode: str):
         sig = {"x_ptr": t, "t_ptr": t, "w_ptr": t, "g_ptr": t, "loss_ptr": t, "dx_ptr": t,
                "ws_ptr": ws}
         grad = 0 if mode == "forward" else 3
-        const = dict(cfg, PROB=True, HAS_W=True, SMOOTH=True, LOSS=2 if grad == 0 else 0,
-                     GRAD=grad, MEAN=grad != 0, ACC=_acc(element), WIDE=False)
+        const = dict({"KEEP": "", "STREAM": ""}, **cfg, PROB=True, HAS_W=True, SMOOTH=True,
+                     LOSS=2 if grad == 0 else 0, GRAD=grad, MEAN=grad != 0, ACC=_acc(element),
+                     WIDE=False)
         for n in ce_kernel.arg_names:
             if n not in sig and n not in const:
                 sig[n] = "fp32" if n.startswith("eps") else "i64"

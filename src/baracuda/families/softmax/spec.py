@@ -124,7 +124,8 @@ class SoftmaxSpec(PlanSpec):
                 for mode in modes:
                     sig = {p: t for p in ptrs}
                     sig["ws_ptr"] = "*fp32"
-                    const = dict(cfg, MODE=mode, LOG=False, ACC=_acc_name(element), WIDE=False)
+                    const = dict({"KEEP": "", "STREAM": ""}, **cfg, MODE=mode, LOG=False,
+                                 ACC=_acc_name(element), WIDE=False)
                     sig.update({n: "i64" for n in kernel.arg_names
                                 if n not in sig and n not in const})
                     sig.update({n: "constexpr" for n in const})
