@@ -134,12 +134,12 @@ def test_gradient_of_expanded_grad():
 # ------------------------------------------------------------------- torch integration
 def test_opcheck():
     a, b, c = r(2, 3, 4, grad=True), r(2, 4, 5, grad=True), r(2, 3, 5)
-    torch.library.opcheck(bt._gemm, (a, b, c, 1.5, 0.5))
+    torch.library.opcheck(bt._gemm.custom_op, (a, b, c, 1.5, 0.5))
     x, w, bias = r(3, 4, grad=True), r(5, 4, grad=True), r(5, grad=True)
-    torch.library.opcheck(bt._linear, (x, w, bias, "gelu", True))
+    torch.library.opcheck(bt._linear.custom_op, (x, w, bias, "gelu", True))
     pre = r(3, 5)
-    torch.library.opcheck(bt._linear_backward, (r(3, 5), x.detach(), w.detach(), pre, "silu",
-                                                True, True, True))
+    torch.library.opcheck(bt._linear_backward.custom_op,
+                          (r(3, 5), x.detach(), w.detach(), pre, "silu", True, True, True))
 
 
 def test_torch_compile_fullgraph():
@@ -239,6 +239,7 @@ def test_backend_defaults_on_sm90(monkeypatch):
 
     monkeypatch.setattr(cublaslt, "nvmath_missing", lambda: None)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(bc.ArchSku, "current", classmethod(lambda cls, device=None: cls.SM90A))
     arch, pref = bc.ArchSku.SM90A, bc.PlanPreference()
     E, A = bc.ElementKind, bc.GemmActivation
 
@@ -249,9 +250,19 @@ def test_backend_defaults_on_sm90(monkeypatch):
     assert dense(element=E.BF16) is bc.BackendKind.CUBLASLT
     assert dense(element=E.F32) is bc.BackendKind.CUBLASLT
     assert dense(element=E.F32, bias=True, activation=A.RELU) is bc.BackendKind.CUBLASLT
-    assert dense(element=E.BF16, bias=True) is bc.BackendKind.TRITON  # fused epilogue
+    assert dense(element=E.BF16, bias=True) is bc.BackendKind.CUBLASLT  # its epilogue
+    assert dense(element=E.BF16, bias=True, activation=A.GELU_TANH) is bc.BackendKind.CUBLASLT
+    assert dense(element=E.BF16, bias=True, activation=A.GELU) is bc.BackendKind.TRITON  # erf
     assert dense(element=E.BF16, activation=A.SILU) is bc.BackendKind.TRITON
     assert dense(element=E.F32, dactivation=A.GELU) is bc.BackendKind.TRITON
+    # GELU_AUX(_BIAS) writes our pre-activation; DGELU(_BGRAD) is the tanh-form backward.
+    assert dense(element=E.BF16, bias=True, activation=A.GELU_TANH, save_preact=True) is \
+        bc.BackendKind.CUBLASLT
+    assert dense(element=E.BF16, dactivation=A.GELU_TANH, bias_grad=True) is \
+        bc.BackendKind.CUBLASLT
+    assert dense(element=E.BF16, activation=A.RELU, save_preact=True) is bc.BackendKind.TRITON
+    assert dense(element=E.BF16, bias_grad=True) is bc.BackendKind.TRITON
+    assert dense(element=E.BF16, batch=(2,), dactivation=A.GELU_TANH) is bc.BackendKind.TRITON
     forced = bc.PlanPreference(prefer_backend=bc.BackendKind.CUBLASLT)
     d = bc.DenseGemmDescriptor(m=64, n=64, k=64, element=E.BF16, bias=True,
                                activation=A.GELU_TANH)
@@ -265,7 +276,146 @@ def test_backend_defaults_on_sm90(monkeypatch):
         return bc.LinearPlan._select(d, pref, arch).sku.backend
 
     assert linear(bias=False) is bc.BackendKind.CUBLASLT
-    assert linear(bias=True, activation=A.GELU_TANH, save_preact=True) is bc.BackendKind.TRITON
+    # One GELU_AUX_BIAS GEMM (gelu_tanh); a BIAS GEMM into the pre-activation, then the
+    # activation kernel, for the rest.
+    assert linear(bias=True, activation=A.GELU_TANH, save_preact=True) is \
+        bc.BackendKind.CUBLASLT
+    assert linear(bias=True, activation=A.SILU, save_preact=True) is bc.BackendKind.CUBLASLT
     back = bc.LinearBackwardDescriptor(64, 64, 64, E.BF16, bias=True, activation=A.GELU)
     assert bc.LinearBackwardPlan._select(back, pref, arch).sku.backend is \
         bc.BackendKind.CUBLASLT
+
+
+@pytest.mark.parametrize("dtype,split", [(torch.float32, 2), (torch.bfloat16, 4)])
+def test_split_epilogue_matches_reference(monkeypatch, dtype, split):
+    """The split epilogue (column halves / quarters, the H100 tiles for fused activations) on
+    ragged sizes: forward with bias, gelu_tanh and the saved pre-activation, and the backward
+    epilogue (derivative from the pre-activation)."""
+    from baracuda.families.gemm import launch
+
+    if ON_GPU:
+        pytest.skip("the interpreter tile is patched here; the GPU runs the real table")
+    real = launch.tile_for
+
+    def split_tile(element, m, n, arch, pref, epilogue_math=False):
+        t = real(element, m, n, arch, pref, epilogue_math)
+        return launch.Tile(32, 64, 16, 2, 4, 1, t.math, split)
+
+    monkeypatch.setattr(launch, "tile_for", split_tile)
+    E, A = bc.ElementKind, bc.GemmActivation
+    el = E.BF16 if dtype is torch.bfloat16 else E.F32
+    m, n, k = 37, 70, 40
+    kw = dict(dtype=dtype, device=DEVICE)
+    a, b = torch.randn(m, k, **kw), torch.randn(k, n, **kw) / 6
+    bias, pre_in = torch.randn(n, **kw), torch.randn(m, n, **kw)
+    tri = bc.PlanPreference(prefer_backend=bc.BackendKind.TRITON)
+    d = torch.full((m, n), float("nan"), **kw)
+    pre = torch.full((m, n), float("nan"), **kw)
+    desc = bc.DenseGemmDescriptor(m=m, n=n, k=k, element=el, bias=True,
+                                  activation=A.GELU_TANH, save_preact=True)
+    bc.DenseGemmPlan.select(desc, tri).run(bc.DenseGemmArgs(a=a, b=b, d=d, bias=bias,
+                                                            preact_out=pre))
+    want_pre = a.double() @ b.double() + bias.double()
+    want = torch.nn.functional.gelu(want_pre, approximate="tanh")
+    tol = dict(rtol=2e-2, atol=2e-2) if dtype is torch.bfloat16 else dict(rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(pre.double(), want_pre, **tol)
+    torch.testing.assert_close(d.double(), want, **tol)
+    d2 = torch.full((m, n), float("nan"), **kw)
+    desc = bc.DenseGemmDescriptor(m=m, n=n, k=k, element=el, dactivation=A.GELU)
+    bc.DenseGemmPlan.select(desc, tri).run(bc.DenseGemmArgs(a=a, b=b, d=d2, preact=pre_in))
+    p = pre_in.double()
+    dgelu = 0.5 * (1 + torch.erf(p / 2 ** 0.5)) + p * torch.exp(-p * p / 2) / (2 * torch.pi) ** .5
+    torch.testing.assert_close(d2.double(), (a.double() @ b.double()) * dgelu, **tol)
+
+
+@pytest.mark.gpu
+def test_epilogue_tiles_give_identical_bits(monkeypatch):
+    """The timed tile choice keeps the plan deterministic: every candidate tile (all BLOCK_K
+    64) must produce the same bits, forward with saved pre-activation and backward epilogue."""
+    from baracuda.families.gemm import launch
+
+    m, n, k = 1024, 768, 2048
+    kw = dict(dtype=torch.bfloat16, device="cuda")
+    a, b = torch.randn(m, k, **kw), torch.randn(k, n, **kw) / 45
+    bias, pre_in = torch.randn(n, **kw), torch.randn(m, n, **kw)
+    E, A = bc.ElementKind, bc.GemmActivation
+    tri = bc.PlanPreference(prefer_backend=bc.BackendKind.TRITON)
+    outs = []
+    for tile in launch.EPILOGUE_TILES:
+        monkeypatch.setattr(launch, "tile_for", lambda *_a, t=tile, **_k: t)
+        monkeypatch.setattr(launch, "EPILOGUE_TILES", ())
+        d, pre, d2 = (torch.full((m, n), float("nan"), **kw) for _ in range(3))
+        desc = bc.DenseGemmDescriptor(m=m, n=n, k=k, element=E.BF16, bias=True,
+                                      activation=A.GELU_TANH, save_preact=True)
+        bc.DenseGemmPlan.select(desc, tri).run(bc.DenseGemmArgs(a=a, b=b, d=d, bias=bias,
+                                                                preact_out=pre))
+        desc = bc.DenseGemmDescriptor(m=m, n=n, k=k, element=E.BF16, dactivation=A.GELU)
+        bc.DenseGemmPlan.select(desc, tri).run(bc.DenseGemmArgs(a=a, b=b, d=d2, preact=pre_in))
+        outs.append((d, pre, d2))
+        monkeypatch.undo()
+    for got in outs[1:]:
+        for x, y in zip(got, outs[0]):
+            assert torch.equal(x, y)
+
+
+def _rel_err(got, want):
+    want = want.double()
+    return ((got.double() - want).abs().max() / want.abs().max().clamp_min(1e-30)).item()
+
+
+@pytest.mark.gpu
+def test_cublaslt_aux_and_bgrad_epilogues_at_size():
+    """GELU_AUX_BIAS (forward with saved pre-activation), DGELU_BGRAD and the Linear backward's
+    BGRADB against the float64 reference, rerun bit-identically."""
+    if nvmath_missing():
+        pytest.skip(nvmath_missing())
+    from baracuda.families.gemm import reference as ref
+
+    A, E = bc.GemmActivation, bc.ElementKind
+    kw = dict(device="cuda", dtype=torch.bfloat16)
+    m, n, k = 1024, 2048, 512
+    a = torch.randn(m, k, **kw)
+    b = torch.randn(k, n, **kw) / k ** 0.5
+    bias, pre = torch.randn(n, **kw), torch.randn(m, n, **kw)
+    for extra, outs in ((dict(bias=True, activation=A.GELU_TANH, save_preact=True),
+                         ("d", "preact_out")),
+                        (dict(dactivation=A.GELU_TANH, bias_grad=True), ("d", "dbias")),
+                        (dict(dactivation=A.GELU_TANH), ("d",))):
+        desc = bc.DenseGemmDescriptor(m=m, n=n, k=k, element=E.BF16, **extra)
+        plan = bc.DenseGemmPlan.select(desc)
+        assert plan.sku.backend is bc.BackendKind.CUBLASLT, extra
+        ws = torch.empty(plan.workspace_size(), dtype=torch.uint8, device="cuda")
+        runs = []
+        for _ in range(2):
+            args = bc.DenseGemmArgs(
+                a=a, b=b, d=torch.full((m, n), float("nan"), **kw),
+                bias=bias if desc.bias else None,
+                preact=pre if desc.dactivation is not A.NONE else None,
+                preact_out=torch.full((m, n), float("nan"), **kw) if desc.save_preact else None,
+                dbias=torch.full((n,), float("nan"), **kw) if desc.bias_grad else None)
+            plan.run(args, ws)
+            runs.append(args)
+        want = ref.dense_gemm(desc, a, b, None, bias if desc.bias else None,
+                              pre if desc.dactivation is not A.NONE else None)
+        for name in outs:
+            got = getattr(runs[0], name)
+            assert _rel_err(got.cpu(), want[name]) < 2e-2, (extra, name)
+            assert torch.equal(got, getattr(runs[1], name)), (extra, name, "rerun bits")
+    t, i, o = 2048, 1024, 4096
+    x, w = torch.randn(t, i, **kw), torch.randn(o, i, **kw) / i ** 0.5
+    dy, pre = torch.randn(t, o, **kw), torch.randn(t, o, **kw)
+    desc = bc.LinearBackwardDescriptor(t, i, o, E.BF16, bias=True, activation=A.GELU_TANH)
+    plan = bc.LinearBackwardPlan.select(desc)
+    assert plan.sku.backend is bc.BackendKind.CUBLASLT
+    ws = torch.empty(plan.workspace_size(), dtype=torch.uint8, device="cuda")
+    got = []
+    for _ in range(2):
+        args = bc.LinearBackwardArgs(dy=dy, x=x, weight=w, preact=pre,
+                                     dx=torch.empty(t, i, **kw), dweight=torch.empty(o, i, **kw),
+                                     dbias=torch.full((o,), float("nan"), **kw))
+        plan.run(args, ws)
+        got.append(args)
+    want = ref.linear_backward(dy, x, w, pre, A.GELU_TANH)
+    for name in ("dx", "dweight", "dbias"):
+        assert _rel_err(getattr(got[0], name).cpu(), want[name]) < 2e-2, name
+        assert torch.equal(getattr(got[0], name), getattr(got[1], name)), name

@@ -9,6 +9,7 @@ hardware); activation derivatives and bias gradients are elementwise / fixed-ord
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import torch
 
@@ -16,7 +17,7 @@ from ...core import validate as V
 from ...core.errors import Unsupported
 from ...core.plan import Candidate
 from ...core.registry import register_candidate, register_plan
-from ...core.vocab import BackendKind, OpCategory, PlanPreference
+from ...core.vocab import BackendKind, ElementKind, OpCategory, PlanPreference
 from .descriptors import (
     BatchedGemmArgs,
     BatchedGemmDescriptor,
@@ -30,7 +31,13 @@ from .descriptors import (
     LinearBackwardDescriptor,
     LinearDescriptor,
 )
-from .launch import activation_2d, check_matrix_layout, colsum, colsum_workspace
+from .launch import (
+    act_partials_workspace,
+    activation_2d,
+    check_matrix_layout,
+    colsum,
+    colsum_workspace,
+)
 from .plans import DenseGemmPlan, GemmPlanBase
 
 _ALIGN = 256
@@ -51,10 +58,9 @@ def _run_dense(desc: DenseGemmDescriptor, args: DenseGemmArgs, pref: PlanPrefere
     plan = DenseGemmPlan.select(desc, pref)
     if plan.is_empty(args):
         return
-    need = plan.workspace_size()
-    # The outer plan validated every tensor these views come from: launch directly (the
-    # per-call Python checks would otherwise dominate small GEMMs).
-    plan.candidate.launch_with(desc, args, workspace[:need] if need else None, pref)
+    # The outer plan validated every tensor these views come from and sized the workspace for
+    # its inner GEMMs: launch directly (per-call Python checks would dominate small GEMMs).
+    plan.candidate.launch_with(desc, args, workspace if plan.workspace_size() else None, pref)
 
 
 class _Composite(Candidate):
@@ -115,7 +121,11 @@ def _both_backends(plan_cls, base):
 
 # ---------------------------------------------------------------------------------- Linear
 def _linear_lt_fused(desc) -> bool:
-    return not desc.save_preact and desc.activation in _LT_FUSED
+    """cuBLASLt fuses the activation, and the saved pre-activation for gelu_tanh only
+    (GELU_AUX_BIAS; relu's aux is a bitmask, not the pre-activation)."""
+    if desc.save_preact:
+        return desc.activation is GemmActivation.GELU_TANH
+    return desc.activation in _LT_FUSED
 
 
 @register_plan
@@ -127,8 +137,9 @@ class LinearPlan(GemmPlanBase):
     layout), bias [out].
     **Workspace**: the inner GEMM's (cuBLASLt scratch).
     **Precision**: the inner DenseGemmPlan's: deterministic, f32 accumulation for halves.
-    On cuBLASLt, an activation it cannot fuse (or a saved pre-activation) runs as a
-    separate elementwise pass; on Triton everything is one fused kernel.
+    On cuBLASLt, gelu_tanh with its saved pre-activation is one GELU_AUX_BIAS GEMM; an
+    activation it cannot fuse (or a saved relu/gelu/silu pre-activation) runs as a separate
+    elementwise pass; on Triton everything is one fused kernel.
     """
 
     category = OpCategory.GEMM
@@ -152,15 +163,20 @@ class LinearPlan(GemmPlanBase):
             V.check_no_overlap(who, "preact", args.preact, "y", args.y)
 
 
+@functools.lru_cache(maxsize=256)
+def _fwd_dense(desc, fused: bool) -> tuple[DenseGemmDescriptor, bool]:
+    """The Linear forward's GEMM (cached: descriptors cost host time to build)."""
+    return DenseGemmDescriptor(
+        m=desc.tokens, n=desc.out_features, k=desc.in_features, element=desc.element,
+        bias=desc.bias, activation=desc.activation if fused else GemmActivation.NONE,
+        save_preact=desc.save_preact if fused else False), fused
+
+
 class _LinearFwd(_Composite):
     name = "linear"
 
     def _dense(self, desc):
-        fused = self.inner is BackendKind.TRITON or _linear_lt_fused(desc)
-        return DenseGemmDescriptor(
-            m=desc.tokens, n=desc.out_features, k=desc.in_features, element=desc.element,
-            bias=desc.bias, activation=desc.activation if fused else GemmActivation.NONE,
-            save_preact=desc.save_preact if fused else False), fused
+        return _fwd_dense(desc, self.inner is BackendKind.TRITON or _linear_lt_fused(desc))
 
     def inner_descs(self, desc):
         return [self._dense(desc)[0]]
@@ -189,7 +205,8 @@ class LinearBackwardPlan(GemmPlanBase):
     **Workspace**: dh (tokens x out elements) when there is an activation, plus the inner
     GEMMs' scratch.
     **Precision**: deterministic: dh elementwise, GEMMs as DenseGemmPlan, db a fixed-order
-    column reduction (f32 accumulation).
+    column reduction (f32 accumulation); on cuBLASLt db is the dW GEMM's BGRADB epilogue
+    (fixed algorithm per layout, ordered reduction).
     """
 
     category = OpCategory.GEMM
@@ -226,13 +243,19 @@ class LinearBackwardPlan(GemmPlanBase):
         return all(t.numel() == 0 for t in args.outputs().values())
 
 
+@functools.lru_cache(maxsize=256)
+def _bwd_descs(desc) -> tuple[DenseGemmDescriptor, DenseGemmDescriptor]:
+    """The Linear backward's two GEMMs (cached: descriptors cost host time to build)."""
+    m, n, k, e = desc.tokens, desc.out_features, desc.in_features, desc.element
+    return (DenseGemmDescriptor(m=m, n=k, k=n, element=e),   # dx = dh @ W
+            DenseGemmDescriptor(m=n, n=k, k=m, element=e))   # dW = dh^T @ x
+
+
 class _LinearBwd(_Composite):
     name = "linear_backward"
 
     def inner_descs(self, desc):
-        m, n, k, e = desc.tokens, desc.out_features, desc.in_features, desc.element
-        return [DenseGemmDescriptor(m=m, n=k, k=n, element=e),   # dx = dh @ W
-                DenseGemmDescriptor(m=n, n=k, k=m, element=e)]   # dW = dh^T @ x
+        return list(_bwd_descs(desc))
 
     @staticmethod
     def _dh_bytes(desc) -> int:
@@ -244,6 +267,8 @@ class _LinearBwd(_Composite):
     def _part_bytes(desc) -> int:
         if not desc.bias:
             return 0
+        if desc.activation is not GemmActivation.NONE:  # partials from the dh kernel
+            return _round(act_partials_workspace(desc.tokens, desc.out_features, desc.element))
         return _round(colsum_workspace(desc.tokens, desc.out_features, desc.element))
 
     def extra_workspace(self, desc) -> int:
@@ -255,19 +280,34 @@ class _LinearBwd(_Composite):
         dh_b, part_b = self._dh_bytes(desc), self._part_bytes(desc)
         inner = workspace[dh_b + part_b:] if workspace is not None else None
         part = workspace[dh_b:dh_b + part_b] if part_b else None
+        want_dw = args.dweight is not None and args.dweight.numel() > 0
+        # On cuBLASLt the bias gradient comes with the dW GEMM (BGRADB epilogue: the sum of
+        # its B operand, dh, over k = tokens): no separate pass over dh.
+        bgradb = (self.inner is BackendKind.CUBLASLT and want_dw and args.dbias is not None
+                  and m > 0 and desc.element is not ElementKind.F64)
+        fused_db = False
         if dh_b and m * n > 0:
             dh = workspace[: m * n * desc.element.itemsize].view(desc.element.torch_dtype)
             dh = dh.view(m, n)
-            activation_2d(args.preact, dh, desc.activation.code, desc.element, grad=args.dy)
+            # dh and (unless BGRADB does it) the bias gradient's partial sums in one pass.
+            fused_db = args.dbias is not None and not bgradb
+            activation_2d(args.preact, dh, desc.activation.code, desc.element, grad=args.dy,
+                          dbias=args.dbias if fused_db else None, workspace=part)
         else:
             dh = args.dy
         ipref = _inner_pref(pref, self.inner)
-        dx_desc, dw_desc = self.inner_descs(desc)
+        dx_desc, dw_desc = _bwd_descs(desc)
         if args.dx is not None and args.dx.numel():
             _run_dense(dx_desc, DenseGemmArgs(a=dh, b=args.weight, d=args.dx), ipref, inner)
-        if args.dweight is not None and args.dweight.numel():
+        if bgradb:
+            from .ltcore import lt_matmul
+
+            fused_db = lt_matmul(dh.mT, args.x, args.dweight, inner, desc.element,
+                                 tf32=pref.allow_tf32, epilogue="BGRADB", bias=args.dbias)
+            want_dw = not fused_db
+        if want_dw:
             _run_dense(dw_desc, DenseGemmArgs(a=dh.mT, b=args.x, d=args.dweight), ipref, inner)
-        if args.dbias is not None:
+        if args.dbias is not None and not fused_db:
             colsum(dh, (), args.dbias, desc.element, part)
 
 

@@ -57,7 +57,7 @@ def gemm_kernel(
     HAS_C: tl.constexpr, HAS_BIAS: tl.constexpr, ACT: tl.constexpr, SAVE_PRE: tl.constexpr,
     DACT: tl.constexpr, MATH: tl.constexpr, ACC: tl.constexpr, EVEN_K: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    IDX64: tl.constexpr, INTERPRETING: tl.constexpr,
+    IDX64: tl.constexpr, INTERPRETING: tl.constexpr, EPI_SPLIT: tl.constexpr = 1,
 ):
     pid = tl.program_id(0)
     tiles_m = tl.cdiv(M, BLOCK_M)
@@ -107,6 +107,61 @@ def gemm_kernel(
 
     # alpha/beta arrive as f32 pairs (hi + lo) so f64 problems keep their precision.
     acc = acc * alpha_hi + acc * alpha_lo
+    col0 = pid_n * BLOCK_N
+    if EPI_SPLIT == 1:
+        _epilogue(acc, rm, col0, bid, M, N, c_ptr, bias_ptr, pre_ptr, d_ptr, preo_ptr,
+                  s_cb, s_cm, s_cn, s_bias, s_pb, s_pm, s_pn, s_db, s_dm, s_dn, s_ob, s_om, s_on,
+                  beta_hi, beta_lo, HAS_C, HAS_BIAS, ACT, SAVE_PRE, DACT, ACC, IDX64)
+    else:
+        # The epilogue on column pieces of the tile (halves, or quarters): an activation's
+        # temporaries then need a fraction of the registers, which lets 128x256 tiles fuse it
+        # without spilling (the accumulator alone holds 128 registers per thread).
+        h0, h1 = _halves(acc)
+        if EPI_SPLIT == 2:
+            _epilogue(h0, rm, col0, bid, M, N, c_ptr, bias_ptr, pre_ptr, d_ptr, preo_ptr,
+                      s_cb, s_cm, s_cn, s_bias, s_pb, s_pm, s_pn, s_db, s_dm, s_dn, s_ob, s_om,
+                      s_on, beta_hi, beta_lo, HAS_C, HAS_BIAS, ACT, SAVE_PRE, DACT, ACC, IDX64)
+            _epilogue(h1, rm, col0 + BLOCK_N // 2, bid, M, N, c_ptr, bias_ptr, pre_ptr, d_ptr,
+                      preo_ptr, s_cb, s_cm, s_cn, s_bias, s_pb, s_pm, s_pn, s_db, s_dm, s_dn,
+                      s_ob, s_om, s_on, beta_hi, beta_lo, HAS_C, HAS_BIAS, ACT, SAVE_PRE, DACT,
+                      ACC, IDX64)
+        else:
+            q = BLOCK_N // 4
+            q0, q1 = _halves(h0)
+            _epilogue(q0, rm, col0, bid, M, N, c_ptr, bias_ptr, pre_ptr, d_ptr, preo_ptr,
+                      s_cb, s_cm, s_cn, s_bias, s_pb, s_pm, s_pn, s_db, s_dm, s_dn, s_ob, s_om,
+                      s_on, beta_hi, beta_lo, HAS_C, HAS_BIAS, ACT, SAVE_PRE, DACT, ACC, IDX64)
+            _epilogue(q1, rm, col0 + q, bid, M, N, c_ptr, bias_ptr, pre_ptr, d_ptr, preo_ptr,
+                      s_cb, s_cm, s_cn, s_bias, s_pb, s_pm, s_pn, s_db, s_dm, s_dn, s_ob, s_om,
+                      s_on, beta_hi, beta_lo, HAS_C, HAS_BIAS, ACT, SAVE_PRE, DACT, ACC, IDX64)
+            q2, q3 = _halves(h1)
+            _epilogue(q2, rm, col0 + 2 * q, bid, M, N, c_ptr, bias_ptr, pre_ptr, d_ptr,
+                      preo_ptr, s_cb, s_cm, s_cn, s_bias, s_pb, s_pm, s_pn, s_db, s_dm, s_dn,
+                      s_ob, s_om, s_on, beta_hi, beta_lo, HAS_C, HAS_BIAS, ACT, SAVE_PRE, DACT,
+                      ACC, IDX64)
+            _epilogue(q3, rm, col0 + 3 * q, bid, M, N, c_ptr, bias_ptr, pre_ptr, d_ptr,
+                      preo_ptr, s_cb, s_cm, s_cn, s_bias, s_pb, s_pm, s_pn, s_db, s_dm, s_dn,
+                      s_ob, s_om, s_on, beta_hi, beta_lo, HAS_C, HAS_BIAS, ACT, SAVE_PRE, DACT,
+                      ACC, IDX64)
+
+
+@triton.jit
+def _halves(x):
+    """[R, C] -> its [R, C/2] left and right column halves."""
+    return tl.split(tl.permute(tl.reshape(x, (x.shape[0], 2, x.shape[1] // 2)), (0, 2, 1)))
+
+
+@triton.jit
+def _epilogue(acc, rm, col0, bid, M, N, c_ptr, bias_ptr, pre_ptr, d_ptr, preo_ptr,
+              s_cb, s_cm, s_cn, s_bias, s_pb, s_pm, s_pn, s_db, s_dm, s_dn, s_ob, s_om, s_on,
+              beta_hi, beta_lo, HAS_C: tl.constexpr, HAS_BIAS: tl.constexpr, ACT: tl.constexpr,
+              SAVE_PRE: tl.constexpr, DACT: tl.constexpr, ACC: tl.constexpr,
+              IDX64: tl.constexpr):
+    """+ beta*C, + bias, save the pre-activation, activation or its derivative, store D; on
+    the output columns [col0, col0 + acc.shape[1]) of the tile."""
+    rn = col0 + tl.arange(0, acc.shape[1])
+    if IDX64:
+        rn = rn.to(tl.int64)
     mask = (rm[:, None] < M) & (rn[None, :] < N)
     if HAS_C:
         c = tl.load(c_ptr + bid * s_cb + rm[:, None] * s_cm + rn[None, :] * s_cn, mask=mask)
@@ -128,26 +183,42 @@ def gemm_kernel(
 
 
 @triton.jit
-def act_2d_kernel(
-    x_ptr, g_ptr, y_ptr, R, C,
+def act_rows_kernel(
+    x_ptr, g_ptr, y_ptr, part_ptr, R, C, ROWS,
     s_xr, s_xc, s_gr, s_gc, s_yr, s_yc,
-    ACT: tl.constexpr, GRAD: tl.constexpr, ACC: tl.constexpr,
+    ACT: tl.constexpr, GRAD: tl.constexpr, PARTIAL: tl.constexpr, ACC: tl.constexpr,
     BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
 ):
-    """y = act(x) (GRAD False) or y = g * act'(x) (GRAD True) over an [R, C] strided grid."""
+    """y = act(x) (GRAD False) or y = g * act'(x) (GRAD True) over an [R, C] strided grid.
+    Program (i, j) walks rows [i*ROWS, (i+1)*ROWS) of column block j, BLOCK_R rows a step, so
+    each program streams wide rows (16-byte vectors) and, with PARTIAL, also writes the
+    column sums of its rows of y (f32, before rounding) to part[i, :]: the first stage of a
+    fixed-order, deterministic bias gradient that saves a second read of y."""
     pid_r = tl.program_id(0).to(tl.int64)
     pid_c = tl.program_id(1).to(tl.int64)
-    rr = pid_r * BLOCK_R + tl.arange(0, BLOCK_R)
     rc = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)
-    mask = (rr[:, None] < R) & (rc[None, :] < C)
-    x = tl.load(x_ptr + rr[:, None] * s_xr + rc[None, :] * s_xc, mask=mask).to(ACC)
-    if GRAD:
-        g = tl.load(g_ptr + rr[:, None] * s_gr + rc[None, :] * s_gc, mask=mask).to(ACC)
-        y = g * act_grad(x, ACT)
-    else:
-        y = act_fwd(x, ACT)
-    tl.store(y_ptr + rr[:, None] * s_yr + rc[None, :] * s_yc, y.to(y_ptr.dtype.element_ty),
-             mask=mask)
+    cmask = rc < C
+    row0 = pid_r * ROWS
+    xc = rc * s_xc
+    gc = rc * s_gc
+    yc = rc * s_yc
+    lr = tl.arange(0, BLOCK_R)
+    colsum = tl.zeros((BLOCK_C,), dtype=ACC)
+    for r0 in range(0, ROWS, BLOCK_R):
+        rr = row0 + r0 + lr
+        mask = ((rr < R) & (r0 + lr < ROWS))[:, None] & cmask[None, :]
+        x = tl.load(x_ptr + rr[:, None] * s_xr + xc[None, :], mask=mask).to(ACC)
+        if GRAD:
+            g = tl.load(g_ptr + rr[:, None] * s_gr + gc[None, :], mask=mask).to(ACC)
+            y = g * act_grad(x, ACT)
+        else:
+            y = act_fwd(x, ACT)
+        tl.store(y_ptr + rr[:, None] * s_yr + yc[None, :], y.to(y_ptr.dtype.element_ty),
+                 mask=mask)
+        if PARTIAL:
+            colsum += tl.sum(tl.where(mask, y, 0.0), axis=0)
+    if PARTIAL:
+        tl.store(part_ptr + pid_r * C + rc, colsum, mask=cmask)
 
 
 @triton.jit

@@ -13,7 +13,7 @@ from ...backends.triton_support import INTERP, split_f64
 from ...core.errors import InvalidProblem, Unsupported
 from ...core.layout import collapse_dims
 from ...core.vocab import ArchSku, ElementKind, PlanPreference
-from .kernels import act_2d_kernel, cdiv, colsum_kernel, colsum_split_kernel, gemm_kernel
+from .kernels import act_rows_kernel, cdiv, colsum_kernel, colsum_split_kernel, gemm_kernel
 
 
 def check_matrix_layout(who: str, name: str, t: torch.Tensor) -> None:
@@ -47,6 +47,7 @@ class Tile:
     warps: int
     stages: int
     math: int  # kernels.py MATH code
+    epi_split: int = 1  # 2: the epilogue runs on two column halves (fewer live registers)
 
 
 def tile_for(element: ElementKind, m: int, n: int, arch: ArchSku, pref: PlanPreference,
@@ -67,7 +68,9 @@ def tile_for(element: ElementKind, m: int, n: int, arch: ArchSku, pref: PlanPref
     if m <= 64 or n <= 64:
         return Tile(64, 64, 64, 8, 4, 4, math)
     if epilogue_math:
-        return Tile(128, 128, 64, 8, 8, 4, math)
+        # The activation runs on column quarters of the 128x256 tile (EPI_SPLIT) so it fits
+        # the registers the main loop leaves.
+        return Tile(128, 256, 64, 8, 8, 3, math, 4)
     return Tile(128, 256, 64, 8, 8, 3, math)
 
 
@@ -100,12 +103,68 @@ def batch_groups(batch: tuple[int, ...], tensors: dict[str, torch.Tensor | None]
 
 def launch_gemm(desc, args, arch: ArchSku, pref: PlanPreference) -> None:
     """The Triton GEMM over the whole (possibly batched) problem, epilogue fused."""
-    m, n, k = desc.m, desc.n, desc.k
+    m, n = desc.m, desc.n
     if m == 0 or n == 0 or desc.nbatch == 0:
         _bias_grad(desc, args)
         return
     tile = tile_for(desc.element, m, n, arch, pref,
                     desc.activation.code != 0 or desc.dactivation.code != 0)
+    if _tunable(desc, arch):
+        tile = _tuned_tile(desc, args, arch, pref, tile)
+    _launch_tile(desc, args, tile)
+    _bias_grad(desc, args)
+
+
+#: Tiles timed once per problem and operand layout for large f16/bf16 GEMMs with a fused
+#: activation on sm_90 (which wins depends on how much of the epilogue overlaps other tiles'
+#: main loops). All use BLOCK_K 64: every candidate adds the k-products in the same order, so
+#: the result is the same bits whichever tile wins (the plan stays deterministic).
+EPILOGUE_TILES = (Tile(128, 256, 64, 8, 8, 3, 2, 4), Tile(128, 128, 64, 8, 8, 3, 2, 2),
+                  Tile(256, 128, 64, 8, 8, 3, 2, 4), Tile(128, 128, 64, 8, 4, 3, 2, 2))
+#: Smallest problem (multiply-adds) that is timed; smaller ones take the table's tile.
+TUNE_MACS = 1 << 32
+_TUNED: dict = {}
+
+
+def _tunable(desc, arch: ArchSku) -> bool:
+    return (arch in (ArchSku.SM90, ArchSku.SM90A) and len(EPILOGUE_TILES) > 1
+            and desc.element in (ElementKind.BF16, ElementKind.F16) and not desc.has_c
+            and (desc.activation.code != 0 or desc.dactivation.code != 0)
+            and desc.m * desc.n * desc.k * desc.nbatch >= TUNE_MACS)
+
+
+def _tuned_tile(desc, args, arch, pref, default: Tile) -> Tile:
+    """The fastest of EPILOGUE_TILES on these operands, timed on the first call (outputs are
+    rewritten by the winner afterwards; C is never read here, so reruns are harmless). Not
+    timed while a CUDA graph is being captured: the table's tile then."""
+    lay = tuple(None if t is None else (tuple(t.stride()), t.data_ptr() % 16)
+                for t in (args.a, args.b, args.d, args.preact, args.preact_out))
+    key = (desc, lay, args.d.device.index)
+    tile = _TUNED.get(key)
+    if tile is not None:
+        return tile
+    if torch.cuda.is_current_stream_capturing():
+        return default
+    times = []
+    for cand in EPILOGUE_TILES:
+        try:
+            _launch_tile(desc, args, cand)  # compile and warm up
+            ev = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
+            ev[0].record()
+            for e in ev[1:]:
+                _launch_tile(desc, args, cand)
+                e.record()
+            ev[-1].synchronize()
+            times.append((min(a.elapsed_time(b) for a, b in zip(ev, ev[1:])), cand))
+        except Exception:  # noqa: BLE001 - a tile that fails to compile/launch is not a choice
+            continue
+    tile = min(times, key=lambda x: x[0])[1] if times else default
+    _TUNED[key] = tile
+    return tile
+
+
+def _launch_tile(desc, args, tile: Tile) -> None:
+    m, n, k = desc.m, desc.n, desc.k
     tensors = {"a": args.a, "b": args.b, "c": args.c if desc.has_c else None,
                "pre": args.preact if desc.dactivation.code else None, "d": args.d,
                "preo": args.preact_out if desc.save_preact else None}
@@ -134,10 +193,9 @@ def launch_gemm(desc, args, arch: ArchSku, pref: PlanPreference) -> None:
             SAVE_PRE=desc.save_preact, DACT=desc.dactivation.code, MATH=tile.math,
             ACC=acc_type(desc.element), EVEN_K=k % tile.block_k == 0,
             BLOCK_M=tile.block_m, BLOCK_N=tile.block_n, BLOCK_K=tile.block_k,
-            GROUP_M=tile.group_m, IDX64=_needs_idx64(v), INTERPRETING=INTERP, num_warps=tile.warps,
-            num_stages=tile.stages,
+            GROUP_M=tile.group_m, IDX64=_needs_idx64(v), INTERPRETING=INTERP,
+            EPI_SPLIT=tile.epi_split, num_warps=tile.warps, num_stages=tile.stages,
         )
-    _bias_grad(desc, args)
 
 
 def _needs_idx64(views) -> bool:
@@ -201,16 +259,44 @@ def colsum(x: torch.Tensor, batch: tuple[int, ...], out: torch.Tensor,
     )
 
 
+#: Rows per program of the activation kernel; with bias-gradient partials, also the rows
+#: each partial sum covers (R/ACT_ROWS x C f32 partials, a few MB at most).
+ACT_ROWS = 128
+
+
+def act_partials_workspace(rows: int, cols: int, element: ElementKind) -> int:
+    """Bytes of partial column sums `activation_2d(..., partials=...)` writes."""
+    size = 8 if element is ElementKind.F64 else 4
+    return cdiv(rows, ACT_ROWS) * cols * size
+
+
 def activation_2d(x: torch.Tensor, y: torch.Tensor, act_code: int, element: ElementKind,
-                  grad: torch.Tensor | None = None) -> None:
-    """y = act(x), or y = grad * act'(x) when grad is given; 2-D strided tensors."""
+                  grad: torch.Tensor | None = None, dbias: torch.Tensor | None = None,
+                  workspace: torch.Tensor | None = None) -> None:
+    """y = act(x), or y = grad * act'(x) when grad is given; 2-D strided tensors. With dbias
+    (and act_partials_workspace bytes of workspace) dbias = column sums of y as well, in two
+    fixed-order stages (deterministic) without reading y back."""
     r, c = x.shape
-    if r == 0 or c == 0:
+    if c == 0:
+        return
+    if r == 0:
+        if dbias is not None:
+            dbias.zero_()
         return
     g = grad if grad is not None else x
-    br, bc = 32, 64
-    act_2d_kernel[(cdiv(r, br), cdiv(c, bc))](
-        x, g, y, r, c, x.stride(0), x.stride(1), g.stride(0), g.stride(1), y.stride(0),
-        y.stride(1), ACT=act_code, GRAD=grad is not None, ACC=acc_type(element),
-        BLOCK_R=br, BLOCK_C=bc, num_warps=4,
+    partial = dbias is not None
+    acc_dt = torch.float64 if element is ElementKind.F64 else torch.float32
+    splits = cdiv(r, ACT_ROWS)
+    part = (workspace[: splits * c * acc_dt.itemsize].view(acc_dt).view(splits, c)
+            if partial else y)
+    wide = element.itemsize <= 2
+    block_c = 256 if wide else 128
+    act_rows_kernel[(splits, cdiv(c, block_c))](
+        x_ptr=x, g_ptr=g, y_ptr=y, part_ptr=part, R=r, C=c, ROWS=ACT_ROWS,
+        s_xr=x.stride(0), s_xc=x.stride(1), s_gr=g.stride(0), s_gc=g.stride(1),
+        s_yr=y.stride(0), s_yc=y.stride(1), ACT=act_code, GRAD=grad is not None,
+        PARTIAL=partial, ACC=acc_type(element), BLOCK_R=16 if wide else 8, BLOCK_C=block_c,
+        num_warps=4,
     )
+    if partial:
+        colsum(part, (), dbias, element)

@@ -9,17 +9,21 @@ batch and rows, a separate deterministic column reduction).
 **Dtypes / shape**: f16, bf16 (f32 accumulation), f32 (strict IEEE unless
 PlanPreference(allow_tf32=True)), f64 (f64 FMA path). m, n, k >= 0, batch rank 0..6.
 
-**Backends**: cuBLASLt (nvmath-python) first; on sm_90 f16/bf16 GEMMs with an epilogue
-default to the fused Triton kernel (measured faster there, PERF_NOTES.md); backward
-epilogues, saved pre-activations, exact-erf GELU, SiLU, k == 0 and the CPU interpreter run on
-Triton.
+**Backends**: cuBLASLt (nvmath-python's low-level bindings) first, with its bias / relu /
+gelu(tanh) epilogues, the saved gelu(tanh) pre-activation (GELU_AUX) and dgelu(tanh)
+(+ bias gradient) backward epilogues (measured faster than the fused Triton kernel on H100,
+PERF_NOTES.md); other backward epilogues and saved pre-activations, exact-erf GELU, SiLU,
+batched aux epilogues and the CPU interpreter run on Triton (k == 0 too) (whose fused-activation
+tile is timed once per large problem on sm_90).
 
 **Workspace**: Triton: none. cuBLASLt: a fixed scratch (CUBLASLT_WORKSPACE bytes) for the
 library's heuristic algorithm.
 
 **Precision**: deterministic and bit-stable on the same hardware: each output tile is reduced
-over k by one program in a fixed order (no split-k atomics); cuBLASLt's heuristic algorithm is
-cached per descriptor and layout, its reductions are ordered.
+over k by one program in a fixed order (no split-k atomics); cuBLASLt's algorithm is fixed per
+problem and layout after its first call (timed once for large problems), its split-k
+reductions are ordered for a fixed algorithm and workspace size. Across processes the timed
+choice, hence the bits, may differ.
 """
 
 from __future__ import annotations
@@ -46,21 +50,8 @@ def gemm_guarantee(desc, pref: PlanPreference) -> PrecisionGuarantee:
 
 
 class GemmPlanBase(Plan):
-    """Plan.run, except candidates get the preference too (TF32 and the backend of inner plans
-    are preferences)."""
-
-    def run(self, args, workspace=None, stream=None) -> None:
-        self.can_implement(args)
-        if self.is_empty(args):
-            return
-        V.check_workspace(type(self).__name__, workspace, self._workspace)
-        if stream is None:
-            self.candidate.launch_with(self.desc, args, workspace, self.preference)
-            return
-        import torch
-
-        with torch.cuda.stream(stream):
-            self.candidate.launch_with(self.desc, args, workspace, self.preference)
+    """Base of the GEMM family's plans (Plan.run / run_trusted hand candidates the preference
+    through `launch_with`: TF32 and the backend of inner plans are preferences)."""
 
 
 @register_plan

@@ -104,6 +104,10 @@ DENSE_REAL = [
      "N", TRITON),
     ("dgelu bgrad", 2048, 1024, 512, BF16, {"dactivation": A.GELU, "bias_grad": True}, "N",
      "T", None),
+    ("bias gelu_tanh aux", 1024, 2048, 512, BF16,
+     {"bias": True, "activation": A.GELU_TANH, "save_preact": True}, "N", "T", None),
+    ("dgelu_tanh bgrad", 2048, 1024, 512, BF16,
+     {"dactivation": A.GELU_TANH, "bias_grad": True}, "T", "N", None),
     ("ld 1000", 1000, 999, 1001, BF16, {"beta": 1.0}, "ld", "ld", None),
 ]
 
@@ -202,6 +206,8 @@ class DenseGemmSpec(PlanSpec):
         # As the JIT specializes them on the GPU: unit inner strides, 16-divisible pointers.
         unit = ("s_ak", "s_bn", "s_cn", "s_bias", "s_pn", "s_dn", "s_on")
         ptrs = ("a_ptr", "b_ptr", "c_ptr", "bias_ptr", "pre_ptr", "d_ptr", "preo_ptr")
+        # Extents and leading dimensions are multiples of 16 at the benchmarked sizes.
+        div = ("M", "N", "K", "s_am", "s_bk", "s_cm", "s_pm", "s_dm", "s_om")
         for el in (BF16, F16, F32):
             for m, n, act in ((8192, 8192, A.NONE), (8192, 8192, A.GELU_TANH),
                               (64, 4096, A.GELU)):
@@ -213,14 +219,16 @@ class DenseGemmSpec(PlanSpec):
                 for x in gemm_kernel.arg_names:
                     if x not in sig and x not in unit and x.upper() != x:
                         sig[x] = "fp32" if x.startswith(("alpha", "beta")) else "i32"
-                const = dict(HAS_C=False, HAS_BIAS=True, ACT=act.code, SAVE_PRE=False, DACT=0,
+                # The training forward (saved pre-activation) is the fused cell benchmarked.
+                const = dict(HAS_C=False, HAS_BIAS=True, ACT=act.code, SAVE_PRE=epi, DACT=0,
                              MATH=t.math, ACC=acc_type(el), EVEN_K=True, BLOCK_M=t.block_m,
                              BLOCK_N=t.block_n, BLOCK_K=t.block_k, GROUP_M=t.group_m,
-                             IDX64=False, INTERPRETING=False, **dict.fromkeys(unit, 1))
+                             IDX64=False, INTERPRETING=False, EPI_SPLIT=t.epi_split,
+                             **dict.fromkeys(unit, 1))
                 sig.update({x: "constexpr" for x in const})
                 yield AotVariant(f"gemm {el.value} {act.value} {t.block_m}x{t.block_n}x"
                                  f"{t.block_k}", gemm_kernel, sig, const, num_warps=t.warps,
-                                 num_stages=t.stages)
+                                 num_stages=t.stages, divisible=div)
 
 
 # ----------------------------------------------------------------------------- composites

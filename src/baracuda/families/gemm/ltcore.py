@@ -1,0 +1,293 @@
+"""cuBLASLt through nvmath-python's low-level bindings (`nvmath.bindings.cublasLt`).
+
+The high-level `nvmath.linalg.advanced.Matmul` costs 150-300 us of host time per call (operand
+wrapping, stream objects, checked rebinding); a raw `cublasLtMatmul` costs a few. Everything
+that depends only on the problem and operand layouts (matmul descriptor, matrix layouts,
+algorithm) is built once per *cell* and cached; a call then sets the epilogue pointers that
+change (bias / aux, descriptor attributes) and launches on torch's current stream.
+
+cuBLASLt is column-major and its bias runs along the rows of its D. We hand it the transposed
+problem D^T = B^T A^T: our per-column bias is its per-row bias and a row-major D is its
+column-major D. A column-major D without an epilogue vector runs the problem as given.
+
+Algorithm: the heuristic's first HEURISTIC_LIMIT candidates; for problems of at least
+AUTOTUNE_MACS multiply-adds each is timed once on the first call and the fastest is kept for the
+cell (nvmath's default 8 candidates held no good kernel for some backward layouts). After that
+the algorithm is fixed, so results are bit-identical on reruns (cuBLASLt's split-k reductions
+are ordered for a fixed algorithm and workspace size; the workspace size is always
+CUBLASLT_WORKSPACE). A cell first met while a CUDA graph is captured keeps the heuristic's
+first choice (no timing during capture). Across processes the timed choice may differ.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+
+import numpy as np
+import torch
+
+from ...core.errors import BackendError, WorkspaceTooSmall
+from ...core.vocab import ElementKind
+
+#: Scratch handed to cuBLASLt (NVIDIA recommends 32 MiB on Hopper). Always passed whole, so the
+#: algorithm's split-k choice does not depend on the caller's buffer.
+CUBLASLT_WORKSPACE = 32 << 20
+#: Heuristic candidates requested per cell.
+HEURISTIC_LIMIT = 24
+#: Problems of at least this many multiply-adds time the candidates once per cell.
+AUTOTUNE_MACS = 1 << 32
+_TUNE_REPS = 3
+
+_CUDA_R = {ElementKind.F16: 2, ElementKind.F32: 0, ElementKind.F64: 1, ElementKind.BF16: 14}
+_OP_N, _OP_T = 0, 1
+
+
+@functools.lru_cache(maxsize=1)
+def _lib():
+    from nvmath.bindings import cublas, cublasLt
+
+    return cublasLt, cublas
+
+
+@functools.cache
+def _handle(device: int) -> int:
+    """One cuBLASLt handle per device (handles may be shared by threads)."""
+    with torch.cuda.device(device):
+        return _lib()[0].create()
+
+
+def _raw_stream_fn():
+    fn = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if fn is not None:
+        return fn
+    return lambda dev: torch.cuda.current_stream(dev).cuda_stream
+
+
+_raw_stream = _raw_stream_fn()
+_current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
+
+
+def _operand(r: int, c: int, sr: int, sc: int, transpose: bool):
+    """cuBLASLt (op, rows, cols, ld) of the torch matrix (r x c, strides sr, sc), or of its
+    transpose, as a column-major stored matrix; None when BLAS cannot express the strides."""
+    if transpose:
+        r, c, sr, sc = c, r, sc, sr
+    if sr == 1 or r <= 1:
+        ld = sc if c > 1 else max(r, 1)
+        if ld >= max(r, 1):
+            return _OP_N, r, c, ld
+    if sc == 1 or c <= 1:
+        ld = sr if r > 1 else max(c, 1)
+        if ld >= max(c, 1):
+            return _OP_T, c, r, ld
+    return None
+
+
+def _set(fn, obj, attr, dtype_fn, value) -> None:
+    buf = np.array([value], dtype=dtype_fn(attr))
+    fn(obj, int(attr), buf.ctypes.data, buf.nbytes)
+
+
+class _Cell:
+    """Everything one problem/layout needs to launch: descriptors, algorithm, scalars."""
+
+    __slots__ = ("mm", "la", "lb", "ld", "alpha", "beta", "algo", "results", "swap",
+                 "ptrs", "bias_attr", "aux_attr", "lock", "handle", "addr")
+
+
+_CELLS: dict = {}
+_BUILD = threading.Lock()
+_NONE = object()  # cached "cuBLASLt cannot do this cell"
+
+
+def lt_matmul(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor, workspace: torch.Tensor,
+              element: ElementKind, *, tf32: bool = False, alpha: float = 1.0,
+              beta: float = 0.0, epilogue: str = "DEFAULT", bias: torch.Tensor | None = None,
+              aux: torch.Tensor | None = None) -> bool:
+    """d = epilogue(alpha * a @ b + beta * d) on cuBLASLt; a [(nb,) m, k], b [(nb,) k, n],
+    d [(nb,) m, n] (batch strides uniform, nonzero for d). `bias` is the epilogue's vector
+    (input of BIAS*, output of *BGRAD*), `aux` its [m, n] buffer (pre-activation written by
+    GELU_AUX*, read by DGELU*). Returns False, having launched nothing, when cuBLASLt cannot
+    express the strides or offers no algorithm (the caller falls back)."""
+    if workspace is None or workspace.numel() < CUBLASLT_WORKSPACE:
+        have = 0 if workspace is None else workspace.numel()
+        raise WorkspaceTooSmall("DenseGemmPlan: cuBLASLt", CUBLASLT_WORKSPACE, have)
+    dev = d.get_device()
+    if _current_device() != dev:
+        with torch.cuda.device(dev):
+            return lt_matmul(a, b, d, workspace, element, tf32=tf32, alpha=alpha, beta=beta,
+                             epilogue=epilogue, bias=bias, aux=aux)
+    pa, pb, pd = a.data_ptr(), b.data_ptr(), d.data_ptr()
+    pv = bias.data_ptr() if bias is not None else 0
+    px = aux.data_ptr() if aux is not None else 0
+    low = pa | pb | pd | pv | px
+    align = min(256, low & -low) if low else 256
+    key = (element, tf32, alpha, beta, epilogue, a.shape, a.stride(), b.shape[-1], b.stride(),
+           d.stride(), None if aux is None else aux.stride(),
+           None if bias is None else bias.stride(), align, dev)
+    cell = _CELLS.get(key)
+    if cell is None:
+        with _BUILD:
+            cell = _CELLS.get(key)
+            if cell is None:
+                cell = _build(a, b, d, workspace, element, tf32, alpha, beta, epilogue, bias,
+                              aux, align, dev)
+                _CELLS[key] = cell
+    if cell is _NONE:
+        return False
+    lt = _lib()[0]
+    x, y = (pa, pb) if cell.swap else (pb, pa)
+    stream = _raw_stream(dev)
+    alpha_at, beta_at, ptrs_at = cell.addr
+    # The descriptor is shared by every call of the cell: pointer attributes and the launch
+    # that reads them stay together.
+    with cell.lock:
+        if cell.bias_attr is not None:
+            cell.ptrs[0] = pv
+            lt.matmul_desc_set_attribute(cell.mm, cell.bias_attr, ptrs_at, 8)
+        if cell.aux_attr is not None:
+            cell.ptrs[1] = px
+            lt.matmul_desc_set_attribute(cell.mm, cell.aux_attr, ptrs_at + 8, 8)
+        try:
+            lt.matmul(cell.handle, cell.mm, alpha_at, x, cell.la, y, cell.lb, beta_at, pd,
+                      cell.ld, pd, cell.ld, cell.algo, workspace.data_ptr(),
+                      CUBLASLT_WORKSPACE, stream)
+        except Exception as exc:  # noqa: BLE001 - library failures surface typed
+            raise BackendError(f"DenseGemmPlan: cublasLtMatmul failed: {exc}") from exc
+    return True
+
+
+def _build(a, b, d, workspace, element, tf32, alpha, beta, epilogue, bias, aux, align, dev):
+    """The cell for these layouts, or _NONE when cuBLASLt can't run it."""
+    m, k = a.shape[-2], a.shape[-1]
+    n = b.shape[-1]
+    sd = d.stride()[-2:]
+    swap = False
+    dl = _operand(m, n, sd[0], sd[1], True)
+    if dl is None or dl[0] != _OP_N:
+        dl = _operand(m, n, sd[0], sd[1], False)
+        if dl is None or dl[0] != _OP_N or bias is not None:
+            return _NONE  # bias runs along cuBLASLt's rows: needs the transposed form
+        swap = True
+    if swap:
+        al = _operand(m, k, a.stride(-2), a.stride(-1), False)
+        bl = _operand(k, n, b.stride(-2), b.stride(-1), False)
+    else:
+        al = _operand(k, n, b.stride(-2), b.stride(-1), True)
+        bl = _operand(m, k, a.stride(-2), a.stride(-1), True)
+    if al is None or bl is None:
+        return _NONE
+    if bias is not None and bias.shape[0] > 1 and bias.stride(0) != 1:
+        return _NONE
+    xl = None
+    if aux is not None:
+        xl = _operand(m, n, aux.stride(-2), aux.stride(-1), not swap)
+        if xl is None or xl[0] != _OP_N or xl[3] % 8 or aux.data_ptr() % 16:
+            return _NONE  # cuBLASLt's aux: D's orientation, ld a multiple of 8
+    lt, cublas = _lib()
+    f64 = element is ElementKind.F64
+    compute = (cublas.ComputeType.COMPUTE_64F if f64 else
+               cublas.ComputeType.COMPUTE_32F_FAST_TF32 if tf32 and element is ElementKind.F32
+               else cublas.ComputeType.COMPUTE_32F)
+    scale = _CUDA_R[ElementKind.F64 if f64 else ElementKind.F32]
+    dtype = _CUDA_R[element]
+    nb = a.shape[0] if a.dim() == 3 else 1
+    cell = _Cell()
+    cell.swap = swap
+    cell.mm = lt.matmul_desc_create(int(compute), scale)
+    dfn, setd = lt.get_matmul_desc_attribute_dtype, lt.matmul_desc_set_attribute
+    A = lt.MatmulDescAttribute
+    _set(setd, cell.mm, A.TRANSA, dfn, al[0])
+    _set(setd, cell.mm, A.TRANSB, dfn, bl[0])
+    _set(setd, cell.mm, A.EPILOGUE, dfn, int(lt.Epilogue[epilogue]))
+    if xl is not None:
+        _set(setd, cell.mm, A.EPILOGUE_AUX_LD, dfn, xl[3])
+        if nb > 1:
+            _set(setd, cell.mm, A.EPILOGUE_AUX_BATCH_STRIDE, dfn, aux.stride(0))
+    cell.bias_attr = int(A.BIAS_POINTER) if bias is not None else None
+    cell.aux_attr = int(A.EPILOGUE_AUX_POINTER) if aux is not None else None
+    cell.ptrs = np.zeros(2, dtype=np.uint64)
+    sdt = np.float64 if f64 else np.float32
+    cell.alpha, cell.beta = np.array([alpha], dtype=sdt), np.array([beta], dtype=sdt)
+    cell.addr = (cell.alpha.ctypes.data, cell.beta.ctypes.data, cell.ptrs.ctypes.data)
+    cell.handle = _handle(dev)
+    lfn, setl = lt.get_matrix_layout_attribute_dtype, lt.matrix_layout_set_attribute
+    L = lt.MatrixLayoutAttribute
+    layouts = []
+    strides = ((a, b, d) if swap else (b, a, d))
+    for (_, rows, cols, ld), t in zip((al, bl, dl), strides):
+        lay = lt.matrix_layout_create(dtype, rows, cols, ld)
+        if nb > 1:
+            _set(setl, lay, L.BATCH_COUNT, lfn, nb)
+            _set(setl, lay, L.STRIDED_BATCH_OFFSET, lfn, t.stride(0))
+        layouts.append(lay)
+    cell.la, cell.lb, cell.ld = layouts
+    cell.lock = threading.Lock()
+    pref = lt.matmul_preference_create()
+    pfn, setp = lt.get_matmul_preference_attribute_dtype, lt.matmul_preference_set_attribute
+    P = lt.MatmulPreferenceAttribute
+    _set(setp, pref, P.MAX_WORKSPACE_BYTES, pfn, CUBLASLT_WORKSPACE)
+    for attr in (P.MIN_ALIGNMENT_A_BYTES, P.MIN_ALIGNMENT_B_BYTES, P.MIN_ALIGNMENT_C_BYTES,
+                 P.MIN_ALIGNMENT_D_BYTES):
+        _set(setp, pref, attr, pfn, align)
+    results = np.zeros(HEURISTIC_LIMIT, dtype=lt.matmul_heuristic_result_dtype)
+    count = np.zeros(1, dtype=np.int32)
+    try:
+        lt.matmul_algo_get_heuristic(_handle(dev), cell.mm, cell.la, cell.lb, cell.ld, cell.ld,
+                                     pref, HEURISTIC_LIMIT, results.ctypes.data,
+                                     count.ctypes.data)
+    except Exception:  # noqa: BLE001 - "not supported" comes back as an error status
+        count[0] = 0
+    finally:
+        lt.matmul_preference_destroy(pref)
+    has_state = "state" in (results.dtype.names or ())
+    ok = [i for i in range(int(count[0])) if not has_state or int(results[i]["state"]) == 0]
+    if not ok:
+        return _NONE
+    cell.results = results  # keeps the algorithm structs alive
+    off = results.dtype.fields["algo"][1]
+    addrs = [results.ctypes.data + i * results.itemsize + off for i in ok]
+    cell.algo = addrs[0]
+    macs = m * n * k * nb
+    if (len(addrs) > 1 and macs >= AUTOTUNE_MACS and beta == 0.0
+            and not torch.cuda.is_current_stream_capturing()):
+        cell.algo = _fastest(cell, addrs, a, b, d, workspace, bias, aux, dev)
+    return cell
+
+
+def _fastest(cell, addrs, a, b, d, workspace, bias, aux, dev) -> int:
+    """Time each candidate algorithm on these operands (outputs are rewritten by the winner
+    on the real call that follows; beta == 0, so nothing is read back)."""
+    lt = _lib()[0]
+    x, y = (a.data_ptr(), b.data_ptr()) if cell.swap else (b.data_ptr(), a.data_ptr())
+    alpha_at, beta_at, ptrs_at = cell.addr
+    cell.ptrs[0] = bias.data_ptr() if bias is not None else 0
+    cell.ptrs[1] = aux.data_ptr() if aux is not None else 0
+    if cell.bias_attr is not None:
+        lt.matmul_desc_set_attribute(cell.mm, cell.bias_attr, ptrs_at, 8)
+    if cell.aux_attr is not None:
+        lt.matmul_desc_set_attribute(cell.mm, cell.aux_attr, ptrs_at + 8, 8)
+    stream = _raw_stream(dev)
+    pd = d.data_ptr()
+
+    def call(algo):
+        lt.matmul(cell.handle, cell.mm, alpha_at, x, cell.la, y, cell.lb, beta_at, pd, cell.ld,
+                  pd, cell.ld, algo, workspace.data_ptr(), CUBLASLT_WORKSPACE, stream)
+
+    best, best_t = addrs[0], float("inf")
+    for algo in addrs:
+        try:
+            call(algo)  # warm-up (and a failing algorithm is skipped)
+            ev = [torch.cuda.Event(enable_timing=True) for _ in range(_TUNE_REPS + 1)]
+            ev[0].record()
+            for e in ev[1:]:
+                call(algo)
+                e.record()
+            ev[-1].synchronize()
+        except Exception:  # noqa: BLE001 - an algorithm that fails is not a choice
+            continue
+        t = min(s.elapsed_time(e) for s, e in zip(ev, ev[1:]))
+        if t < best_t:
+            best, best_t = algo, t
+    return best
