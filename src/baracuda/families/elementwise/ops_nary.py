@@ -33,6 +33,16 @@ def _floor_div_float(a, b):
 
 
 @triton.jit
+def _fmod(a, b):
+    """C fmod: NaN for a zero divisor or an infinite dividend, which sm_90 code from `%` on
+    floats does not give (the interpreter's numpy does)."""
+    r = a % b
+    if a.dtype.is_floating():
+        r = tl.where((b == 0) | (tl.abs(a) == float("inf")), float("nan"), r)
+    return r
+
+
+@triton.jit
 def _max_nan(a, b):
     r = tl.where(a > b, a, b)
     if a.dtype.is_floating():
@@ -111,10 +121,10 @@ def apply_binary(a, b, p0, p1, OP: tl.constexpr):
     elif OP == 13:  # fmin
         y = tl.where(a != a, b, tl.where(b != b, a, tl.where(a < b, a, b)))
     elif OP == 14:  # remainder (sign of the divisor)
-        r = a % b
+        r = _fmod(a, b)
         y = tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
     elif OP == 15:  # fmod (sign of the dividend)
-        y = a % b
+        y = _fmod(a, b)
     elif OP == 16:  # xlogy
         y = tl.where(b != b, b, tl.where(a == 0, 0.0, a * tl.log(b)))
     elif OP == 17:  # logaddexp
