@@ -9,12 +9,12 @@ from __future__ import annotations
 import argparse
 import cProfile
 import pstats
-import time
 
 import torch
 import torch.nn.functional as F
 
 import baracuda.torch as bt
+from baracuda.tools.bench import host_seconds_per_call
 
 
 def _cases(dev):
@@ -26,46 +26,35 @@ def _cases(dev):
     def fb(fn):
         return lambda: torch.autograd.grad(fn().sum(), xg)
 
-    class PySoftmax(torch.autograd.Function):
-        """torch's kernels behind a Python autograd.Function: the floor any Python-level
-        differentiable op (ours, Liger's) pays on this host."""
-
-        @staticmethod
-        def forward(ctx, t):
-            out = torch.softmax(t, -1)
-            ctx.save_for_backward(out)
-            return out
-
-        @staticmethod
-        def backward(ctx, g):
-            (out,) = ctx.saved_tensors
-            return torch._softmax_backward_data(g, out, -1, out.dtype)
-
     from baracuda.families.softmax.torch_api import _softmax_backward
 
-    class OursFwdTorchBwd(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, t):
-            out = bt.softmax(t, -1)
+    def softmax_function(forward, backward):
+        """A Python autograd.Function over the given softmax forward / backward: with torch's
+        kernels on both sides it is the floor any Python-level differentiable op (ours,
+        Liger's) pays on this host; mixing sides isolates each side's cost."""
+
+        def fwd(ctx, t):
+            out = forward(t)
             ctx.save_for_backward(out)
             return out
 
-        @staticmethod
-        def backward(ctx, g):
+        def bwd(ctx, g):
             (out,) = ctx.saved_tensors
-            return torch._softmax_backward_data(g, out, -1, out.dtype)
+            return backward(g, out)
 
-    class TorchFwdOursBwd(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, t):
-            out = torch.softmax(t, -1)
-            ctx.save_for_backward(out)
-            return out
+        return type("SoftmaxFn", (torch.autograd.Function,),
+                    {"forward": staticmethod(fwd), "backward": staticmethod(bwd)})
 
-        @staticmethod
-        def backward(ctx, g):
-            (out,) = ctx.saved_tensors
-            return _softmax_backward(g.contiguous(), out, 1, False)
+    def torch_fwd(t):
+        return torch.softmax(t, -1)
+
+    def torch_bwd(g, out):
+        return torch._softmax_backward_data(g, out, -1, out.dtype)
+
+    PySoftmax = softmax_function(torch_fwd, torch_bwd)
+    OursFwdTorchBwd = softmax_function(lambda t: bt.softmax(t, -1), torch_bwd)
+    TorchFwdOursBwd = softmax_function(
+        torch_fwd, lambda g, out: _softmax_backward(g.contiguous(), out, 1, False))
 
     def single_thread(fn):
         def run():
@@ -98,14 +87,7 @@ def _cases(dev):
 
 
 def per_call_us(fn, n=2000) -> float:
-    for _ in range(50):
-        fn()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(n):
-        fn()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - t0) / n * 1e6
+    return host_seconds_per_call(fn, n, warmup=50) * 1e6
 
 
 def main() -> None:

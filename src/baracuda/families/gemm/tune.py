@@ -11,13 +11,12 @@ pipelined batches over rotating input sets larger than L2).
 from __future__ import annotations
 
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
 
 from ...core.vocab import BackendKind, ElementKind, PlanPreference
-from ...tools.bench import time_fn
+from ...tools.bench import host_seconds_per_call, time_fn
 from . import launch
 from . import torch_api as bt
 from .descriptors import DenseGemmArgs, DenseGemmDescriptor, GemmActivation
@@ -206,14 +205,7 @@ def host_overhead(dev, quick: bool) -> None:
     xd, wd = x.detach(), w.detach()
 
     def per_call(fn, n=200) -> float:
-        for _ in range(20):
-            fn()
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        torch.cuda.synchronize()
-        return (time.perf_counter() - t0) / n * 1e3
+        return host_seconds_per_call(fn, n) * 1e3
 
     def fb(fn):
         return lambda: torch.autograd.grad(fn().sum(), (x, w, b))
