@@ -160,7 +160,7 @@ def test_long_rows_gpu(shape):
 def test_wide_offsets_variant(monkeypatch, mode_shape):
     # 64-bit column offsets (lines whose offsets pass 2**31): forced on a small problem
     monkeypatch.setattr(P, "WIDE_LIMIT", 0)
-    monkeypatch.setattr(P, "_STEPS", {})
+    monkeypatch.setattr(P, "_STEPS", P.RecipeCache())
     x = _x(mode_shape[1], mode_shape[0], dtype=torch.float32).t()  # strided softmax axis
     torch.testing.assert_close(bt.softmax(x, 1), torch.softmax(x, 1))
     xg = x.detach().clone().requires_grad_()

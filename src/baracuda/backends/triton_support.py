@@ -48,14 +48,51 @@ def triton_dtype(dtype: torch.dtype) -> str:
     }[dtype]
 
 
+# -- activations shared by the elementwise kernels and the GEMM epilogues ---------------------
+# One source for each formula and its derivative (torch's definitions), in the forms that stay
+# accurate in f32 on sm_90; no libdevice (it breaks the interpreter).
+SQRT1_2 = tl.constexpr(0.7071067811865476)
+INV_SQRT_2PI = tl.constexpr(0.3989422804014327)
+SQRT_2_OVER_PI = tl.constexpr(0.7978845608028654)
+
+
 @triton.jit
-def tanh_f32(x):
-    """tanh through exp (Triton 3.6's tl.math has no tanh; libdevice breaks the interpreter)."""
-    # 2*sigmoid(2x) - 1 loses accuracy near 0; use the odd form with |x| for stability.
-    ax = tl.abs(x)
-    e = tl.exp(-2.0 * ax)
-    t = (1.0 - e) / (1.0 + e)
-    return tl.where(x < 0, -t, t)
+def gelu_erf(x):
+    return 0.5 * x * (1.0 + tl.math.erf(x * SQRT1_2))
+
+
+@triton.jit
+def gelu_erf_grad(x):
+    return 0.5 * (1.0 + tl.math.erf(x * SQRT1_2)) + x * INV_SQRT_2PI * tl.exp(-0.5 * x * x)
+
+
+@triton.jit
+def gelu_tanh(x):
+    # 0.5 (1 + tanh(u)) = sigmoid(2u): no cancellation as tanh(u) -> -1 for negative x
+    u = SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)
+    return x / (1.0 + tl.exp(-2.0 * u))
+
+
+@triton.jit
+def gelu_tanh_grad(x):
+    # With s = sigmoid(2u): 0.5 (1 + t) = s and 1 - t^2 = 4 s (1 - s), 1 - s = sigmoid(-2u);
+    # the tanh form cancels in 1 + t for negative x (H100: 1.3x over the f32 tolerance).
+    u = SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)
+    s = 1.0 / (1.0 + tl.exp(-2.0 * u))
+    s_neg = 1.0 / (1.0 + tl.exp(2.0 * u))
+    du = SQRT_2_OVER_PI * (1.0 + 3.0 * 0.044715 * x * x)
+    return s + 2.0 * x * s * s_neg * du
+
+
+@triton.jit
+def silu(x):
+    return x / (1.0 + tl.exp(-x))
+
+
+@triton.jit
+def silu_grad(x):
+    s = 1.0 / (1.0 + tl.exp(-x))
+    return s * (1.0 + x * (1.0 - s))
 
 
 @triton.jit
@@ -126,6 +163,26 @@ def split_f64(value: float) -> tuple[float, float]:
 def join_f64(hi, lo, ACC: tl.constexpr):
     """The scalar split by `split_f64`, rebuilt in the kernel's accumulator type."""
     return tl.cast(hi, ACC) + tl.cast(lo, ACC)
+
+
+class RecipeCache:
+    """Launch recipes (grids, integer arguments, constexprs) worked out from a layout, kept per
+    key: eager calls repeat a few layouts, and working a layout out is a visible share of a
+    call's host time. Bounded: cleared when full. `make()` may return None (not cacheable)."""
+
+    def __init__(self, limit: int = 4096):
+        self._table: dict = {}
+        self._limit = limit
+
+    def get(self, key, make):
+        recipe = self._table.get(key)
+        if recipe is None:
+            recipe = make()
+            if recipe is not None:
+                if len(self._table) >= self._limit:
+                    self._table.clear()
+                self._table[key] = recipe
+        return recipe
 
 
 # -- fast launch ---------------------------------------------------------------------------------

@@ -11,7 +11,13 @@ from collections.abc import Sequence
 import torch
 import triton.language as tl
 
-from ...backends.triton_support import INTERPRET, next_pow2, shifted_view, split_f64
+from ...backends.triton_support import (
+    INTERPRET,
+    RecipeCache,
+    next_pow2,
+    shifted_view,
+    split_f64,
+)
 from ...core.layout import collapse_dims
 from ...core.vocab import ElementKind
 from .kernels import rowsum_kernel, unary_kernel
@@ -69,9 +75,8 @@ def block_for(tensors: Sequence[torch.Tensor], op: int | None = None) -> tuple[i
     return (block // 2 if op in HEAVY_OPS else block), 4
 
 
-#: (kernel, out_shape, operand layouts, constexprs) -> (grid, int args, launch constexprs):
-#: eager calls repeat a few layouts, and working the layout out is most of a call's host time.
-_RECIPES: dict = {}
+#: (kernel, out_shape, operand layouts, constexprs) -> (grid, int args, launch constexprs)
+_RECIPES = RecipeCache()
 
 
 def launch_map(kernel, out_shape: Sequence[int], tensors: Sequence[torch.Tensor],
@@ -84,13 +89,7 @@ def launch_map(kernel, out_shape: Sequence[int], tensors: Sequence[torch.Tensor]
            tuple(t.shape for t in tensors), tuple(t.stride() for t in tensors),
            None if strides is None else tuple(map(tuple, strides)),
            tuple(constexprs.items()))
-    recipe = _RECIPES.get(key)
-    if recipe is None:
-        recipe = _recipe(out_shape, tensors, strides, constexprs)
-        if recipe is not None:
-            if len(_RECIPES) > 4096:
-                _RECIPES.clear()
-            _RECIPES[key] = recipe
+    recipe = _RECIPES.get(key, lambda: _recipe(out_shape, tensors, strides, constexprs))
     if recipe is not None:
         grid, ints, launch_constexprs = recipe
         if grid[0]:

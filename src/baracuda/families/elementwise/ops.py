@@ -8,11 +8,14 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from ...backends.triton_support import gelu_erf as _gelu
+from ...backends.triton_support import gelu_erf_grad as _gelu_grad
+from ...backends.triton_support import gelu_tanh as _gelu_tanh
+from ...backends.triton_support import gelu_tanh_grad as _gelu_tanh_grad
+from ...backends.triton_support import silu as _silu
+from ...backends.triton_support import silu_grad as _silu_grad
 from . import special as S
 
-SQRT1_2 = tl.constexpr(0.7071067811865476)
-INV_SQRT_2PI = tl.constexpr(0.3989422804014327)
-SQRT_2_OVER_PI = tl.constexpr(0.7978845608028654)
 SELU_ALPHA = tl.constexpr(1.6732632423543772848170429916717)
 SELU_SCALE = tl.constexpr(1.0507009873554804934193349852946)
 
@@ -21,45 +24,6 @@ SELU_SCALE = tl.constexpr(1.0507009873554804934193349852946)
 def _clamp(x, lo, hi):
     """NaN-propagating clamp (comparisons with NaN are false, so NaN passes through)."""
     return tl.where(x < lo, lo, tl.where(x > hi, hi, x))
-
-
-@triton.jit
-def _gelu(x):
-    return 0.5 * x * (1.0 + tl.math.erf(x * SQRT1_2))
-
-
-@triton.jit
-def _gelu_grad(x):
-    return 0.5 * (1.0 + tl.math.erf(x * SQRT1_2)) + x * INV_SQRT_2PI * tl.exp(-0.5 * x * x)
-
-
-@triton.jit
-def _gelu_tanh(x):
-    # 0.5 (1 + tanh(u)) = sigmoid(2u): no cancellation as tanh(u) -> -1 for negative x
-    u = SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)
-    return x / (1.0 + tl.exp(-2.0 * u))
-
-
-@triton.jit
-def _gelu_tanh_grad(x):
-    # With s = sigmoid(2u): 0.5 (1 + t) = s and 1 - t^2 = 4 s (1 - s), 1 - s = sigmoid(-2u);
-    # the tanh form cancels in 1 + t for negative x (H100: 1.3x over the f32 tolerance).
-    u = SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)
-    s = 1.0 / (1.0 + tl.exp(-2.0 * u))
-    s_neg = 1.0 / (1.0 + tl.exp(2.0 * u))
-    du = SQRT_2_OVER_PI * (1.0 + 3.0 * 0.044715 * x * x)
-    return s + 2.0 * x * s * s_neg * du
-
-
-@triton.jit
-def _silu(x):
-    return x / (1.0 + tl.exp(-x))
-
-
-@triton.jit
-def _silu_grad(x):
-    s = S.sigmoid(x)
-    return s * (1.0 + x * (1.0 - s))
 
 
 @triton.jit

@@ -11,7 +11,15 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ...backends.triton_support import dot_acc, tanh_f32
+from ...backends.triton_support import (
+    dot_acc,
+    gelu_erf,
+    gelu_erf_grad,
+    gelu_tanh,
+    gelu_tanh_grad,
+    silu,
+    silu_grad,
+)
 
 
 @triton.jit
@@ -19,11 +27,11 @@ def act_fwd(x, ACT: tl.constexpr):
     if ACT == 1:
         x = tl.where(x < 0, 0.0, x).to(x.dtype)  # keeps NaN like torch.relu
     elif ACT == 2:
-        x = 0.5 * x * (1.0 + tl.math.erf(x * 0.7071067811865476))
+        x = gelu_erf(x)
     elif ACT == 3:
-        x = 0.5 * x * (1.0 + tanh_f32(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+        x = gelu_tanh(x)
     elif ACT == 4:
-        x = x / (1.0 + tl.exp(-x))
+        x = silu(x)
     return x
 
 
@@ -33,15 +41,11 @@ def act_grad(x, ACT: tl.constexpr):
     if ACT == 1:
         g = tl.where(x > 0, 1.0, 0.0).to(x.dtype)
     elif ACT == 2:
-        cdf = 0.5 * (1.0 + tl.math.erf(x * 0.7071067811865476))
-        g = cdf + x * tl.exp(-0.5 * x * x) * 0.3989422804014327
+        g = gelu_erf_grad(x)
     elif ACT == 3:
-        t = tanh_f32(0.7978845608028654 * (x + 0.044715 * x * x * x))
-        g = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * 0.7978845608028654 * (
-            1.0 + 0.134145 * x * x)
+        g = gelu_tanh_grad(x)
     elif ACT == 4:
-        s = 1.0 / (1.0 + tl.exp(-x))
-        g = s * (1.0 + x * (1.0 - s))
+        g = silu_grad(x)
     else:
         g = tl.full(x.shape, 1.0, x.dtype)
     return g

@@ -20,7 +20,12 @@ from __future__ import annotations
 import torch
 import triton.language as tl
 
-from ...backends.triton_support import MAX_OUTER_DIMS, next_pow2, outer_launch_groups
+from ...backends.triton_support import (
+    MAX_OUTER_DIMS,
+    RecipeCache,
+    next_pow2,
+    outer_launch_groups,
+)
 from ...core import validate as V
 from ...core.layout import axis_view
 from ...core.plan import Candidate, Plan
@@ -136,9 +141,8 @@ class SoftmaxBackwardPlan(Plan):
 #: Lines whose element offsets can pass 2**31 get 64-bit column indices (WIDE).
 WIDE_LIMIT = 2**31
 
-#: (kernel, desc, strides) -> launches; eager calls repeat the same few layouts, and the
-#: host-side layout work is a visible share of a ~40 us call on short problems.
-_STEPS: dict = {}
+#: (kernel, desc, strides) -> launches (layouts with views per outer group are not kept)
+_STEPS = RecipeCache()
 
 
 def _steps(kernel, desc, tensors, cfg):
@@ -172,15 +176,18 @@ def _steps(kernel, desc, tensors, cfg):
     return out, single
 
 
+def _cacheable_steps(kernel, desc, tensors):
+    steps, single = _steps(kernel, desc, tensors, None)
+    return steps if single else None
+
+
 def _launch(kernel, desc, tensors: list[torch.Tensor], workspace, cfg: dict | None = None) -> None:
-    key = (kernel, desc, *(t.stride() for t in tensors)) if cfg is None else None
-    steps = _STEPS.get(key) if key is not None else None
+    steps = None
+    if cfg is None:
+        key = (kernel, desc, *(t.stride() for t in tensors))
+        steps = _STEPS.get(key, lambda: _cacheable_steps(kernel, desc, tensors))
     if steps is None:
-        steps, cacheable = _steps(kernel, desc, tensors, cfg)
-        if key is not None and cacheable:
-            if len(_STEPS) > 4096:
-                _STEPS.clear()
-            _STEPS[key] = steps
+        steps, _ = _steps(kernel, desc, tensors, cfg)
     if workspace is None:
         ws = tensors[-1]  # never dereferenced: only split launches read the workspace
     else:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import warnings
 
 import torch
@@ -26,11 +25,8 @@ def _as_lines(t: torch.Tensor) -> torch.Tensor:
     return t.reshape(1) if t.dim() == 0 else t
 
 
-@functools.lru_cache(maxsize=1024)
 def _desc(cls, log: bool, shape: tuple, dim: int, dtype: torch.dtype):
-    """Descriptors are frozen and normalized on construction: build each once (eager calls
-    repeat a few shapes, and the construction is a visible share of the per-call cost)."""
-    return cls(_KIND[log], shape, dim, dtype)
+    return cls.cached(_KIND[log], shape, dim, dtype)
 
 
 def _forward(x: torch.Tensor, dim: int, log: bool) -> torch.Tensor:
