@@ -42,3 +42,38 @@ def device() -> torch.device:
 @pytest.fixture
 def gen() -> torch.Generator:
     return torch.Generator().manual_seed(1234)
+
+
+#: Real-size cases that may run at once across pytest-xdist workers sharing one GPU: each can
+#: hold ~10 GB (inputs, float64 references, poisoned outputs); 15 workers unrestricted ran an
+#: 80 GB H100 out of memory.
+REAL_CASE_SLOTS = int(os.environ.get("BARACUDA_REAL_SLOTS", "4"))
+
+
+@pytest.fixture(autouse=True)
+def _limit_concurrent_real_cases(request):
+    """Hold one of REAL_CASE_SLOTS file locks (shared by all workers) during a real-size case."""
+    if not ON_GPU or "-real-" not in request.node.name:
+        yield
+        return
+    import fcntl
+    import time
+
+    handle = None
+    while handle is None:
+        for slot in range(REAL_CASE_SLOTS):
+            f = open(f"/tmp/baracuda_real_case_{slot}.lock", "w")  # noqa: SIM115 - held open
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                handle = f
+                break
+            except BlockingIOError:
+                f.close()
+        if handle is None:
+            time.sleep(0.05)
+    try:
+        yield
+    finally:
+        torch.cuda.empty_cache()
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        handle.close()

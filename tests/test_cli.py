@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 import pathlib
 
+import pytest
+import torch
+
 from baracuda.cli import main
 from baracuda.core import registry
 from baracuda.tools.ops import render
@@ -26,6 +29,8 @@ def test_ops_lists_every_plan_in_every_format(capsys):
     assert data["import_errors"] == {}
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="docs/OPS.md is generated on the CPU CI; "
+                    "with CUDA the defaults move to cuDNN / cuBLASLt and their guarantees")
 def test_docs_ops_md_is_generated_and_current():
     path = ROOT / "docs" / "OPS.md"
     assert path.exists(), "docs/OPS.md missing: run `baracuda ops --format markdown > docs/OPS.md`"
