@@ -74,6 +74,8 @@ def _cases(dev):
                                 fb(lambda: F.softmax(xg, -1))),
         "f+b 1 thread": (single_thread(fb(lambda: bt.softmax(xg, -1))),
                          single_thread(fb(lambda: F.softmax(xg, -1)))),
+        "rms f+b 1 thread": (single_thread(fb(lambda: bt.rms_norm(xg, (64,), w))),
+                             single_thread(fb(lambda: F.rms_norm(xg, (64,), w)))),
         "softmax fwd": (lambda: bt.softmax(x, -1), lambda: F.softmax(x, -1)),
         "softmax fwd+bwd": (fb(lambda: bt.softmax(xg, -1)), fb(lambda: F.softmax(xg, -1))),
         "rms_norm fwd": (lambda: bt.rms_norm(x, (64,), w.detach()),
@@ -110,7 +112,7 @@ def main() -> None:
             torch.cuda.synchronize()
         print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=12,
                                         max_name_column_width=50))
-    for name in a.profile.split(","):
+    for name in filter(None, a.profile.split(",")):
         print(f"==== profile: {name}")
         fn = cases[name][0]
         prof = cProfile.Profile()
@@ -120,6 +122,7 @@ def main() -> None:
         prof.disable()
         torch.cuda.synchronize()
         pstats.Stats(prof).sort_stats("tottime").print_stats(a.top)
+        pstats.Stats(prof).sort_stats("cumulative").print_stats(a.top)
 
 
 if __name__ == "__main__":

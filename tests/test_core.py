@@ -209,12 +209,16 @@ def test_fast_launch_reuses_the_compiled_kernel_and_follows_specialization():
         for dtype in (torch.float32, torch.float16):
             for offset in (0, 1):  # 1: the pointer is no longer 16-byte aligned
                 x = torch.randn(1001, device="cuda", dtype=dtype)[offset:]
-                for _ in range(3):
-                    y = torch.full_like(x, float("nan"))
-                    scale_kernel[(triton.cdiv(x.numel(), 256),)](x, y, x.numel(), 3, BLOCK=256)
-                    torch.testing.assert_close(y, x * 3)
+                # k = 1 is a constexpr to Triton and a float is another type: each must get
+                # its own compiled kernel, not the k = 3 one
+                for k in (3, 1, 2.5):
+                    for _ in range(3):
+                        y = torch.full_like(x, float("nan"))
+                        scale_kernel[(triton.cdiv(x.numel(), 256),)](x, y, x.numel(), k,
+                                                                    BLOCK=256)
+                        torch.testing.assert_close(y, x * k)
         table = scale_kernel.__dict__.get("_baracuda_launch_table", {})
-        assert len(table) == 4, list(table)
+        assert len(table) == 12, list(table)
     finally:
         del sys.modules[mod.__name__]
 

@@ -186,13 +186,46 @@ class RecipeCache:
 
 
 # -- fast launch ---------------------------------------------------------------------------------
-# Triton's `kernel[grid](...)` costs ~20 us of host time per launch on an H100 host, about half
-# of it outside the compiled launcher (option parsing, knob lookups, the string cache key).
-# Eager calls repeat a handful of specializations, so each kernel keeps its own table:
-# (device, Triton's own specialization of the arguments, launch options) -> compiled kernel,
-# and a hit launches it directly (with Triton's launch hooks, if a profiler set them). Misses
-# and warm-ups take Triton's path unchanged, so what is compiled and how arguments are
-# specialized stays Triton's.
+# Triton's `kernel[grid](...)` costs ~20 us of host time per launch on an H100 host, most of it
+# outside the compiled launcher (binding and specializing every argument, option parsing, knob
+# lookups, the string cache key). Eager calls repeat a handful of specializations, so each
+# kernel keeps its own table: (device, a cheap key at least as fine as Triton's specialization
+# of the arguments, the keyword arguments) -> (compiled kernel, the bound values of the
+# parameters after the positional ones). A hit launches the compiled kernel directly (with
+# Triton's launch hooks, if a profiler set them); misses and warm-ups take Triton's path
+# unchanged, so what is compiled and how arguments are specialized stays Triton's.
+
+_I32_MIN, _I32_MAX, _U64_FROM = -(1 << 31), (1 << 31) - 1, 1 << 63
+
+
+def _spec_key(args, constexpr_flags) -> tuple:
+    """Per argument what Triton 3.6 specializes on: a tensor's dtype and 16-byte alignment; an
+    int's class (== 1, divisible by 16, i32 / i64 / u64 range); only the type of floats and
+    bools; constexpr parameters and anything else by value."""
+    key = []
+    for a, is_constexpr in zip(args, constexpr_flags):
+        t = type(a)
+        if is_constexpr:
+            key.append(a)
+        elif t is int:
+            key.append(-1 if a == 1 else (a & 15 == 0) + 2 * (_I32_MIN <= a <= _I32_MAX)
+                       + 4 * (a >= _U64_FROM))
+        elif t is float or t is bool:
+            key.append(t)
+        elif isinstance(a, torch.Tensor):
+            key.append((a.dtype, a.data_ptr() & 15 == 0))
+        else:
+            key.append(a)
+    return tuple(key)
+
+
+def _kernel_params(kernel) -> tuple:
+    info = kernel.__dict__.get("_baracuda_params")
+    if info is None:
+        info = (tuple(p.is_constexpr for p in kernel.params),
+                frozenset(p.name for p in kernel.params if p.is_constexpr))
+        kernel._baracuda_params = info
+    return info
 
 
 def _fast_run(kernel, slow_run, *args, grid, warmup, **kwargs):
@@ -200,33 +233,54 @@ def _fast_run(kernel, slow_run, *args, grid, warmup, **kwargs):
 
     if warmup:
         return slow_run(*args, grid=grid, warmup=warmup, **kwargs)
+    flags, constexpr_names = _kernel_params(kernel)
     device = torch.cuda.current_device()
-    binder = kernel.device_caches[device][4]
-    bound, specialization, options = binder(*args, **kwargs)
-    key = (device, tuple(specialization), tuple(options.items()))
+    key = (device, _spec_key(args, flags), tuple(kwargs.items()))
     table = kernel.__dict__.setdefault("_baracuda_launch_table", {})
-    compiled = table.get(key)
-    if compiled is None:
+    entry = table.get(key)
+    if entry is None:
         compiled = slow_run(*args, grid=grid, warmup=False, **kwargs)
         if hasattr(compiled, "result"):  # asynchronous compile: launch by Triton's path
             return compiled
-        compiled._init_handles()
-        if len(table) > 256:
-            table.clear()
-        table[key] = compiled
+        # Only keyword arguments that are constexprs (fixed by the key) may follow the
+        # positional ones; a runtime parameter passed by keyword keeps Triton's path.
+        if all(k in constexpr_names or k not in kernel.arg_names for k in kwargs):
+            bound = kernel.device_caches[device][4](*args, **kwargs)[0]
+            compiled._init_handles()
+            if len(table) > 256:
+                table.clear()
+            table[key] = (compiled, tuple(bound.values())[len(args):], _direct_launch(compiled))
         return compiled
+    compiled, tail, direct = entry
+    full = (*args, *tail)
     if callable(grid):
-        grid = grid(bound)
+        grid = grid(dict(zip(kernel.arg_names, full)))
     g1 = grid[1] if len(grid) > 1 else 1
     g2 = grid[2] if len(grid) > 2 else 1
     stream = torch._C._cuda_getCurrentRawStream(device)
-    args = bound.values()
     runtime = knobs.runtime
     enter = runtime.launch_enter_hook  # profilers' hooks are honoured as Triton does
-    meta = None if enter is None else compiled.launch_metadata(grid, stream, *args)
-    compiled.run(grid[0], g1, g2, stream, compiled.function, compiled.packed_metadata, meta,
-                 enter, runtime.launch_exit_hook, *args)
+    meta = None if enter is None else compiled.launch_metadata(grid, stream, *full)
+    if direct is None:
+        compiled.run(grid[0], g1, g2, stream, compiled.function, compiled.packed_metadata,
+                     meta, enter, runtime.launch_exit_hook, *full)
+    else:
+        launch, cooperative, pdl = direct
+        launch(grid[0], g1, g2, stream, compiled.function, cooperative, pdl, None, None,
+               compiled.packed_metadata, meta, enter, runtime.launch_exit_hook, *full)
     return compiled
+
+
+def _direct_launch(compiled):
+    """The C launcher and its flags when the kernel needs no global or profile scratch:
+    calling it skips the Python wrapper that would allocate them (a few us per launch)."""
+    run = compiled.run
+    names = ("launch", "global_scratch_size", "profile_scratch_size", "launch_cooperative_grid",
+             "launch_pdl")
+    if not all(hasattr(run, n) for n in names) or run.global_scratch_size or \
+            run.profile_scratch_size:
+        return None
+    return run.launch, run.launch_cooperative_grid, run.launch_pdl
 
 
 def enable_fast_launch(module_prefix: str = "baracuda.families") -> int:

@@ -369,10 +369,12 @@ def row_norm_bwd_kernel(
 
 @triton.jit
 def partial_sum_kernel(
-    part_ptr, out_ptr, G, M, IN1, IN2, osa, osb, osc,
+    part_ptr, part_off, out_ptr, G, M, IN1, IN2, osa, osb, osc,
     NI: tl.constexpr, ACC: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_C: tl.constexpr,
 ):
-    """out[c] = sum over g of part[g, c], in a fixed order (the second, tiny stage)."""
+    """out[c] = sum over g of part[part_off + g * M + c], in a fixed order (the second, tiny
+    stage). The offset selects dgamma's or dbeta's partials without a host-side view."""
+    part_ptr += part_off
     pid = tl.program_id(0).to(tl.int64)
     cols = pid * BLOCK_C + tl.arange(0, BLOCK_C).to(tl.int64)
     cm = cols < M

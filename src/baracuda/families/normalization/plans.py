@@ -247,20 +247,30 @@ def _bwd_recipe(desc, rms: bool, lay, n_rows, o1, o2, o, accum: bool):
     return scalars, kw
 
 
+@functools.lru_cache(maxsize=2048)
+def _bwd_partials(desc, n_part: int):
+    """(G, partial-buffer elements, partial-sum grid, its constexprs) of one backward
+    problem. G and the tile come from the whole problem (the workspace was sized from it); a
+    problem split over several launches accumulates into the same partial rows."""
+    m = desc.norm_total_extent
+    g = bwd_config(m, desc.rows, desc.element)["G"]
+    pcfg = partial_config(m, g)
+    return g, n_part * g * m, (cdiv(m, pcfg["BLOCK_C"]),), pcfg
+
+
 def _launch_backward(desc, args, workspace, rms: bool) -> None:
     m, rows = desc.norm_total_extent, desc.rows
     dbeta = getattr(args, "dbeta", None)
     mean = getattr(args, "mean", None)
     if m == 0:
         return
-    # G and the tile come from the whole problem (the workspace was sized from it); a problem
-    # split over several launches accumulates into the same partial rows.
-    g = bwd_config(m, rows, desc.element)["G"]
     n_part = int(args.dgamma is not None) + int(dbeta is not None)
+    g, n_elems, pgrid, pcfg = _bwd_partials(desc, n_part)
     part = args.dx
+    acc = acc_dtype(desc.element)
     if n_part and g:
-        part = workspace[: n_part * g * m * acc_dtype(desc.element).itemsize]
-        part = part.view(acc_dtype(desc.element))
+        need = n_elems * acc.itemsize
+        part = (workspace if workspace.numel() == need else workspace[:need]).view(acc)
     lay = _bwd_layout("RMSNormBackwardPlan" if rms else "LayerNormBackwardPlan", desc, args)
     if rows > 0:
         outer_ops = [args.dy, args.x, args.dresidual_out, args.dx, mean, args.rstd]
@@ -270,8 +280,6 @@ def _launch_backward(desc, args, workspace, rms: bool) -> None:
             ptrs = [dy, x, args.gamma, mu, rs, dh, dx]
             row_norm_bwd_kernel[(g,)](*[x if t is None else t for t in ptrs], part, *scalars,
                                       **kw)
-    pcfg = partial_config(m, g)
-    pw = pcfg.pop("num_warps")
     i = lay.inner
     for k, (out, stride) in enumerate(((args.dgamma, i[5]), (dbeta, i[6]))):
         if out is None:
@@ -279,11 +287,9 @@ def _launch_backward(desc, args, workspace, rms: bool) -> None:
         if g == 0:  # empty batch: the sums over no rows are zero
             out.zero_()
             continue
-        base = part[(k if args.dgamma is not None else 0) * g * m:]
-        partial_sum_kernel[(cdiv(m, pcfg["BLOCK_C"]),)](
-            base, out, g, m, lay.in1, lay.in2, *stride, NI=lay.ni,
-            ACC=acc_type(desc.element), num_warps=pw, **pcfg,
-        )
+        off = (k if args.dgamma is not None else 0) * g * m
+        partial_sum_kernel[pgrid](part, off, out, g, m, lay.in1, lay.in2, *stride, NI=lay.ni,
+                                  ACC=acc_type(desc.element), **pcfg)
 
 
 class _RowNormCandidate(Candidate):

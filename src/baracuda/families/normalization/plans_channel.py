@@ -198,9 +198,9 @@ class _ChanCandidate(Candidate):
             if not (n and s):  # empty batch: sums over nothing
                 out.zero_()
                 continue
-            base = part[(i if args.dgamma is not None else 0) * rows * c:]
+            off = (i if args.dgamma is not None else 0) * rows * c
             partial_sum_kernel[(cdiv(c, 64),)](
-                base, out, rows, c, 1, c, 0, 0, out.stride(0), NI=1,
+                part, off, out, rows, c, 1, c, 0, 0, out.stride(0), NI=1,
                 ACC=acc_type(desc.element), BLOCK_G=16, BLOCK_C=64, num_warps=4,
             )
 

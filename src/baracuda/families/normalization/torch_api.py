@@ -205,6 +205,14 @@ class _LayerNormFunction(torch.autograd.Function):
 
 
 # -- public functions ----------------------------------------------------------------------------
+def _needs_grad(*tensors) -> bool:
+    """Whether autograd must record the call: otherwise the op runs without the Function
+    wrapper (its apply costs tens of microseconds of host time per call)."""
+    if torch._C._functorch.peek_interpreter_stack() is not None:
+        return True  # functorch transforms see the autograd.Function
+    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+
+
 def _check_normalized_shape(input: torch.Tensor, normalized_shape, rms: bool) -> int:
     shape = [int(s) for s in ((normalized_shape,) if isinstance(normalized_shape, int)
                               else normalized_shape)]
@@ -243,7 +251,9 @@ def rms_norm(input: torch.Tensor, normalized_shape: list[int], weight: torch.Ten
     w = _param(weight, "weight", input, input.shape[input.dim() - n:])
     if eps is None:
         eps = torch.finfo(input.dtype).eps if input.is_floating_point() else 1e-6
-    return _RMSNormFunction.apply(input, n, w, float(eps))
+    if _needs_grad(input, w):
+        return _RMSNormFunction.apply(input, n, w, float(eps))
+    return _rms_norm(input, n, w, float(eps))[0]
 
 
 def layer_norm(input: torch.Tensor, normalized_shape: list[int],
@@ -255,7 +265,9 @@ def layer_norm(input: torch.Tensor, normalized_shape: list[int],
     shape = input.shape[input.dim() - n:]
     w = _param(weight, "weight", input, shape)
     b = _param(bias, "bias", input, shape)
-    return _LayerNormFunction.apply(input, n, w, b, float(eps))
+    if _needs_grad(input, w, b):
+        return _LayerNormFunction.apply(input, n, w, b, float(eps))
+    return _layer_norm(input, n, w, b, float(eps))[0]
 
 
 # -- GroupNorm / BatchNorm / InstanceNorm ---------------------------------------------------------
