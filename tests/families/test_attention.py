@@ -87,6 +87,33 @@ def test_single_key_gradients_are_zero():
     assert dq.abs().max() < 1e-5 and dk.abs().max() < 1e-5
 
 
+def test_backward_follows_torch_deterministic_algorithms(monkeypatch):
+    """torch.use_deterministic_algorithms(True) makes the frontend ask for a deterministic
+    backward plan (on CUDA the default cuDNN backward sums dQ with float atomics)."""
+    seen = []
+    real = api.run_plan
+
+    def spy(plan_cls, desc, args, pref=api._DEFAULT):
+        seen.append((plan_cls.__name__, pref.require_deterministic))
+        return real(plan_cls, desc, args, pref)
+
+    monkeypatch.setattr(api, "run_plan", spy)
+    q, k, v = _qkv(1, 2, 2, 9, 13, 16, 16, torch.float32, grad=True)
+    prev = torch.are_deterministic_algorithms_enabled()
+    warn = torch.is_deterministic_algorithms_warn_only_enabled()
+    try:
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        det = torch.autograd.grad(sdpa(q, k, v, is_causal=True).sum(), (q, k, v))
+    finally:
+        torch.use_deterministic_algorithms(prev, warn_only=warn)
+    assert ("SdpaBackwardPlan", True) in seen
+    seen.clear()
+    again = torch.autograd.grad(sdpa(q, k, v, is_causal=True).sum(), (q, k, v))
+    assert ("SdpaBackwardPlan", False) in seen
+    for a, b in zip(det, again):  # the Triton backward is deterministic either way
+        assert torch.equal(a, b)
+
+
 def _registered(op):
     """The torch custom op behind a frontend callable (the factory may wrap it in an eager
     fast path)."""
@@ -241,11 +268,48 @@ def test_tf32_candidate_only_when_allowed():
 
 
 # -- cuDNN candidates ---------------------------------------------------------------------------
+
 from baracuda.core.tolerance import compare, tolerance_for  # noqa: E402
 from baracuda.core.vocab import ArchSku, BackendKind, PlanPreference  # noqa: E402
 from baracuda.families.attention import plans_cudnn  # noqa: E402
 
 C = bc.CausalKind
+
+
+@pytest.mark.parametrize("dtype,sq,sk,causal", [
+    (torch.float64, 48, 80, "top_left"),
+    (torch.float64, 48, 80, "bottom_right"),
+    (torch.float64, 80, 48, "bottom_right"),  # rows that see no key at all
+    (torch.float64, 48, 80, "none"),
+    (torch.float32, 64, 96, "top_left"),
+    (torch.float32, 96, 64, "bottom_right"),
+])
+def test_triton_backward_even_tiles_and_causal_split(dtype, sq, sk, causal):
+    """Tile-aligned lengths and head dims take the kernels' EVEN path (no bound masks) and the
+    causal split (only the tiles across the diagonal are masked); against the f64 reference,
+    with GQA, and rerun bit-identically (the Triton backward is deterministic)."""
+    d = 16 if dtype is torch.float64 else 32
+    ck = bc.CausalKind(causal)
+    desc = bc.SdpaBackwardDescriptor(2, 4, 2, sq, sk, d, d, 0.3, dtype, ck)
+    plan = bc.SdpaBackwardPlan.select(desc, PlanPreference(prefer_backend=BackendKind.TRITON))
+    g = torch.Generator().manual_seed(sq * 7 + sk)
+    mk = lambda *s: torch.randn(*s, generator=g, dtype=torch.float64).to(DEVICE, dtype)  # noqa
+    q, k, v, do = mk(2, 4, sq, d), mk(2, 2, sk, d), mk(2, 2, sk, d), mk(2, 4, sq, d)
+    off = None if ck is C.NONE else desc.causal_offset
+    out, lse = ref.sdpa_forward(q, k, v, scale=0.3, causal_offset=off)
+    out, lse = out.to(DEVICE, dtype), lse.to(DEVICE, dtype if dtype is torch.float64
+                                              else torch.float32)
+    grads = [torch.full_like(x, float("nan")) for x in (q, k, v)]
+    args = bc.SdpaBackwardArgs(q, k, v, out, do, lse, *grads)
+    ws = torch.empty(plan.workspace_size(), dtype=torch.uint8, device=DEVICE)
+    plan.run(args, workspace=ws)
+    want = ref.sdpa_backward(q, k, v, do, scale=0.3, causal_offset=off)
+    tol = 1e-10 if dtype is torch.float64 else 2e-4
+    for got, exp in zip(grads, want):
+        torch.testing.assert_close(got.cpu().double(), exp, atol=tol, rtol=tol)
+    first = [x.clone() for x in grads]
+    plan.run(args, workspace=ws)
+    assert all(torch.equal(a, b) for a, b in zip(first, grads))
 
 
 def test_cudnn_candidates_give_reasons():

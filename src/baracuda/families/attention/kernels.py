@@ -44,9 +44,13 @@ def _f(hi, lo, ACC: tl.constexpr):
 
 @triton.jit
 def _masked_scores(s, qi, kj, Sq, Sk, causal_off, mask_base, smm, smn,
-                   CAUSAL: tl.constexpr, MASK_KIND: tl.constexpr, IDX: tl.constexpr):
+                   CAUSAL: tl.constexpr, MASK_KIND: tl.constexpr, IDX: tl.constexpr,
+                   EVEN: tl.constexpr = False):
     """s2 with the key bound, causal diagonal and user mask applied; qi / kj are broadcastable
-    query / key indices (rows x cols in either orientation)."""
+    query / key indices (rows x cols in either orientation). EVEN: every tile is in bounds,
+    so without a causal diagonal or a mask there is nothing to apply (the bulk of the tiles)."""
+    if EVEN and not CAUSAL and MASK_KIND == 0:
+        return s
     valid = kj < Sk
     if CAUSAL:
         valid = valid & (kj <= qi + causal_off)
@@ -165,6 +169,55 @@ def sdpa_bwd_delta_kernel(
 
 
 @triton.jit
+def _load_rows(base, rows, cols, row_ok, col_ok, EVEN: tl.constexpr):
+    """A [rows, cols] tile (either may be the head dim); EVEN skips the bound masks."""
+    if EVEN:
+        return tl.load(base + rows + cols)
+    return tl.load(base + rows + cols, mask=row_ok & col_ok, other=0.0)
+
+
+@triton.jit
+def _dkdv_step(dk, dv, k, v, qs, start_m, offs_m0, offs_n, offs_dk, offs_dv, q_base, do_base,
+               lse_base, delta_base, mask_base, Sq, Sk, causal_off, sqm, sdm, slm, smm, smn,
+               seed, rng_off, bhq, p_drop,
+               DK: tl.constexpr, DV: tl.constexpr, CAUSAL: tl.constexpr,
+               MASK_KIND: tl.constexpr, DROPOUT: tl.constexpr, PREC: tl.constexpr,
+               ACC: tl.constexpr, INTERP: tl.constexpr, IDX: tl.constexpr, EVEN: tl.constexpr,
+               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """One query tile's contribution to a key tile's dK, dV (CAUSAL: this tile crosses the
+    diagonal; tiles wholly below it skip the causal compare)."""
+    offs_m = start_m + offs_m0
+    m_ok = offs_m < Sq
+    qt = _load_rows(q_base, offs_m[None, :].to(IDX) * sqm, offs_dk[:, None], m_ok[None, :],
+                    (offs_dk < DK)[:, None], EVEN)  # [DK, M]
+    do = _load_rows(do_base, offs_m[:, None].to(IDX) * sdm, offs_dv[None, :], m_ok[:, None],
+                    (offs_dv < DV)[None, :], EVEN)  # [M, DV]
+    if EVEN:
+        lse = tl.load(lse_base + offs_m.to(IDX) * slm).to(ACC)
+        delta = tl.load(delta_base + offs_m)
+    else:
+        lse = tl.load(lse_base + offs_m.to(IDX) * slm, mask=m_ok, other=float("inf")).to(ACC)
+        delta = tl.load(delta_base + offs_m, mask=m_ok, other=0.0)
+    st = _dot(k, qt, tl.zeros([BLOCK_N, BLOCK_M], ACC), PREC, INTERP) * qs
+    st = _masked_scores(st, offs_m[None, :], offs_n[:, None], Sq, Sk, causal_off, mask_base,
+                        smm, smn, CAUSAL, MASK_KIND, IDX, EVEN)
+    pt = tl.exp2(st - lse[None, :] * LOG2E)  # [N, M]
+    dpt = _dot(v, tl.trans(do), tl.zeros([BLOCK_N, BLOCK_M], ACC), PREC,
+               INTERP)
+    if DROPOUT:
+        keep = _keep(seed, rng_off, bhq, offs_m[None, :], offs_n[:, None], p_drop)
+        inv_keep = 1.0 / (1.0 - p_drop)
+        pdt = tl.where(keep, pt * inv_keep, 0.0)
+        dpt = tl.where(keep, dpt * inv_keep, 0.0)
+    else:
+        pdt = pt
+    dv = _dot(pdt.to(do.dtype), do, dv, PREC, INTERP)
+    dst = pt * (dpt - delta[None, :])
+    dk = _dot(dst.to(qt.dtype), tl.trans(qt), dk, PREC, INTERP)
+    return dk, dv
+
+
+@triton.jit
 def sdpa_bwd_dkdv_kernel(
     q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr, mask_ptr, rng_ptr,
     H, Sq, Sk, group, qk_scale, qk_lo, scale, scale_lo, causal_off, p_drop,
@@ -173,10 +226,11 @@ def sdpa_bwd_dkdv_kernel(
     DK: tl.constexpr, DV: tl.constexpr, BLOCK_DK: tl.constexpr, BLOCK_DV: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
     MASK_KIND: tl.constexpr, DROPOUT: tl.constexpr, PREC: tl.constexpr, ACC: tl.constexpr,
-    INTERP: tl.constexpr, IDX: tl.constexpr,
+    INTERP: tl.constexpr, IDX: tl.constexpr, EVEN: tl.constexpr = False,
 ):
     """One program per (key tile, batch, kv head): dK, dV summed over the query heads of the
-    group and all query tiles, in a fixed order (deterministic, no atomics)."""
+    group and all query tiles, in a fixed order (deterministic, no atomics). EVEN: Sq, Sk are
+    multiples of the tiles and the head dims are the block dims (no bound masks)."""
     pid_n = tl.program_id(0)
     bhk = tl.program_id(1).to(tl.int64)
     Hkv = H // group
@@ -189,58 +243,87 @@ def sdpa_bwd_dkdv_kernel(
     offs_dv = tl.arange(0, BLOCK_DV)
     n_ok = offs_n < Sk
     rows_n = offs_n[:, None].to(IDX)
-    k = tl.load(k_ptr + b * skb + hk * skh + rows_n * skn + offs_dk[None, :],
-                mask=n_ok[:, None] & (offs_dk < DK)[None, :], other=0.0)  # [N, DK]
-    v = tl.load(v_ptr + b * svb + hk * svh + rows_n * svn + offs_dv[None, :],
-                mask=n_ok[:, None] & (offs_dv < DV)[None, :], other=0.0)  # [N, DV]
+    k = _load_rows(k_ptr + b * skb + hk * skh, rows_n * skn, offs_dk[None, :], n_ok[:, None],
+                   (offs_dk < DK)[None, :], EVEN)  # [N, DK]
+    v = _load_rows(v_ptr + b * svb + hk * svh, rows_n * svn, offs_dv[None, :], n_ok[:, None],
+                   (offs_dv < DV)[None, :], EVEN)  # [N, DV]
     dk = tl.zeros([BLOCK_N, BLOCK_DK], ACC)
     dv = tl.zeros([BLOCK_N, BLOCK_DV], ACC)
+    seed = 0
+    rng_off = 0
     if DROPOUT:
         seed = tl.load(rng_ptr)
         rng_off = tl.load(rng_ptr + 1)
     lo = 0
+    mid = 0
     if CAUSAL:
         # first query that sees key pid_n*BLOCK_N: i >= j - causal_off
         lo = tl.maximum(pid_n * BLOCK_N - causal_off, 0)
         lo = (lo // BLOCK_M) * BLOCK_M
+        # first query tile that sees every key of this tile: the tiles in [lo, mid) cross
+        # the diagonal and are masked, the ones from mid on are not
+        mid = tl.maximum((pid_n + 1) * BLOCK_N - 1 - causal_off, 0)
+        mid = tl.minimum(tl.maximum((mid + BLOCK_M - 1) // BLOCK_M * BLOCK_M, lo), Sq)
     for g in range(0, group):
         h = hk * group + g
+        bhq = b * H + h
         q_base = q_ptr + b * sqb + h * sqh
         do_base = do_ptr + b * sdb + h * sdh
-        stat = (b * H + h) * Sq
+        lse_base = lse_ptr + b * slb + h * slh
+        delta_base = delta_ptr + bhq * Sq
         mask_base = mask_ptr + b * smb + h * smh
-        for start_m in range(lo, Sq, BLOCK_M):
-            offs_m = start_m + offs_m0
-            m_ok = offs_m < Sq
-            rows_m = offs_m[None, :].to(IDX)
-            qt = tl.load(q_base + rows_m * sqm + offs_dk[:, None],
-                         mask=m_ok[None, :] & (offs_dk < DK)[:, None], other=0.0)  # [DK, M]
-            do = tl.load(do_base + offs_m[:, None].to(IDX) * sdm + offs_dv[None, :],
-                         mask=m_ok[:, None] & (offs_dv < DV)[None, :], other=0.0)  # [M, DV]
-            lse = tl.load(lse_ptr + b * slb + h * slh + offs_m.to(IDX) * slm, mask=m_ok,
-                          other=float("inf")).to(ACC)
-            delta = tl.load(delta_ptr + stat + offs_m, mask=m_ok, other=0.0)
-            st = _dot(k, qt, tl.zeros([BLOCK_N, BLOCK_M], ACC), PREC, INTERP) * qs
-            st = _masked_scores(st, offs_m[None, :], offs_n[:, None], Sq, Sk, causal_off,
-                                mask_base, smm, smn, CAUSAL, MASK_KIND, IDX)
-            pt = tl.exp2(st - lse[None, :] * LOG2E)  # [N, M]
-            dpt = _dot(v, tl.trans(do), tl.zeros([BLOCK_N, BLOCK_M], ACC), PREC, INTERP)
-            if DROPOUT:
-                keep = _keep(seed, rng_off, b * H + h, offs_m[None, :], offs_n[:, None],
-                             p_drop)
-                inv_keep = 1.0 / (1.0 - p_drop)
-                pdt = tl.where(keep, pt * inv_keep, 0.0)
-                dpt = tl.where(keep, dpt * inv_keep, 0.0)
-            else:
-                pdt = pt
-            dv = _dot(pdt.to(do.dtype), do, dv, PREC, INTERP)
-            dst = pt * (dpt - delta[None, :])
-            dk = _dot(dst.to(qt.dtype), tl.trans(qt), dk, PREC, INTERP)
+        if CAUSAL:
+            for start_m in range(lo, mid, BLOCK_M):
+                dk, dv = _dkdv_step(
+                    dk, dv, k, v, qs, start_m, offs_m0, offs_n, offs_dk, offs_dv, q_base,
+                    do_base, lse_base, delta_base, mask_base, Sq, Sk, causal_off, sqm, sdm, slm,
+                    smm, smn, seed, rng_off, bhq, p_drop, DK, DV, True, MASK_KIND, DROPOUT, PREC,
+                    ACC, INTERP, IDX, EVEN, BLOCK_M, BLOCK_N)
+        for start_m in range(mid, Sq, BLOCK_M):
+            dk, dv = _dkdv_step(
+                dk, dv, k, v, qs, start_m, offs_m0, offs_n, offs_dk, offs_dv, q_base, do_base,
+                lse_base, delta_base, mask_base, Sq, Sk, causal_off, sqm, sdm, slm, smm, smn,
+                seed, rng_off, bhq, p_drop, DK, DV, False, MASK_KIND, DROPOUT, PREC, ACC, INTERP,
+                IDX, EVEN, BLOCK_M, BLOCK_N)
     dk = dk * _f(scale, scale_lo, ACC)
-    tl.store(dk_ptr + b * sdkb + hk * sdkh + rows_n * sdkn + offs_dk[None, :],
-             dk.to(dk_ptr.dtype.element_ty), mask=n_ok[:, None] & (offs_dk < DK)[None, :])
-    tl.store(dv_ptr + b * sdvb + hk * sdvh + rows_n * sdvn + offs_dv[None, :],
-             dv.to(dv_ptr.dtype.element_ty), mask=n_ok[:, None] & (offs_dv < DV)[None, :])
+    if EVEN:
+        tl.store(dk_ptr + b * sdkb + hk * sdkh + rows_n * sdkn + offs_dk[None, :],
+                 dk.to(dk_ptr.dtype.element_ty))
+        tl.store(dv_ptr + b * sdvb + hk * sdvh + rows_n * sdvn + offs_dv[None, :],
+                 dv.to(dv_ptr.dtype.element_ty))
+    else:
+        tl.store(dk_ptr + b * sdkb + hk * sdkh + rows_n * sdkn + offs_dk[None, :],
+                 dk.to(dk_ptr.dtype.element_ty), mask=n_ok[:, None] & (offs_dk < DK)[None, :])
+        tl.store(dv_ptr + b * sdvb + hk * sdvh + rows_n * sdvn + offs_dv[None, :],
+                 dv.to(dv_ptr.dtype.element_ty), mask=n_ok[:, None] & (offs_dv < DV)[None, :])
+
+
+@triton.jit
+def _dq_step(dq, q, do, lse, delta, qs, start_n, offs_n0, offs_m, offs_dk, offs_dv, k_base,
+             v_base, mask_base, Sq, Sk, causal_off, skn, svn, smm, smn, seed, rng_off, bh,
+             p_drop, DK: tl.constexpr, DV: tl.constexpr, CAUSAL: tl.constexpr,
+             MASK_KIND: tl.constexpr, DROPOUT: tl.constexpr, PREC: tl.constexpr,
+             ACC: tl.constexpr, INTERP: tl.constexpr, IDX: tl.constexpr, EVEN: tl.constexpr,
+             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """One key tile's contribution to a query tile's dQ (CAUSAL: the tile crosses the
+    diagonal)."""
+    offs_n = start_n + offs_n0
+    n_ok = offs_n < Sk
+    cols = offs_n[None, :].to(IDX)
+    kt = _load_rows(k_base, cols * skn, offs_dk[:, None], n_ok[None, :], (offs_dk < DK)[:, None],
+                    EVEN)  # [DK, N]
+    vt = _load_rows(v_base, cols * svn, offs_dv[:, None], n_ok[None, :], (offs_dv < DV)[:, None],
+                    EVEN)  # [DV, N]
+    s = _dot(q, kt, tl.zeros([BLOCK_M, BLOCK_N], ACC), PREC, INTERP) * qs
+    s = _masked_scores(s, offs_m[:, None], offs_n[None, :], Sq, Sk, causal_off, mask_base,
+                       smm, smn, CAUSAL, MASK_KIND, IDX, EVEN)
+    p = tl.exp2(s - lse[:, None] * LOG2E)
+    dp = _dot(do, vt, tl.zeros([BLOCK_M, BLOCK_N], ACC), PREC, INTERP)
+    if DROPOUT:
+        keep = _keep(seed, rng_off, bh, offs_m[:, None], offs_n[None, :], p_drop)
+        dp = tl.where(keep, dp / (1.0 - p_drop), 0.0)
+    ds = p * (dp - delta[:, None])
+    return _dot(ds.to(kt.dtype), tl.trans(kt), dq, PREC, INTERP)
 
 
 @triton.jit
@@ -252,7 +335,7 @@ def sdpa_bwd_dq_kernel(
     DK: tl.constexpr, DV: tl.constexpr, BLOCK_DK: tl.constexpr, BLOCK_DV: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
     MASK_KIND: tl.constexpr, DROPOUT: tl.constexpr, PREC: tl.constexpr, ACC: tl.constexpr,
-    INTERP: tl.constexpr, IDX: tl.constexpr,
+    INTERP: tl.constexpr, IDX: tl.constexpr, EVEN: tl.constexpr = False,
 ):
     pid_m = tl.program_id(0)
     bh = tl.program_id(1).to(tl.int64)
@@ -266,42 +349,49 @@ def sdpa_bwd_dq_kernel(
     offs_dv = tl.arange(0, BLOCK_DV)
     m_ok = offs_m < Sq
     rows_m = offs_m[:, None].to(IDX)
-    q = tl.load(q_ptr + b * sqb + h * sqh + rows_m * sqm + offs_dk[None, :],
-                mask=m_ok[:, None] & (offs_dk < DK)[None, :], other=0.0)
-    do = tl.load(do_ptr + b * sdb + h * sdh + rows_m * sdm + offs_dv[None, :],
-                 mask=m_ok[:, None] & (offs_dv < DV)[None, :], other=0.0)
-    lse = tl.load(lse_ptr + b * slb + h * slh + offs_m.to(IDX) * slm, mask=m_ok,
-                  other=float("inf")).to(ACC)
-    delta = tl.load(delta_ptr + bh * Sq + offs_m, mask=m_ok, other=0.0)
+    q = _load_rows(q_ptr + b * sqb + h * sqh, rows_m * sqm, offs_dk[None, :], m_ok[:, None],
+                   (offs_dk < DK)[None, :], EVEN)
+    do = _load_rows(do_ptr + b * sdb + h * sdh, rows_m * sdm, offs_dv[None, :], m_ok[:, None],
+                    (offs_dv < DV)[None, :], EVEN)
+    if EVEN:
+        lse = tl.load(lse_ptr + b * slb + h * slh + offs_m.to(IDX) * slm).to(ACC)
+        delta = tl.load(delta_ptr + bh * Sq + offs_m)
+    else:
+        lse = tl.load(lse_ptr + b * slb + h * slh + offs_m.to(IDX) * slm, mask=m_ok,
+                      other=float("inf")).to(ACC)
+        delta = tl.load(delta_ptr + bh * Sq + offs_m, mask=m_ok, other=0.0)
     k_base = k_ptr + b * skb + hk * skh
     v_base = v_ptr + b * svb + hk * svh
     mask_base = mask_ptr + b * smb + h * smh
+    seed = 0
+    rng_off = 0
     if DROPOUT:
         seed = tl.load(rng_ptr)
         rng_off = tl.load(rng_ptr + 1)
     dq = tl.zeros([BLOCK_M, BLOCK_DK], ACC)
     hi = Sk
+    mid = Sk
     if CAUSAL:
         hi = tl.minimum(Sk, tl.maximum((pid_m + 1) * BLOCK_M + causal_off, 0))
-    for start_n in range(0, hi, BLOCK_N):
-        offs_n = start_n + offs_n0
-        n_ok = offs_n < Sk
-        cols = offs_n[None, :].to(IDX)
-        kt = tl.load(k_base + cols * skn + offs_dk[:, None],
-                     mask=n_ok[None, :] & (offs_dk < DK)[:, None], other=0.0)  # [DK, N]
-        vt = tl.load(v_base + cols * svn + offs_dv[:, None],
-                     mask=n_ok[None, :] & (offs_dv < DV)[:, None], other=0.0)  # [DV, N]
-        s = _dot(q, kt, tl.zeros([BLOCK_M, BLOCK_N], ACC), PREC, INTERP) * qs
-        s = _masked_scores(s, offs_m[:, None], offs_n[None, :], Sq, Sk, causal_off, mask_base,
-                           smm, smn, CAUSAL, MASK_KIND, IDX)
-        p = tl.exp2(s - lse[:, None] * LOG2E)
-        dp = _dot(do, vt, tl.zeros([BLOCK_M, BLOCK_N], ACC), PREC, INTERP)
-        if DROPOUT:
-            keep = _keep(seed, rng_off, bh, offs_m[:, None], offs_n[None, :], p_drop)
-            dp = tl.where(keep, dp / (1.0 - p_drop), 0.0)
-        ds = p * (dp - delta[:, None])
-        dq = _dot(ds.to(kt.dtype), tl.trans(kt), dq, PREC, INTERP)
+        # key tiles in [0, mid) are wholly visible to every query of this tile (no causal
+        # compare); the ones in [mid, hi) cross the diagonal
+        mid = tl.minimum(tl.maximum(pid_m * BLOCK_M + causal_off + 1, 0) // BLOCK_N * BLOCK_N,
+                         hi)
+    for start_n in range(0, mid, BLOCK_N):
+        dq = _dq_step(dq, q, do, lse, delta, qs, start_n, offs_n0, offs_m, offs_dk, offs_dv,
+                      k_base, v_base, mask_base, Sq, Sk, causal_off, skn, svn, smm, smn, seed,
+                      rng_off, bh, p_drop, DK, DV, False, MASK_KIND, DROPOUT, PREC, ACC, INTERP,
+                      IDX, EVEN, BLOCK_M, BLOCK_N)
+    if CAUSAL:
+        for start_n in range(mid, hi, BLOCK_N):
+            dq = _dq_step(dq, q, do, lse, delta, qs, start_n, offs_n0, offs_m, offs_dk,
+                          offs_dv, k_base, v_base, mask_base, Sq, Sk, causal_off, skn, svn, smm,
+                          smn, seed, rng_off, bh, p_drop, DK, DV, True, MASK_KIND, DROPOUT,
+                          PREC, ACC, INTERP, IDX, EVEN, BLOCK_M, BLOCK_N)
     dq = dq * _f(scale, scale_lo, ACC)
-    tl.store(dq_ptr + b * sdqb + h * sdqh + offs_m[:, None].to(IDX) * sdqm
-             + offs_dk[None, :], dq.to(dq_ptr.dtype.element_ty),
-             mask=m_ok[:, None] & (offs_dk < DK)[None, :])
+    dq_ptrs = dq_ptr + b * sdqb + h * sdqh + offs_m[:, None].to(IDX) * sdqm + offs_dk[None, :]
+    if EVEN:
+        tl.store(dq_ptrs, dq.to(dq_ptr.dtype.element_ty))
+    else:
+        tl.store(dq_ptrs, dq.to(dq_ptr.dtype.element_ty),
+                 mask=m_ok[:, None] & (offs_dk < DK)[None, :])

@@ -78,7 +78,7 @@ _DKDV = {
 #: without spills; GQA's runtime group loop (or unaligned strides) spills it, so those take _DKDV.
 _DKDV_MHA = {("half", 128): (32, 64, 4, 3)}
 _DQ = {
-    ("half", 64): (64, 64, 4, 2), ("half", 128): (64, 64, 4, 2), ("half", 256): (32, 32, 8, 1),
+    ("half", 64): (64, 64, 4, 3), ("half", 128): (64, 64, 4, 2), ("half", 256): (32, 32, 8, 1),
     ("f32", 64): (32, 32, 4, 2), ("f32", 128): (32, 16, 4, 1), ("f32", 256): (16, 16, 4, 1),
     ("f64", 64): (16, 16, 8, 1), ("f64", 128): (16, 16, 8, 1), ("f64", 256): (16, 16, 8, 1),
 }
@@ -286,6 +286,13 @@ def _aligned(*tensors) -> bool:
     return all(s % 16 == 0 for t in tensors for s in t.stride()[:-1])
 
 
+def _even(d: SdpaDescriptor, cfg: dict, cc: dict) -> bool:
+    """No tile of the backward kernels runs past Sq, Sk or the head dims: they then skip every
+    bound mask (and, off the causal diagonal, every score mask)."""
+    return (d.query_len % cfg["BLOCK_M"] == 0 and d.key_len % cfg["BLOCK_N"] == 0
+            and d.head_dim == cc["BLOCK_DK"] and d.value_dim == cc["BLOCK_DV"])
+
+
 def backward_launches(d: SdpaDescriptor, a: SdpaBackwardArgs, workspace,
                       tf32: bool) -> list[Launch]:
     acc = torch.float64 if d.element is ElementKind.F64 else torch.float32
@@ -313,13 +320,13 @@ def backward_launches(d: SdpaDescriptor, a: SdpaBackwardArgs, workspace,
         grid = ((d.key_len + cfg["BLOCK_N"] - 1) // cfg["BLOCK_N"], d.batch * d.num_kv_heads)
         out.append(Launch(sdpa_bwd_dkdv_kernel, grid, (
             a.q, a.k, a.v, a.dout, a.lse, delta, a.dk, a.dv, mptr, rng, *common,
-            *_strides3(a.dk), *_strides3(a.dv), *sm), dict(**cfg, **cc)))
+            *_strides3(a.dk), *_strides3(a.dv), *sm), dict(**cfg, **cc, EVEN=_even(d, cfg, cc))))
     if n:
         cfg = tile_config(d, "dq")
         grid = ((d.query_len + cfg["BLOCK_M"] - 1) // cfg["BLOCK_M"], bh)
         out.append(Launch(sdpa_bwd_dq_kernel, grid, (
             a.q, a.k, a.v, a.dout, a.lse, delta, a.dq, mptr, rng, *common, *_strides3(a.dq),
-            *sm), dict(**cfg, **cc)))
+            *sm), dict(**cfg, **cc, EVEN=_even(d, cfg, cc))))
     return out
 
 

@@ -373,7 +373,48 @@ def attention_benches(quick: bool):
                              flops=flops, quick=headline))
         out.append(BenchCase("sdpa fwd+bwd", label, fwbw_setup, ours=fb(ours_sdpa),
                              torch_eager=fb(sdpa), flops=int(3.5 * flops), quick=headline))
+        # the "deterministic backward within 0.85x of the fastest backward": our
+        # deterministic backward plan alone vs torch eager's backward (cuDNN, float-atomic dQ)
+        out.append(BenchCase("sdpa bwd deterministic", label, _bwd_setup(b, h, s, dh, causal),
+                             ours=_det_backward(causal), torch_eager=_torch_backward,
+                             flops=int(2.5 * flops), compile_peer=False, quick=headline))
     return out
+
+
+def _bwd_setup(b, h, s, dh, causal):
+    def setup(device):
+        from .torch_api import _fwd
+
+        mk = lambda: torch.randn(b, h, s, dh, device=device, dtype=torch.bfloat16,  # noqa
+                                 requires_grad=True)
+        q, k, v = mk(), mk(), mk()
+        out_t = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        out, lse = _fwd(q.detach(), k.detach(), v.detach(), None, None, 0.0, int(causal),
+                        1 / math.sqrt(dh))
+        return {"q": q, "k": k, "v": v, "g": torch.randn_like(out), "out_t": out_t,
+                "out": out, "lse": lse}
+    return setup
+
+
+def _det_backward(causal: bool):
+    from ...frontends.torch.factory import run_plan
+    from .torch_api import _desc
+
+    pref = PlanPreference(require_deterministic=True)
+
+    def run(q, k, v, g, out_t, out, lse):
+        q, k, v = q.detach(), k.detach(), v.detach()
+        dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+        desc = _desc(SdpaBackwardDescriptor, q, k, v, None, 0.0, int(causal),
+                     1 / math.sqrt(q.shape[-1]))
+        run_plan(SdpaBackwardPlan, desc, SdpaBackwardArgs(q, k, v, out, g, lse, dq, dk, dv),
+                 pref)
+        return dq, dk, dv
+    return run
+
+
+def _torch_backward(q, k, v, g, out_t, out, lse):
+    return torch.autograd.grad(out_t, (q, k, v), g, retain_graph=True)
 
 
 from . import spec_rope  # noqa: E402,F401  - registers the RoPE / KV-cache specs

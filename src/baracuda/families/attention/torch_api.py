@@ -8,6 +8,7 @@ import math
 import torch
 
 from ...core.errors import Unsupported
+from ...core.vocab import PlanPreference
 from ...frontends.torch.factory import define_op, run_plan
 from .descriptors import (
     CausalKind,
@@ -23,6 +24,7 @@ from .torch_rope import apply_rotary_emb
 __all__ = ["scaled_dot_product_attention", "apply_rotary_emb"]
 
 _CAUSAL = (CausalKind.NONE, CausalKind.TOP_LEFT, CausalKind.BOTTOM_RIGHT)
+_DEFAULT, _DETERMINISTIC = PlanPreference(), PlanPreference(require_deterministic=True)
 
 
 def _desc(cls, q, k, v, mask, dropout_p: float, causal: int, scale: float):
@@ -30,9 +32,10 @@ def _desc(cls, q, k, v, mask, dropout_p: float, causal: int, scale: float):
     if mask is not None:
         kind = MaskKind.BOOLEAN if mask.dtype == torch.bool else MaskKind.ADDITIVE
     b, h, sq, dk = q.shape
-    return cls(b, h, k.shape[1], sq, k.shape[2], dk, v.shape[3], float(scale), q.dtype,
-               _CAUSAL[causal], kind, None if mask is None else tuple(mask.shape),
-               float(dropout_p))
+    # cached: a training loop repeats a few shapes, and building a descriptor is host time
+    return cls.cached(b, h, k.shape[1], sq, k.shape[2], dk, v.shape[3], float(scale), q.dtype,
+                      _CAUSAL[causal], kind, None if mask is None else tuple(mask.shape),
+                      float(dropout_p))
 
 
 def _lse_dtype(q):
@@ -60,8 +63,11 @@ def _bwd(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
          scale: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     desc = _desc(SdpaBackwardDescriptor, q, k, v, mask, dropout_p, causal, scale)
+    # torch.use_deterministic_algorithms(True) selects a deterministic backward, as it does
+    # for torch's own SDPA (the default cuDNN backward sums dQ with float atomics)
+    pref = _DETERMINISTIC if torch.are_deterministic_algorithms_enabled() else _DEFAULT
     run_plan(SdpaBackwardPlan, desc,
-             SdpaBackwardArgs(q, k, v, out, _unit_last(dout), lse, dq, dk, dv, mask, rng))
+             SdpaBackwardArgs(q, k, v, out, _unit_last(dout), lse, dq, dk, dv, mask, rng), pref)
     return dq, dk, dv
 
 
@@ -78,9 +84,12 @@ def _setup(ctx, inputs, output):
     ctx.save_for_backward(q, k, v, out, lse, mask, rng)
     ctx.params = (dropout_p, causal, scale)
     ctx.mark_non_differentiable(lse)
+    ctx.set_materialize_grads(False)  # no zero-filled gradient for lse on every step
 
 
 def _autograd(ctx, dout, _dlse):
+    if dout is None:
+        return None, None, None, None, None, None, None, None
     q, k, v, out, lse, mask, rng = ctx.saved_tensors
     dq, dk, dv = _sdpa_bwd(dout, q, k, v, out, lse, mask, rng, *ctx.params)
     return dq, dk, dv, None, None, None, None, None
