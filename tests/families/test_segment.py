@@ -142,3 +142,52 @@ def test_compile_fullgraph(device):
     (g1,) = torch.autograd.grad(compiled(x, ids), x)
     (g2,) = torch.autograd.grad(f(x, ids), x)
     assert torch.equal(g1, g2)
+
+
+@pytest.mark.parametrize("n,s,drop", [(777, 13, -1), (5000, 5, 3), (1000, 300, -1),
+                                      (100, 9, 0), (1, 1, -1), (301, 0, -1)])
+def test_counting_sort_is_the_stable_sort(n, s, drop, device):
+    """The one-pass counting sort (several chunks, several key blocks, dropped ids) gives
+    torch's stable-sort permutation and the segment offsets, whatever the chunking."""
+    from baracuda.families.segment.sort import count_shape, segment_offsets, sort_layout
+
+    assert count_shape(n, s) is not None
+    gen = torch.Generator().manual_seed(n + s)
+    ids = torch.randint(-2, s + 3, (n,), generator=gen)
+    lay = sort_layout(n, s, True)
+    ws = torch.full((lay.nbytes,), 0x5A, dtype=torch.uint8, device=device)  # poisoned
+    views = lay.views(ws)
+    perm = segment_offsets(ids.to(device), s, views, True, drop=drop)
+    key = torch.where((ids >= 0) & (ids < s) & (ids != drop), ids, torch.tensor(s))
+    order = torch.sort(key, stable=True)
+    assert torch.equal(perm[:n].cpu().long(), order.indices)
+    expect = torch.searchsorted(order.values, torch.arange(s + 2))
+    assert torch.equal(views["offsets"].cpu().long(), expect)
+
+
+@pytest.mark.parametrize("n,s,drop", [(1500, 11, -1), (777, 13, 4)])
+def test_counting_and_radix_sorts_agree(n, s, drop, device):
+    """Both sorts are the stable sort: the same permutation and offsets, so the reduction adds
+    each segment's rows in the same (ascending row) order and the sums agree bit for bit."""
+    from baracuda.families.segment.sort import (
+        Layout,
+        count_shape,
+        radix_sections,
+        radix_sort,
+        segment_offsets,
+        sort_layout,
+    )
+
+    assert count_shape(n, s) is not None
+    gen = torch.Generator().manual_seed(n)
+    ids = torch.randint(-1, s + 2, (n,), generator=gen).to(device)
+    got = []
+    for lay in (sort_layout(n, s, True),
+                Layout.build([("offsets", s + 2, torch.int32)] + radix_sections(n))):
+        views = lay.views(torch.full((lay.nbytes,), 0x5A, dtype=torch.uint8, device=device))
+        if "perm" in views:
+            perm = segment_offsets(ids, s, views, True, drop=drop)
+        else:
+            perm = radix_sort(ids, s, views, drop=drop)
+        got.append((perm[:n].clone(), views["offsets"].clone()))
+    assert torch.equal(got[0][0], got[1][0]) and torch.equal(got[0][1], got[1][1])

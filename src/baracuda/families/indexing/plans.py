@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import triton.language as tl
 
-from ...backends.triton_support import INTERPRET, next_pow2, outer_launch_groups
+from ...backends.triton_support import INTERPRET, RecipeCache, next_pow2, outer_launch_groups
 from ...core import validate as V
 from ...core.errors import InvalidProblem
 from ...core.layout import axis_view
@@ -14,7 +14,15 @@ from ...core.registry import register_candidate, register_plan
 from ...core.vocab import ElementKind, OpCategory, PrecisionGuarantee
 from ..segment.descriptors import SegmentDescriptor, SegmentKind
 from ..segment.plans import KIND_ID, inner_layout, is_flat, run_reduce
-from ..segment.sort import ASSERT_LAUNCH, Layout, cdiv, gather_tile, segment_offsets, sort_sections
+from ..segment.sort import (
+    ASSERT_LAUNCH,
+    INDEX_GATHER_TILE,
+    Layout,
+    cdiv,
+    gather_tile,
+    segment_offsets,
+    sort_sections,
+)
 from .descriptors import (
     GatherArgs,
     GatherDescriptor,
@@ -115,17 +123,32 @@ class TritonIndexSelect(Candidate):
 
     def launch(self, desc, args, workspace) -> None:
         a = desc.axis
-        src, dst, idx = _rows_first(args.input, a), _rows_first(args.out, a), args.index
-        shape, (ss, ds) = inner_layout("IndexSelectPlan", dst.shape[1:], [src, dst])
-        k, n = desc.num_indices, desc.input_shape[a]
-        d = 1
-        for e in dst.shape[1:]:
-            d *= e
-        block_k, block_d, warps = gather_tile(d, desc.element.torch_dtype.itemsize)
-        row_gather_kernel[(cdiv(k, block_k), cdiv(d, block_d))](
-            src, idx, dst, k, n, d, idx.stride(0) if k else 1, *shape[1:],
-            src.stride(0), *ss, dst.stride(0), *ds, BLOCK_K=block_k, BLOCK_D=block_d,
-            FLAT=is_flat(shape), **ASSERT_LAUNCH, num_warps=warps)
+        # dim 0 needs no movedim views (one torch op each: host time of an eager call)
+        src = args.input if a == 0 else _rows_first(args.input, a)
+        dst = args.out if a == 0 else _rows_first(args.out, a)
+        idx = args.index
+        key = (desc, src.stride(), dst.stride(), idx.stride())
+        grid, ints, const = _GATHER_RECIPES.get(key, lambda: _gather_recipe(desc, src, dst, idx))
+        row_gather_kernel[grid](src, idx, dst, *ints, **const)
+
+
+_GATHER_RECIPES = RecipeCache()
+
+
+def _gather_recipe(desc, src, dst, idx):
+    """(grid, integer arguments, launch constexprs and options) of the row gather."""
+    shape, (ss, ds) = inner_layout("IndexSelectPlan", dst.shape[1:], [src, dst])
+    k, n = desc.num_indices, desc.input_shape[desc.axis]
+    d = 1
+    for e in dst.shape[1:]:
+        d *= e
+    block_k, block_d, warps = gather_tile(d, desc.element.torch_dtype.itemsize,
+                                          INDEX_GATHER_TILE)
+    ints = (k, n, d, idx.stride(0) if k else 1, *shape[1:], src.stride(0), *ss,
+            dst.stride(0), *ds)
+    const = dict(BLOCK_K=block_k, BLOCK_D=block_d, FLAT=is_flat(shape), **ASSERT_LAUNCH,
+                 num_warps=warps)
+    return (cdiv(k, block_k), cdiv(d, block_d)), ints, const
 
 
 @register_candidate(IndexSelectBackwardPlan)

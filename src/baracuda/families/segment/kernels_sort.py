@@ -137,3 +137,103 @@ def bucket_place_kernel(ids_ptr, cur_ptr, perm_ptr, N, S, ids_stride, BLOCK: tl.
     pos = tl.atomic_add(cur_ptr + tl.where(ok, raw, 0), tl.full([BLOCK], 1, tl.int32), mask=ok,
                         sem="relaxed")
     tl.store(perm_ptr + pos, rows.to(tl.int32), mask=ok)
+
+
+# -- one-pass stable counting sort (keys in [0, K), K = num_segments + 1 small enough) --------
+# Three launches instead of the radix sort's 2-3 per 4-bit digit. Rows are cut into chunks of
+# C; step 1 sorts each chunk locally (key, row) and counts its keys; step 2 scans the counts
+# key-major (all chunks of key 0, then of key 1, ...); step 3 places every row at
+# (start of its key) + (rows of its key in earlier chunks) + (its rank inside the chunk). Only
+# integer counts and a row-number tie-break: the permutation is the stable one, whatever the
+# scheduling. Padding rows of the last chunk get key K: they sort last and are never placed.
+
+
+@triton.jit
+def _max_i32(a, b):
+    return tl.maximum(a, b)
+
+
+@triton.jit
+def _chunk_runs(srt, sorted_row_ptr, local, C: tl.constexpr, LOGC: tl.constexpr):
+    """(key, run start, is run end) of a sorted chunk; the neighbours come back from the
+    chunk's own sorted copy in global memory (written and fenced by the caller)."""
+    key = srt >> LOGC
+    prv = tl.load(sorted_row_ptr + local - 1, mask=local > 0, other=0)
+    nxt = tl.load(sorted_row_ptr + local + 1, mask=local < C - 1, other=0)
+    first = (local == 0) | ((prv >> LOGC) != key)
+    last = (local == C - 1) | ((nxt >> LOGC) != key)
+    start = tl.associative_scan(tl.where(first, local, 0), 0, _max_i32)
+    return key, start, last
+
+
+@triton.jit
+def count_sort_chunk_kernel(ids_ptr, sorted_ptr, hist_ptr, N, S, K, ids_stride, DROP,
+                            C: tl.constexpr, LOGC: tl.constexpr, ZB: tl.constexpr):
+    """Step 1, program = chunk: sorted_ptr[chunk] = its (key << LOGC | local row), ascending;
+    hist_ptr[chunk, k] = rows of key k in the chunk (row of K counts, zeros included)."""
+    chunk = tl.program_id(0).to(tl.int64)
+    local = tl.arange(0, C)
+    rows = chunk * C + local
+    m = rows < N
+    raw = tl.load(ids_ptr + rows * ids_stride, mask=m, other=0).to(tl.int64)
+    key = tl.where((raw >= 0) & (raw < S) & (raw != DROP), raw, S)
+    key = tl.where(m, key, K)
+    srt = tl.sort(((key << LOGC) + local).to(tl.int32))
+    row_ptr = sorted_ptr + chunk * C
+    tl.store(row_ptr + local, srt)
+    h_ptr = hist_ptr + chunk * K
+    for k0 in range(0, K, ZB):
+        z = k0 + tl.arange(0, ZB)
+        tl.store(h_ptr + z, tl.zeros([ZB], tl.int32), mask=z < K)
+    # the zeros and the sorted copy are read / overwritten below by other threads
+    tl.debug_barrier()
+    key, start, last = _chunk_runs(srt, row_ptr, local, C=C, LOGC=LOGC)
+    # one store per key present (at its run's end): no two threads write one count
+    tl.store(h_ptr + key, local - start + 1, mask=last & (key < K))
+
+
+@triton.jit
+def count_scan_kernel(hist_ptr, part_ptr, btot_ptr, P, K, PP: tl.constexpr, KB: tl.constexpr):
+    """Step 2, program = block of KB keys: hist[c, k] becomes the rows of key k in chunks
+    before c; part[k] = rows of keys before k inside the block; btot[block] = the block's
+    rows (step 3 adds the blocks before)."""
+    blk = tl.program_id(0)
+    ch = tl.arange(0, PP)
+    ks = blk * KB + tl.arange(0, KB)
+    m = (ch < P)[:, None] & (ks < K)[None, :]
+    ptrs = hist_ptr + ch.to(tl.int64)[:, None] * K + ks[None, :]
+    h = tl.load(ptrs, mask=m, other=0)
+    tl.store(ptrs, tl.cumsum(h, axis=0) - h, mask=m)
+    tot = tl.sum(h, axis=0)
+    tl.store(part_ptr + ks, tl.cumsum(tot, axis=0) - tot, mask=ks < K)
+    tl.store(btot_ptr + blk, tl.sum(tot, axis=0))
+
+
+@triton.jit
+def count_place_kernel(sorted_ptr, hist_ptr, part_ptr, btot_ptr, perm_ptr, off_ptr, N, K, NB,
+                       SLICE, C: tl.constexpr, LOGC: tl.constexpr, KB: tl.constexpr,
+                       NBP: tl.constexpr, OB: tl.constexpr):
+    """Step 3, program = chunk: perm[position] = row for the chunk's rows; off[k] (k in
+    [0, K]) for this program's slice of keys: the segment offsets of the reduction."""
+    chunk = tl.program_id(0).to(tl.int64)
+    local = tl.arange(0, C)
+    row_ptr = sorted_ptr + chunk * C
+    srt = tl.load(row_ptr + local)
+    key, start, _ = _chunk_runs(srt, row_ptr, local, C=C, LOGC=LOGC)
+    b = tl.arange(0, NBP)
+    bt = tl.load(btot_ptr + b, mask=b < NB, other=0)
+    bpre = tl.cumsum(bt, axis=0) - bt  # rows in key blocks before each block
+    ok = key < K
+    kk = tl.where(ok, key, 0)
+    base = tl.gather(bpre, kk // KB, 0) + tl.load(part_ptr + kk, mask=ok, other=0)
+    base += tl.load(hist_ptr + chunk * K + kk, mask=ok, other=0)
+    row = chunk * C + (srt & (C - 1))
+    tl.store(perm_ptr + base + (local - start), row.to(tl.int32), mask=ok)
+    for k0 in range(chunk * SLICE, tl.minimum(chunk * SLICE + SLICE, K + 1), OB):
+        k = k0 + tl.arange(0, OB)
+        km = k < tl.minimum(chunk * SLICE + SLICE, K + 1)
+        inner = k < K
+        kc = tl.where(inner, k, 0)
+        v = tl.gather(bpre, (kc // KB).to(tl.int32), 0) + tl.load(part_ptr + kc, mask=km & inner,
+                                                                  other=0)
+        tl.store(off_ptr + k, tl.where(inner, v, N), mask=km)

@@ -3,12 +3,13 @@ backward, all deterministic (no float atomics)."""
 
 from __future__ import annotations
 
+import functools
 from typing import ClassVar
 
 import torch
 import triton.language as tl
 
-from ...backends.triton_support import INTERPRET, next_pow2
+from ...backends.triton_support import INTERPRET, RecipeCache, next_pow2
 from ...core import validate as V
 from ...core.errors import InvalidProblem, Unsupported
 from ...core.layout import collapse_dims
@@ -34,6 +35,7 @@ from .sort import (
     cdiv,
     segment_counts,
     segment_offsets,
+    sort_layout,
     sort_sections,
 )
 
@@ -60,14 +62,23 @@ def acc_type(element: ElementKind):
     return tl.float64 if element is ElementKind.F64 else tl.float32
 
 
-def inner_layout(who: str, row_shape, tensors) -> tuple[list[int], list[list[int]]]:
-    """Collapse the inner dims [D...] shared by `tensors` (each [rows, D...]) to 4 dims."""
-    shape, strides = collapse_dims(list(row_shape), [list(t.stride()[1:]) for t in tensors])
+@functools.lru_cache(maxsize=4096)
+def _collapsed(row_shape: tuple, strides: tuple):
+    shape, st = collapse_dims(list(row_shape), [list(x) for x in strides])
     if len(shape) > MAX_INNER_DIMS:
-        raise Unsupported(f"{who}: inner dims {tuple(row_shape)} collapse to {len(shape)} "
-                          f"strided dims; at most {MAX_INNER_DIMS} are supported")
+        return len(shape)
     pad = MAX_INNER_DIMS - len(shape)
-    return [1] * pad + list(shape), [[0] * pad + list(s) for s in strides]
+    return tuple([1] * pad + list(shape)), tuple(tuple([0] * pad + list(x)) for x in st)
+
+
+def inner_layout(who: str, row_shape, tensors) -> tuple[list[int], list[list[int]]]:
+    """Collapse the inner dims [D...] shared by `tensors` (each [rows, D...]) to 4 dims
+    (cached per layout: eager calls repeat a few)."""
+    got = _collapsed(tuple(row_shape), tuple(tuple(t.stride()[1:]) for t in tensors))
+    if isinstance(got, int):
+        raise Unsupported(f"{who}: inner dims {tuple(row_shape)} collapse to {got} "
+                          f"strided dims; at most {MAX_INNER_DIMS} are supported")
+    return list(got[0]), [list(x) for x in got[1]]
 
 
 def is_flat(shape) -> bool:
@@ -144,7 +155,7 @@ class _ForwardCandidate(Candidate):
     def _layout(self, desc) -> Layout:
         if self._bucketed:
             return Layout.build(bucket_sections(desc.num_rows, desc.num_segments))
-        return Layout.build(sort_sections(desc.num_rows, desc.num_segments, not self.SORTED))
+        return sort_layout(desc.num_rows, desc.num_segments, not self.SORTED)
 
     def workspace_size(self, desc) -> int:
         return self._layout(desc).nbytes
@@ -175,6 +186,21 @@ def run_reduce(desc, kind_id: int, sorted_ids: bool, data, perm, offsets, out, a
     """Launch the segment-owned reduction (also used for prod-backward statistics, the
     embedding gradient and index_add / index_copy, whose `base` rows are added to / kept).
     `desc` needs num_rows, num_segments, row_shape, row_numel, element."""
+    key = (desc, kind_id, perm is None, dense_stats, arg is not None, base is not None,
+           data.shape[0] > 1, *(t.stride() for t in (data, out, arg, base) if t is not None))
+    grid, ints, b_ints, const = _REDUCE_RECIPES.get(key, lambda: _reduce_recipe(
+        desc, kind_id, data, perm, out, arg, dense_stats, base))
+    segment_reduce_kernel[grid](
+        data, perm if perm is not None else offsets, offsets, out,
+        arg if arg is not None else out, *ints,
+        base if base is not None else out, *b_ints, float(alpha), **const)
+
+
+_REDUCE_RECIPES = RecipeCache()
+
+
+def _reduce_recipe(desc, kind_id, data, perm, out, arg, dense_stats, base):
+    """(grid, integer arguments, base's integer arguments, constexprs) of `run_reduce`."""
     tensors = [data] if dense_stats else [data, out] + ([arg] if arg is not None else [])
     if base is not None:
         tensors.append(base)
@@ -202,15 +228,11 @@ def run_reduce(desc, kind_id: int, sorted_ids: bool, data, perm, offsets, out, a
     o_r = 0 if dense_stats else out.stride(0)
     a_r = arg.stride(0) if (arg is not None and not dense_stats) else 0
     b_r = base.stride(0) if base is not None else 0
-    segment_reduce_kernel[grid](
-        data, perm if perm is not None else offsets, offsets, out,
-        arg if arg is not None else out, d, n_seg, *shape[1:],
-        x_r, *x_st, o_r, *o_st, a_r, *a_st,
-        base if base is not None else out, b_r, *b_st, float(alpha),
-        KIND=kind_id, SORTED=perm is None, STORE_ARG=arg is not None and not dense_stats,
-        ACC=acc_type(desc.element), BLOCK_R=block_r, BLOCK_D=block_d, SEGS=segs,
-        FLAT=is_flat(shape), HAS_BASE=base is not None, num_warps=WARPS,
-    )
+    ints = (d, n_seg, *shape[1:], x_r, *x_st, o_r, *o_st, a_r, *a_st)
+    const = dict(KIND=kind_id, SORTED=perm is None, STORE_ARG=arg is not None and not dense_stats,
+                 ACC=acc_type(desc.element), BLOCK_R=block_r, BLOCK_D=block_d, SEGS=segs,
+                 FLAT=is_flat(shape), HAS_BASE=base is not None, num_warps=WARPS)
+    return grid, ints, (b_r, *b_st), const
 
 
 class _BackwardCandidate(Candidate):

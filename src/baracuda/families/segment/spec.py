@@ -27,11 +27,14 @@ from .kernels import (
 from .kernels_sort import (
     bucket_place_kernel,
     bucket_scan_kernel,
+    count_place_kernel,
+    count_scan_kernel,
+    count_sort_chunk_kernel,
     radix_hist_kernel,
     radix_scatter_kernel,
 )
 from .plans import BACKWARD_PLANS, FORWARD_PLANS, KIND_ID
-from .sort import FUSED_SCAN_MAX
+from .sort import COUNT_WARPS, FUSED_SCAN_MAX
 
 E = ElementKind
 # (data_shape, num_segments, element, index element, layout, id pattern)
@@ -150,6 +153,7 @@ class SegmentSpec(PlanSpec):
                 for k in (radix_hist_kernel, radix_scatter_kernel):
                     for first in (True, False):
                         yield _sort_variant(k, first, bits, chunk, fused)
+            yield from _count_variants()
         if not self.sorted and self.kind is SegmentKind.MAX:
             for k in (bucket_scan_kernel, bucket_place_kernel):
                 ptrs = {n: ("*i64" if n == "ids_ptr" else "*i32") for n in k.arg_names
@@ -208,6 +212,17 @@ def _sort_variant(kernel, first, bits, chunk, fused):
         const.update(FUSED=fused, NCH=FUSED_SCAN_MAX >> bits if fused else 1)
     return AotVariant(f"{kernel.__name__} first={first} R={1 << bits} C={chunk}", kernel,
                       _sig(kernel, ptrs, const), const)
+
+
+def _count_variants():
+    """The counting sort at the bench shape (2^20 rows, 4097 keys: 512 chunks of 2048)."""
+    for k, const in ((count_sort_chunk_kernel, dict(C=2048, LOGC=11, ZB=1024)),
+                     (count_scan_kernel, dict(PP=512, KB=8)),
+                     (count_place_kernel, dict(C=2048, LOGC=11, KB=8, NBP=1024, OB=1024))):
+        ptrs = {n: ("*i64" if n == "ids_ptr" else "*i32") for n in k.arg_names
+                if n.endswith("_ptr")}
+        yield AotVariant(k.__name__, k, _sig(k, ptrs, const), const,
+                         num_warps=8 if k is count_scan_kernel else COUNT_WARPS)
 
 
 class SegmentBackwardSpec(PlanSpec):

@@ -30,7 +30,7 @@ _EXTREMAL = ("max", "min")
 
 
 def _desc(cls, data, ids, num_segments):
-    return cls(tuple(data.shape), num_segments, data.dtype, ids.dtype)
+    return cls.cached(tuple(data.shape), num_segments, data.dtype, ids.dtype)
 
 
 def _forward(data: torch.Tensor, segment_ids: torch.Tensor, num_segments: int, kind: str,
@@ -55,7 +55,8 @@ def _backward_impl(grad_out: torch.Tensor, segment_ids: torch.Tensor, argmax: to
                    indices_are_sorted: bool) -> torch.Tensor:
     shape = (num_rows, *grad_out.shape[1:])
     dx = grad_out.new_empty(shape)
-    desc = SegmentBackwardDescriptor(shape, grad_out.shape[0], grad_out.dtype, segment_ids.dtype)
+    desc = SegmentBackwardDescriptor.cached(tuple(shape), grad_out.shape[0], grad_out.dtype,
+                                            segment_ids.dtype)
     plan = BACKWARD_PLANS[(SegmentKind(kind), indices_are_sorted)]
     run_plan(plan, desc, SegmentBackwardArgs(
         grad_out, segment_ids, dx, argmax if kind in _EXTREMAL else None,
