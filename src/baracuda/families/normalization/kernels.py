@@ -62,6 +62,7 @@ def row_norm_fwd_kernel(
     RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr, HAS_RES: tl.constexpr,
     NI: tl.constexpr, ACC: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr,
     SINGLE: tl.constexpr, COL64: tl.constexpr, PIPE: tl.constexpr,
+    KEEP: tl.constexpr = "", STREAM: tl.constexpr = "",
 ):
     pid = tl.program_id(0).to(tl.int64)
     cols0 = _cols(BLOCK_N, COL64)
@@ -158,10 +159,10 @@ def row_norm_fwd_kernel(
                 cols = start + cols0
                 mask = row_ok[:, None] & (cols < M)[None, :]
                 x = tl.load(x_row + _col_off(cols, IN1, IN2, xsa, xsb, xsc, NI)[None, :],
-                            mask=mask, other=0.0)
+                            mask=mask, other=0.0, eviction_policy=KEEP)
                 if HAS_RES:
                     r = tl.load(r_row + _col_off(cols, IN1, IN2, rsa, rsb, rsc, NI)[None, :],
-                                mask=mask, other=0.0)
+                                mask=mask, other=0.0, eviction_policy=STREAM)
                     x = (x.to(ACC) + r.to(ACC)).to(h_ptr.dtype.element_ty)
                     tl.store(h_row + _col_off(cols, IN1, IN2, hsa, hsb, hsc, NI)[None, :], x,
                              mask=mask)
@@ -182,10 +183,10 @@ def row_norm_fwd_kernel(
                 mask = row_ok[:, None] & cm[None, :]
                 if HAS_RES:
                     x = tl.load(h_row + _col_off(cols, IN1, IN2, hsa, hsb, hsc, NI)[None, :],
-                                mask=mask, other=0.0)
+                                mask=mask, other=0.0, eviction_policy=STREAM)
                 else:
                     x = tl.load(x_row + _col_off(cols, IN1, IN2, xsa, xsb, xsc, NI)[None, :],
-                                mask=mask, other=0.0)
+                                mask=mask, other=0.0, eviction_policy=STREAM)
                 y = (x.to(ACC) - mean[:, None]) * rstd[:, None]
                 if HAS_W:
                     w = tl.load(w_ptr + _col_off(cols, IN1, IN2, wsa, wsb, wsc, NI), mask=cm,
@@ -196,7 +197,7 @@ def row_norm_fwd_kernel(
                                 other=0.0)
                     y = y + b.to(ACC)[None, :]
                 tl.store(y_row + _col_off(cols, IN1, IN2, ysa, ysb, ysc, NI)[None, :],
-                         y.to(y_ptr.dtype.element_ty), mask=mask)
+                         y.to(y_ptr.dtype.element_ty), mask=mask, eviction_policy=STREAM)
         if not RMS:
             tl.store(mean_ptr + _row_off(rows, O1, O2, ms0, ms1, ms2),
                      mean.to(mean_ptr.dtype.element_ty), mask=row_ok)
@@ -216,8 +217,10 @@ def row_norm_bwd_kernel(
     RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_DB: tl.constexpr, HAS_RES: tl.constexpr,
     ACCUM: tl.constexpr, NI: tl.constexpr, ACC: tl.constexpr, BLOCK_R: tl.constexpr,
     BLOCK_N: tl.constexpr, SINGLE: tl.constexpr, COL64: tl.constexpr, PIPE: tl.constexpr,
+    KEEP: tl.constexpr = "", STREAM: tl.constexpr = "",
 ):
-    """part_ptr: [G, M] dgamma partials (when HAS_W), then [G, M] dbeta partials (HAS_DB)."""
+    """part_ptr: [G, M] dgamma partials (when HAS_W), then [G, M] dbeta partials (HAS_DB).
+    KEEP / STREAM: L2 eviction hints of the two-pass loop (first read kept for the second)."""
     pid = tl.program_id(0).to(tl.int64)
     cols0 = _cols(BLOCK_N, COL64)
     n_groups = tl.cdiv(n_rows, BLOCK_R)
@@ -314,9 +317,9 @@ def row_norm_bwd_kernel(
                 cm = cols < M
                 mask = row_ok[:, None] & cm[None, :]
                 dy = tl.load(g_row + _col_off(cols, IN1, IN2, gsa, gsb, gsc, NI)[None, :],
-                             mask=mask, other=0.0).to(ACC)
+                             mask=mask, other=0.0, eviction_policy=KEEP).to(ACC)
                 x = tl.load(x_row + _col_off(cols, IN1, IN2, xsa, xsb, xsc, NI)[None, :],
-                            mask=mask, other=0.0).to(ACC)
+                            mask=mask, other=0.0, eviction_policy=KEEP).to(ACC)
                 if HAS_W:
                     w = tl.load(w_ptr + _col_off(cols, IN1, IN2, wsa, wsb, wsc, NI), mask=cm,
                                 other=0.0).to(ACC)
@@ -336,9 +339,9 @@ def row_norm_bwd_kernel(
                 cm = cols < M
                 mask = row_ok[:, None] & cm[None, :]
                 dy = tl.load(g_row + _col_off(cols, IN1, IN2, gsa, gsb, gsc, NI)[None, :],
-                             mask=mask, other=0.0).to(ACC)
+                             mask=mask, other=0.0, eviction_policy=STREAM).to(ACC)
                 x = tl.load(x_row + _col_off(cols, IN1, IN2, xsa, xsb, xsc, NI)[None, :],
-                            mask=mask, other=0.0).to(ACC)
+                            mask=mask, other=0.0, eviction_policy=STREAM).to(ACC)
                 xhat = tl.where(mask, (x - mean[:, None]) * rstd[:, None], 0.0)
                 if HAS_W:
                     w = tl.load(w_ptr + _col_off(cols, IN1, IN2, wsa, wsb, wsc, NI), mask=cm,
@@ -357,9 +360,9 @@ def row_norm_bwd_kernel(
                     dx = (wdy - xhat * c1[:, None] - c2[:, None]) * rstd[:, None]
                 if HAS_RES:
                     dx += tl.load(h_row + _col_off(cols, IN1, IN2, hsa, hsb, hsc, NI)[None, :],
-                                  mask=mask, other=0.0).to(ACC)
+                                  mask=mask, other=0.0, eviction_policy=STREAM).to(ACC)
                 tl.store(d_row + _col_off(cols, IN1, IN2, dsa, dsb, dsc, NI)[None, :],
-                         dx.to(dx_ptr.dtype.element_ty), mask=mask)
+                         dx.to(dx_ptr.dtype.element_ty), mask=mask, eviction_policy=STREAM)
     if SINGLE:
         if HAS_W:
             tl.store(dg_row + cols0, dg_acc, mask=cm0)
