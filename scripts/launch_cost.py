@@ -6,8 +6,6 @@ Usage (GPU machine): python3 scripts/launch_cost.py
 
 from __future__ import annotations
 
-import time
-
 import torch
 
 import baracuda.torch as bt
@@ -15,17 +13,11 @@ from baracuda.families.softmax import kernels as sk
 from baracuda.families.softmax.descriptors import SoftmaxArgs, SoftmaxDescriptor, SoftmaxKind
 from baracuda.families.softmax.plans import SoftmaxPlan
 from baracuda.frontends.torch.factory import run_plan
+from baracuda.tools.bench import host_seconds_per_call
 
 
 def us(fn, n=5000) -> float:
-    for _ in range(100):
-        fn()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(n):
-        fn()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - t0) / n * 1e6
+    return host_seconds_per_call(fn, n, warmup=100) * 1e6
 
 
 def main() -> None:

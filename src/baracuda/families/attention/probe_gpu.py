@@ -377,17 +377,12 @@ def main(argv: list[str]) -> None:
                                                                         "cudnn", "triton"]
     secs = float(next((a for a in argv if a.replace(".", "").isdigit()), "60"))
     print(torch.__version__, torch.cuda.get_device_name(0), flush=True)
-    if "profile" in what:
-        for shape in SHAPES[:2]:
-            profile(*shape)
-    if "host" in what:
-        host(*SHAPES[0])
-    if "cudnn" in what:
-        cudnn_plans(secs)
-    if "knobs" in what:
-        knob_sweep(secs)
-    if "triton" in what:
-        triton_tiles(secs)
+    probes = {"profile": lambda: [profile(*shape) for shape in SHAPES[:2]],
+              "host": lambda: host(*SHAPES[0]), "cudnn": lambda: cudnn_plans(secs),
+              "knobs": lambda: knob_sweep(secs), "triton": lambda: triton_tiles(secs)}
+    for name, probe in probes.items():
+        if name in what:
+            probe()
 
 
 if __name__ == "__main__":

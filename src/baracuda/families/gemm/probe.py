@@ -36,14 +36,10 @@ GELU = GemmActivation.GELU_TANH
 def _profile(fn, n: int = 4):
     """(per-kernel {name: [us, calls]} per iteration, busy us / iter, span us / iter)."""
     from torch.autograd import DeviceType
-    from torch.profiler import ProfilerActivity, profile
 
-    fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(n):
-            fn()
-        torch.cuda.synchronize()
+    from .tune import cuda_profile
+
+    prof = cuda_profile(fn, n)
     spans, per = [], {}
     for ev in prof.events():
         if getattr(ev, "device_type", None) != DeviceType.CUDA:

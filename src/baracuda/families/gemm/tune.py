@@ -114,8 +114,8 @@ def fused_forward(dev, quick: bool) -> None:
                 launch.EPILOGUE_TILES = _REAL_TILES
 
 
-def _profile(name, fn, n=5) -> None:
-    """Kernel time per call (CUPTI) next to the call time: separates algorithm from host."""
+def cuda_profile(fn, n: int):
+    """torch.profiler (CUDA activity) over n calls of fn after one warm-up call."""
     from torch.profiler import ProfilerActivity, profile
 
     fn()
@@ -124,6 +124,12 @@ def _profile(name, fn, n=5) -> None:
         for _ in range(n):
             fn()
         torch.cuda.synchronize()
+    return prof
+
+
+def _profile(name, fn, n=5) -> None:
+    """Kernel time per call (CUPTI) next to the call time: separates algorithm from host."""
+    prof = cuda_profile(fn, n)
     for ev in sorted(prof.key_averages(), key=lambda e: -e.device_time_total)[:2]:
         print(f"   kernel {ev.key[:70]:<70} {ev.device_time_total / n:8.1f} us/call")
 

@@ -134,19 +134,12 @@ def main() -> None:
     import sys
     dev = torch.device("cuda")
     print(torch.cuda.get_device_name(0), torch.__version__)
+    probes = {"sum": sum_probe, "gather": gather_probe, "chunks": chunk_sweep,
+              "maxcheck": max_check, "gatherhost": gather_host, "rest": rest_probe}
     parts = sys.argv[1:] or ["sum", "gather", "rest"]
-    if "sum" in parts:
-        sum_probe(dev)
-    if "gather" in parts:
-        gather_probe(dev)
-    if "chunks" in parts:
-        chunk_sweep(dev)
-    if "maxcheck" in parts:
-        max_check(dev)
-    if "gatherhost" in parts:
-        gather_host(dev)
-    if "rest" in parts:
-        rest_probe(dev)
+    for name, probe in probes.items():
+        if name in parts:
+            probe(dev)
 
 
 def chunk_sweep(dev) -> None:
