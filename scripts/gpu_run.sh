@@ -37,6 +37,6 @@ if [ ${#FAMS[@]} -gt 0 ]; then
       --quick --json "$OUTDIR/bench_$f.json" --png "$OUTDIR/bench_$f.png" 2>&1 | grep -v "it/s\]"
   done
 else
-  timeout "${BENCH_TIMEOUT:-140}" python3 -m baracuda.cli bench "${BENCH_ARGS[@]}" 2>&1 \
+  timeout "${BENCH_TIMEOUT:-240}" python3 -m baracuda.cli bench "${BENCH_ARGS[@]}" 2>&1 \
     | grep -v "it/s\]"
 fi

@@ -60,3 +60,21 @@ def test_every_family_bench_declares_a_cost_model(family):
         assert isinstance(c, BenchCase)
         assert c.bytes > 0 or c.flops > 0, f"{family} {c.name}: no bytes/flops cost model"
         assert c.torch_eager is not None, f"{family} {c.name}: no torch peer"
+
+
+def test_single_threaded_autograd_rows_wrap_every_side():
+    from baracuda.core.spec import single_threaded_autograd
+
+    seen = []
+
+    def probe(tag):
+        return lambda: seen.append((tag, torch._C._is_multithreading_enabled()))
+
+    case = BenchCase("op fwd+bwd", "[4]", lambda d: {}, ours=probe("ours"),
+                     torch_eager=probe("torch"), bytes=16, extra_peers={"liger": probe("liger")})
+    row = single_threaded_autograd(case)
+    assert row.name == "op fwd+bwd 1-thread autograd" and not row.compile_peer
+    row.ours(), row.torch_eager(), row.extra_peers["liger"]()
+    assert seen == [("ours", False), ("torch", False), ("liger", False)]
+    assert torch._C._is_multithreading_enabled()
+    assert case.ours is not row.ours and case.bytes == row.bytes

@@ -180,3 +180,27 @@ class BenchCase:
     compile_peer: bool = True
     extra_peers: dict[str, Callable[..., Any]] = dataclasses.field(default_factory=dict)
     quick: bool = True
+
+
+
+def single_threaded_autograd(case: BenchCase) -> BenchCase:
+    """The same row with every side run under `torch.autograd.set_multithreading_enabled(False)`
+    (the backward on the calling thread, as pytorch#192082 makes the default): on one GPU it
+    removes the hand-off to autograd's device thread, so a forward+backward row shows what the
+    kernels allow rather than that host cost. torch eager runs under the same setting; the
+    compile peer is left out (the context manager would be traced)."""
+
+    def wrap(fn):
+        if fn is None:
+            return None
+
+        def run(*args, **kwargs):
+            with torch.autograd.set_multithreading_enabled(False):
+                return fn(*args, **kwargs)
+
+        return run
+
+    return dataclasses.replace(
+        case, name=f"{case.name} 1-thread autograd", ours=wrap(case.ours),
+        torch_eager=wrap(case.torch_eager), compile_peer=False,
+        extra_peers={k: wrap(v) for k, v in case.extra_peers.items()})

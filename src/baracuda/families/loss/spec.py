@@ -9,7 +9,7 @@ import torch
 from ...backends.triton_support import triton_dtype
 from ...core.errors import InvalidProblem, Unsupported
 from ...core.registry import register_bench, register_spec
-from ...core.spec import AotVariant, BenchCase, Case, Malformed, PlanSpec
+from ...core.spec import AotVariant, BenchCase, Case, Malformed, PlanSpec, single_threaded_autograd
 from ...core.testing import poisoned, randn, with_layout
 from ...core.vocab import ElementKind
 from . import reference as ref
@@ -444,6 +444,7 @@ def loss_benches(quick: bool):
         def eager(x, t):
             return torch.autograd.grad(F.cross_entropy(x, t), x)
 
-        out.append(BenchCase("cross_entropy fwd+bwd", f"{list(shape)} bf16", setup, ours=ours,
-                             torch_eager=eager, bytes=2 * nbytes, quick=True))
+        case = BenchCase("cross_entropy fwd+bwd", f"{list(shape)} bf16", setup, ours=ours,
+                         torch_eager=eager, bytes=2 * nbytes, quick=True)
+        out += [case, single_threaded_autograd(case)]
     return out

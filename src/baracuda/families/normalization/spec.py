@@ -10,7 +10,7 @@ import torch
 from ...backends.triton_support import triton_dtype
 from ...core.errors import InvalidProblem, Unsupported
 from ...core.registry import register_bench, register_spec
-from ...core.spec import AotVariant, BenchCase, Case, Malformed, PlanSpec
+from ...core.spec import AotVariant, BenchCase, Case, Malformed, PlanSpec, single_threaded_autograd
 from ...core.testing import poisoned, randn, with_layout
 from ...core.vocab import ElementKind
 from . import reference as ref
@@ -394,7 +394,8 @@ def normalization_benches(quick: bool):
                 out.append(BenchCase(f"{op} fwd", label, setup, ours=ours[op],
                                      torch_eager=peer[op], bytes=2 * nbytes, quick=headline,
                                      extra_peers=extra))
-                out.append(BenchCase(f"{op} fwd+bwd", label, fwbw_setup, ours=fb(ours[op]),
-                                     torch_eager=fb(peer[op]), bytes=5 * nbytes,
-                                     quick=headline, extra_peers=extra_fb))
+                fwbw = BenchCase(f"{op} fwd+bwd", label, fwbw_setup, ours=fb(ours[op]),
+                                 torch_eager=fb(peer[op]), bytes=5 * nbytes, quick=headline,
+                                 extra_peers=extra_fb)
+                out += [fwbw, single_threaded_autograd(fwbw)]
     return out

@@ -9,7 +9,7 @@ import torch
 from ...backends.triton_support import triton_dtype
 from ...core.errors import InvalidProblem, Unsupported
 from ...core.registry import register_bench, register_spec
-from ...core.spec import AotVariant, BenchCase, Case, Malformed, PlanSpec
+from ...core.spec import AotVariant, BenchCase, Case, Malformed, PlanSpec, single_threaded_autograd
 from ...core.testing import poisoned, randn, with_layout
 from ...core.vocab import ElementKind
 from . import reference as ref
@@ -215,9 +215,10 @@ def softmax_benches(quick: bool):
             def torch_fb(x, dy):
                 return torch.autograd.grad(torch.softmax(x, -1), x, dy)
 
-            out.append(BenchCase("softmax fwd+bwd", label, fwbw_setup, ours=ours_fb,
-                                 torch_eager=torch_fb, bytes=5 * nbytes,
-                                 quick=dtype == torch.bfloat16 and shape[1] in QUICK_FWBW))
+            fwbw = BenchCase("softmax fwd+bwd", label, fwbw_setup, ours=ours_fb,
+                             torch_eager=torch_fb, bytes=5 * nbytes,
+                             quick=dtype == torch.bfloat16 and shape[1] in QUICK_FWBW)
+            out += [fwbw, single_threaded_autograd(fwbw)]
             out.append(BenchCase("log_softmax fwd", label, setup,
                                  ours=lambda x, dy: log_softmax(x, -1),
                                  torch_eager=lambda x, dy: torch.log_softmax(x, -1),
