@@ -50,8 +50,11 @@ def test_errors(device):
             embedding(torch.tensor([0, 5], device=device), w)
         with pytest.raises(IndexError):
             embedding(torch.tensor([-1], device=device), w)
-    with pytest.raises(AssertionError):
-        embedding(torch.tensor([0], device=device), w, padding_idx=5)
+    for bad in (5, -6):  # torch's AssertionError, raised explicitly (survives python -O)
+        with pytest.raises(AssertionError, match="Padding_idx must be within num_embeddings"):
+            embedding(torch.tensor([0], device=device), w, padding_idx=bad)
+        with pytest.raises(RuntimeError, match="padding_idx must be within the number"):
+            embedding_bag(torch.tensor([[0]], device=device), w, padding_idx=bad)
     with pytest.raises(RuntimeError):
         embedding(torch.tensor([0.0], device=device), w)
 

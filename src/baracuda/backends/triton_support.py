@@ -184,6 +184,10 @@ class RecipeCache:
                 self._table[key] = recipe
         return recipe
 
+    def clear(self) -> None:
+        """Forget every recipe (after a change of the module constants they were made from)."""
+        self._table.clear()
+
 
 # -- fast launch ---------------------------------------------------------------------------------
 # Triton's `kernel[grid](...)` costs ~20 us of host time per launch on an H100 host, most of it

@@ -182,7 +182,6 @@ class BenchCase:
     quick: bool = True
 
 
-
 def single_threaded_autograd(case: BenchCase) -> BenchCase:
     """The same row with every side run under `torch.autograd.set_multithreading_enabled(False)`
     (the backward on the calling thread, as pytorch#192082 makes the default): on one GPU it

@@ -366,18 +366,17 @@ def attention_benches(quick: bool):
             return run
 
         # both shapes are the targets for the default plan
-        headline = True
         out.append(BenchCase("sdpa fwd", label, setup,
                              ours=lambda q, k, v, c=causal: ours_sdpa(q, k, v, is_causal=c),
                              torch_eager=lambda q, k, v, c=causal: sdpa(q, k, v, is_causal=c),
-                             flops=flops, quick=headline))
+                             flops=flops, quick=True))
         out.append(BenchCase("sdpa fwd+bwd", label, fwbw_setup, ours=fb(ours_sdpa),
-                             torch_eager=fb(sdpa), flops=int(3.5 * flops), quick=headline))
+                             torch_eager=fb(sdpa), flops=int(3.5 * flops), quick=True))
         # the "deterministic backward within 0.85x of the fastest backward": our
         # deterministic backward plan alone vs torch eager's backward (cuDNN, float-atomic dQ)
         out.append(BenchCase("sdpa bwd deterministic", label, _bwd_setup(b, h, s, dh, causal),
                              ours=_det_backward(causal), torch_eager=_torch_backward,
-                             flops=int(2.5 * flops), compile_peer=False, quick=headline))
+                             flops=int(2.5 * flops), compile_peer=False, quick=True))
     return out
 
 

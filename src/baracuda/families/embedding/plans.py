@@ -109,7 +109,6 @@ class TritonEmbeddingGather(Candidate):
             num_warps=warps)
 
 
-
 def _segment_desc(desc) -> SegmentDescriptor:
     return SegmentDescriptor((desc.num_tokens, desc.embedding_dim), desc.num_embeddings,
                              desc.element, desc.index_element)
@@ -140,7 +139,6 @@ class TritonEmbeddingBackward(Candidate):
 
 def _mean_or_sum(desc) -> SegmentKind:
     return SegmentKind.MEAN if desc.scale_grad_by_freq else SegmentKind.SUM
-
 
 
 @register_plan

@@ -19,6 +19,16 @@ from .plans import EmbeddingBackwardPlan, EmbeddingPlan, EmbeddingRenormPlan
 __all__ = ["embedding", "embedding_bag"]
 
 
+
+def _padding_row(padding_idx: int | None, n: int) -> int:
+    """padding_idx as a row number (-1: none), with torch's AssertionError for one outside
+    [-n, n); raised explicitly so it survives `python -O`."""
+    if padding_idx is None:
+        return -1
+    if not -n <= padding_idx < n and padding_idx != 0:
+        raise AssertionError("Padding_idx must be within num_embeddings")
+    return int(padding_idx) % n if padding_idx < 0 else int(padding_idx)
+
 def _flat(indices: torch.Tensor) -> torch.Tensor:
     # index tensors are small next to the rows they select: a copy here (only when the
     # indices are not viewable as 1-D) costs nothing that matters
@@ -127,14 +137,7 @@ def embedding(input: torch.Tensor, weight: torch.Tensor, padding_idx: int | None
                            f"following scalar types: Long, Int; but got {input.dtype} instead")
     if weight.dim() != 2:
         raise RuntimeError(f"'weight' must be 2-D, got {weight.dim()}-D")
-    if padding_idx is not None:
-        n = weight.shape[0]
-        if padding_idx > 0:
-            assert padding_idx < n, "Padding_idx must be within num_embeddings"
-        elif padding_idx < 0:
-            assert padding_idx >= -n, "Padding_idx must be within num_embeddings"
-            padding_idx = n + padding_idx
-    pad = -1 if padding_idx is None else int(padding_idx)
+    pad = _padding_row(padding_idx, weight.shape[0])
     if max_norm is not None:
         # torch renormalizes the referenced weight rows in place before the lookup
         with torch.no_grad():
@@ -243,13 +246,10 @@ def embedding_bag(input: torch.Tensor, weight: torch.Tensor,
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
                          f"{input.dim()}")
     n = weight.shape[0]
-    if padding_idx is not None:
-        if padding_idx > 0:
-            assert padding_idx < n, "Padding_idx must be within num_embeddings"
-        elif padding_idx < 0:
-            assert padding_idx >= -n, "Padding_idx must be within num_embeddings"
-            padding_idx = n + padding_idx
-    pad = -1 if padding_idx is None else int(padding_idx)
+    if padding_idx is not None and not -n <= padding_idx < n:  # torch: RuntimeError here
+        raise RuntimeError(f"padding_idx must be within the number of embeddings, -{n} "
+                           f"through {n - 1}, but got {padding_idx}")
+    pad = _padding_row(padding_idx, n)
     if max_norm is not None:
         with torch.no_grad():
             _embedding_renorm(weight, flat, float(max_norm), float(norm_type))

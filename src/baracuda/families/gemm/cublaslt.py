@@ -24,8 +24,6 @@ from .launch import batch_groups, launch_gemm
 from .ltcore import CUBLASLT_WORKSPACE, lt_matmul
 from .plans import DenseGemmPlan, gemm_guarantee
 
-_WS_BYTES = CUBLASLT_WORKSPACE
-
 _NONE, _RELU, _GELU = GemmActivation.NONE, GemmActivation.RELU, GemmActivation.GELU_TANH
 #: (bias, activation, save_preact, dactivation, bias_grad) -> cuBLASLt epilogue.
 _EPILOG = {
@@ -114,7 +112,7 @@ class CublasLtGemm(Candidate):
         return gemm_guarantee(desc, pref)
 
     def workspace_size(self, desc) -> int:
-        return _WS_BYTES
+        return CUBLASLT_WORKSPACE
 
     def launch(self, desc, args, workspace) -> None:
         self.launch_with(desc, args, workspace, PlanPreference())

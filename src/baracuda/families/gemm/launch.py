@@ -218,7 +218,7 @@ COLSUM_CHUNK = 256
 
 def colsum_workspace(rows: int, cols: int, element: ElementKind) -> int:
     """Bytes of f32 (f64) partial sums the two-stage column sum needs."""
-    size = 8 if element is ElementKind.F64 else 4
+    size = element.compute_kind.itemsize
     return cdiv(rows, COLSUM_CHUNK) * cols * size if rows > COLSUM_CHUNK else 0
 
 
@@ -233,7 +233,7 @@ def colsum(x: torch.Tensor, batch: tuple[int, ...], out: torch.Tensor,
     if workspace is not None and not batch and colsum_workspace(x.shape[0], n, element):
         rows = x.shape[0]
         splits = cdiv(rows, COLSUM_CHUNK)
-        acc_dt = torch.float64 if element is ElementKind.F64 else torch.float32
+        acc_dt = element.compute_kind.torch_dtype
         part = workspace[: splits * n * acc_dt.itemsize].view(acc_dt).view(splits, n)
         colsum_split_kernel[(cdiv(n, 64), splits)](
             x, part, rows, n, COLSUM_CHUNK, x.stride(0), x.stride(1), ACC=acc_type(element),
@@ -268,9 +268,8 @@ ACT_TILE_WIDE = (8, 4)
 
 
 def act_partials_workspace(rows: int, cols: int, element: ElementKind) -> int:
-    """Bytes of partial column sums `activation_2d(..., partials=...)` writes."""
-    size = 8 if element is ElementKind.F64 else 4
-    return cdiv(rows, ACT_ROWS) * cols * size
+    """Bytes of the partial column sums `activation_2d(..., dbias=...)` writes."""
+    return cdiv(rows, ACT_ROWS) * cols * element.compute_kind.itemsize
 
 
 def activation_2d(x: torch.Tensor, y: torch.Tensor, act_code: int, element: ElementKind,
@@ -288,7 +287,7 @@ def activation_2d(x: torch.Tensor, y: torch.Tensor, act_code: int, element: Elem
         return
     g = grad if grad is not None else x
     partial = dbias is not None
-    acc_dt = torch.float64 if element is ElementKind.F64 else torch.float32
+    acc_dt = element.compute_kind.torch_dtype
     splits = cdiv(r, ACT_ROWS)
     part = (workspace[: splits * c * acc_dt.itemsize].view(acc_dt).view(splits, c)
             if partial else y)

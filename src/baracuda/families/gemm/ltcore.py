@@ -28,7 +28,8 @@ import threading
 import numpy as np
 import torch
 
-from ...core.errors import BackendError, WorkspaceTooSmall
+from ...core import validate as V
+from ...core.errors import BackendError
 from ...core.vocab import ElementKind
 
 #: Scratch handed to cuBLASLt (NVIDIA recommends 32 MiB on Hopper). Always passed whole, so the
@@ -114,9 +115,7 @@ def lt_matmul(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor, workspace: torc
     (input of BIAS*, output of *BGRAD*), `aux` its [m, n] buffer (pre-activation written by
     GELU_AUX*, read by DGELU*). Returns False, having launched nothing, when cuBLASLt cannot
     express the strides or offers no algorithm (the caller falls back)."""
-    if workspace is None or workspace.numel() < CUBLASLT_WORKSPACE:
-        have = 0 if workspace is None else workspace.numel()
-        raise WorkspaceTooSmall("DenseGemmPlan: cuBLASLt", CUBLASLT_WORKSPACE, have)
+    V.check_workspace("DenseGemmPlan: cuBLASLt", workspace, CUBLASLT_WORKSPACE)
     dev = d.get_device()
     if _current_device() != dev:
         with torch.cuda.device(dev):

@@ -62,36 +62,13 @@ def _empty_param(x: torch.Tensor) -> torch.Tensor:
     return x.new_empty((0,))
 
 
-_VALIDATED: dict = {}
-
-
-def _sig(*ts) -> tuple:
-    return tuple(None if t is None else (t.shape, t.stride(), t.dtype, t.device) for t in ts)
-
-
-def _run(plan_cls, make_desc, args, key) -> None:
-    """run_plan, with descriptor validation, selection and argument checks done once per
-    signature (shapes, strides, dtypes, devices, flags): the frontend allocates every output
-    itself, so a signature that passed them cannot fail them later. Host time per call matters
-    at these sizes (a forward moves 128 MB in ~50 us)."""
-    plan = _VALIDATED.get(key)
-    if plan is None:
-        desc = make_desc()
-        run_plan(plan_cls, desc, args)
-        _VALIDATED[key] = plan_cls.select(desc)
-        return
-    n = plan.workspace_size()
-    ws = torch.empty(n, dtype=torch.uint8, device=args.x.device) if n else None
-    plan.candidate.launch(plan.desc, args, ws)
-
-
 # -- RMSNorm -----------------------------------------------------------------------------------
 def _rms_fwd(x: torch.Tensor, n_norm: int, weight: torch.Tensor | None,
              eps: float) -> tuple[torch.Tensor, torch.Tensor]:
     y, rstd = torch.empty_like(x), _stats_like(x, n_norm)
-    _run(RMSNormPlan, lambda: RMSNormDescriptor(tuple(x.shape), _axes(x, n_norm),
-                                                weight is not None, eps, x.dtype),
-         RMSNormArgs(x=x, y=y, rstd=rstd, gamma=weight), ("rf", n_norm, eps, _sig(x, weight)))
+    run_plan(RMSNormPlan, RMSNormDescriptor.cached(tuple(x.shape), _axes(x, n_norm),
+                                                   weight is not None, eps, x.dtype),
+             RMSNormArgs(x=x, y=y, rstd=rstd, gamma=weight))
     return y, rstd
 
 
@@ -103,12 +80,11 @@ def _rms_bwd(dy: torch.Tensor, x: torch.Tensor, rstd: torch.Tensor, weight: torc
              n_norm: int) -> tuple[torch.Tensor, torch.Tensor]:
     dx = torch.empty_like(x)
     dw = torch.empty_like(weight) if weight is not None else _empty_param(x)
-    _run(RMSNormBackwardPlan,
-         lambda: RMSNormBackwardDescriptor(tuple(x.shape), _axes(x, n_norm), weight is not None,
-                                           x.dtype),
-         RMSNormBackwardArgs(dy=dy, x=x, rstd=rstd, dx=dx, gamma=weight,
-                             dgamma=dw if weight is not None else None),
-         ("rb", n_norm, _sig(dy, x, rstd, weight)))
+    run_plan(RMSNormBackwardPlan,
+             RMSNormBackwardDescriptor.cached(tuple(x.shape), _axes(x, n_norm),
+                                              weight is not None, x.dtype),
+             RMSNormBackwardArgs(dy=dy, x=x, rstd=rstd, dx=dx, gamma=weight,
+                                 dgamma=dw if weight is not None else None))
     return dx, dw
 
 
@@ -146,11 +122,10 @@ class _RMSNormFunction(torch.autograd.Function):
 def _ln_fwd(x: torch.Tensor, n_norm: int, weight: torch.Tensor | None, bias: torch.Tensor | None,
             eps: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     y, mean, rstd = torch.empty_like(x), _stats_like(x, n_norm), _stats_like(x, n_norm)
-    _run(LayerNormPlan, lambda: LayerNormDescriptor(tuple(x.shape), _axes(x, n_norm),
-                                                    weight is not None, bias is not None, eps,
-                                                    x.dtype),
-         LayerNormArgs(x=x, y=y, mean=mean, rstd=rstd, gamma=weight, beta=bias),
-         ("lf", n_norm, eps, _sig(x, weight, bias)))
+    run_plan(LayerNormPlan, LayerNormDescriptor.cached(tuple(x.shape), _axes(x, n_norm),
+                                                       weight is not None, bias is not None,
+                                                       eps, x.dtype),
+             LayerNormArgs(x=x, y=y, mean=mean, rstd=rstd, gamma=weight, beta=bias))
     return y, mean, rstd
 
 
@@ -165,12 +140,11 @@ def _ln_bwd(dy: torch.Tensor, x: torch.Tensor, mean: torch.Tensor, rstd: torch.T
     norm_shape = tuple(x.shape[x.dim() - n_norm:])
     dw = torch.empty_like(weight) if weight is not None else None
     db = x.new_empty(norm_shape) if has_bias else None
-    _run(LayerNormBackwardPlan,
-         lambda: LayerNormBackwardDescriptor(tuple(x.shape), _axes(x, n_norm),
-                                             weight is not None, has_bias, x.dtype),
-         LayerNormBackwardArgs(dy=dy, x=x, mean=mean, rstd=rstd, dx=dx, gamma=weight,
-                               dgamma=dw, dbeta=db),
-         ("lb", n_norm, has_bias, _sig(dy, x, mean, rstd, weight)))
+    run_plan(LayerNormBackwardPlan,
+             LayerNormBackwardDescriptor.cached(tuple(x.shape), _axes(x, n_norm),
+                                                weight is not None, has_bias, x.dtype),
+             LayerNormBackwardArgs(dy=dy, x=x, mean=mean, rstd=rstd, dx=dx, gamma=weight,
+                                   dgamma=dw, dbeta=db))
     return (dx, dw if dw is not None else _empty_param(x),
             db if db is not None else _empty_param(x))
 

@@ -54,7 +54,12 @@ def _reset_sort():
 def _reset_gather():
     """Forget the index_select launch recipes (they hold the gather tile)."""
     from ..indexing import plans as idx_plans
-    idx_plans._GATHER_RECIPES._table.clear()
+    idx_plans._GATHER_RECIPES.clear()
+
+
+def _reset_reduce():
+    """Forget the reduction launch recipes (they hold the reduce tiles)."""
+    seg_plans._REDUCE_RECIPES.clear()
 
 
 def _host_us(label, fn, torch_fn):
@@ -96,7 +101,8 @@ def sum_probe(dev) -> None:
     _sweep("unsorted sum", seg_sort, "COUNT_WARPS", [4, 8], sum_f, sets, _reset_sort)
     _sweep("unsorted sum (radix sort)", seg_sort, "COUNT_MAX_KEYS", [0], sum_f, sets,
            _reset_sort)
-    _sweep("unsorted sum", seg_plans, "REDUCE_TILE", [(1, 16, 128), (1, 32, 64)], sum_f, sets)
+    _sweep("unsorted sum", seg_plans, "REDUCE_TILE", [(1, 16, 128), (1, 32, 64)], sum_f, sets,
+           _reset_reduce)
     _profile("unsorted segment_sum fwd", sum_f, sets)
     srt = [{"x": t["x"], "ids": t["ids"].sort().values} for t in sets]
     _profile("sorted segment_sum fwd",
@@ -191,7 +197,9 @@ def gather_probe(dev) -> None:
              "idx": torch.randint(0, n, (k,), device=dev)} for _ in range(3)]
     print("index_select fwd [131072,1024] K=65536 bf16; torch "
           f"{_ms(lambda x, idx: torch.index_select(x, 0, idx), sets):.3f} ms")
-    _sweep("index_select", seg_sort, "GATHER_TILE", TILES,
+    # index_select reads the tile through the indexing module's own name
+    from ..indexing import plans as idx_plans
+    _sweep("index_select", idx_plans, "INDEX_GATHER_TILE", TILES,
            lambda x, idx: bt.index_select(x, 0, idx), sets, _reset_gather)
     _profile("index_select fwd", lambda x, idx: bt.index_select(x, 0, idx), sets)
     _profile("torch index_select fwd", lambda x, idx: torch.index_select(x, 0, idx), sets)
@@ -228,7 +236,7 @@ def rest_probe(dev) -> None:
     print(f"embedding fwd+bwd; torch {_ms(emb_fb_torch, sets):.3f} ms")
     _sweep("embedding fwd+bwd", seg_plans, "REDUCE_TILE_SHORT",
            [(4, 4, 512), (4, 4, 1024), (8, 4, 1024), (8, 2, 2048), (16, 2, 1024),
-            (16, 1, 2048), (32, 1, 1024)], emb_fb, sets)
+            (16, 1, 2048), (32, 1, 1024)], emb_fb, sets, _reset_reduce)
     _profile("embedding fwd+bwd", emb_fb, sets)
     _profile("torch embedding fwd+bwd", emb_fb_torch, sets)
     del sets, w
@@ -255,9 +263,9 @@ def rest_probe(dev) -> None:
     print(f"segment max/sum N=2^20 D=128 S=4096 f32; torch max fwd+bwd "
           f"{_ms(torch_max_fb, sets):.3f} ms")
     _sweep("segment_max fwd", seg_plans, "REDUCE_TILE",
-           [(1, 16, 128), (1, 16, 64), (1, 16, 32), (2, 16, 64)], max_f, sets)
+           [(1, 16, 128), (1, 16, 64), (1, 16, 32), (2, 16, 64)], max_f, sets, _reset_reduce)
     _sweep("segment_sum fwd", seg_plans, "REDUCE_TILE",
-           [(1, 16, 128), (1, 32, 128), (1, 16, 64), (1, 32, 64)], sum_f, sets)
+           [(1, 16, 128), (1, 32, 128), (1, 16, 64), (1, 32, 64)], sum_f, sets, _reset_reduce)
     _sweep("segment_max fwd+bwd", seg_plans, "MAX_BACKWARD", ["rows", "scatter"], max_fb,
            sets)
     _sweep("segment_max fwd+bwd rows", seg_plans, "BACKWARD_TILE",

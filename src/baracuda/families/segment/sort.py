@@ -26,8 +26,7 @@ from .kernels_sort import (
 )
 
 DIGIT_BITS = 4
-RADIX = 1 << DIGIT_BITS
-CHUNK = 512  # rows per radix program: [CHUNK, RADIX] one-hot tile in registers
+CHUNK = 512  # rows per radix program: [CHUNK, 2**DIGIT_BITS] one-hot tile in registers
 ALIGN = 256
 SEARCH_BLOCK = 128
 
