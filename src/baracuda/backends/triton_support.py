@@ -16,6 +16,9 @@ import numpy as np
 import torch
 import triton
 import triton.language as tl
+from triton import knobs
+
+from . import launch_replay
 
 # Without CUDA the interpreter is the only way to run a kernel, so it is the default there;
 # an explicit TRITON_INTERPRET (e.g. 0 for the ahead-of-time compile check) is respected.
@@ -233,8 +236,6 @@ def _kernel_params(kernel) -> tuple:
 
 
 def _fast_run(kernel, slow_run, *args, grid, warmup, **kwargs):
-    from triton import knobs
-
     if warmup:
         return slow_run(*args, grid=grid, warmup=warmup, **kwargs)
     flags, constexpr_names = _kernel_params(kernel)
@@ -242,9 +243,12 @@ def _fast_run(kernel, slow_run, *args, grid, warmup, **kwargs):
     key = (device, _spec_key(args, flags), tuple(kwargs.items()))
     table = kernel.__dict__.setdefault("_baracuda_launch_table", {})
     entry = table.get(key)
+    recording = launch_replay.active()
     if entry is None:
         compiled = slow_run(*args, grid=grid, warmup=False, **kwargs)
         if hasattr(compiled, "result"):  # asynchronous compile: launch by Triton's path
+            if recording is not None:
+                recording.refuse("asynchronous compile")
             return compiled
         # Only keyword arguments that are constexprs (fixed by the key) may follow the
         # positional ones; a runtime parameter passed by keyword keeps Triton's path.
@@ -253,26 +257,47 @@ def _fast_run(kernel, slow_run, *args, grid, warmup, **kwargs):
             compiled._init_handles()
             if len(table) > 256:
                 table.clear()
-            table[key] = (compiled, tuple(bound.values())[len(args):], _direct_launch(compiled))
+            entry = (compiled, tuple(bound.values())[len(args):], _direct_launch(compiled))
+            table[key] = entry
+            if recording is not None:
+                _record(recording, kernel, entry, args, grid)
+        elif recording is not None:
+            recording.refuse(f"{kernel.__name__}: a runtime argument passed by keyword")
         return compiled
     compiled, tail, direct = entry
     full = (*args, *tail)
     if callable(grid):
         grid = grid(dict(zip(kernel.arg_names, full)))
+    if recording is not None:
+        recording.add(direct, compiled, tuple(grid), full)
     g1 = grid[1] if len(grid) > 1 else 1
     g2 = grid[2] if len(grid) > 2 else 1
     stream = torch._C._cuda_getCurrentRawStream(device)
     runtime = knobs.runtime
-    enter = runtime.launch_enter_hook  # profilers' hooks are honoured as Triton does
-    meta = None if enter is None else compiled.launch_metadata(grid, stream, *full)
+    # Hooks are honoured as Triton does; an empty HookChain (3.6's default, never None) is
+    # skipped, saving the metadata dictionary and two Python calls per launch.
+    enter, leave = runtime.launch_enter_hook, runtime.launch_exit_hook
+    if not launch_replay._chain_busy(enter) and not launch_replay._chain_busy(leave):
+        enter = leave = meta = None
+    else:
+        meta = compiled.launch_metadata(grid, stream, *full)
     if direct is None:
         compiled.run(grid[0], g1, g2, stream, compiled.function, compiled.packed_metadata,
-                     meta, enter, runtime.launch_exit_hook, *full)
+                     meta, enter, leave, *full)
     else:
         launch, cooperative, pdl = direct
         launch(grid[0], g1, g2, stream, compiled.function, cooperative, pdl, None, None,
-               compiled.packed_metadata, meta, enter, runtime.launch_exit_hook, *full)
+               compiled.packed_metadata, meta, enter, leave, *full)
     return compiled
+
+
+def _record(recording, kernel, entry, args, grid) -> None:
+    """Record a launch that went through Triton's own path (the first of its key)."""
+    compiled, tail, direct = entry
+    full = (*args, *tail)
+    if callable(grid):
+        grid = grid(dict(zip(kernel.arg_names, full)))
+    recording.add(direct, compiled, tuple(grid), full)
 
 
 def _direct_launch(compiled):

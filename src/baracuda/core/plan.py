@@ -122,6 +122,11 @@ class Candidate:
     name: ClassVar[str] = "candidate"
     backend: ClassVar[BackendKind] = BackendKind.TRITON
     priority: ClassVar[int] = 0  # lower is tried first
+    #: True promises that `launch` issues only Triton launches whose grids and scalars follow
+    #: from the descriptor, the preference and the arguments' signature, with pointers inside
+    #: the arguments and the workspace: eager frontends then replay recorded launches
+    #: (backends/launch_replay.py, which also refuses any call that breaks the promise).
+    replayable: ClassVar[bool] = False
 
     def supports(self, desc: Descriptor, pref: PlanPreference, arch: ArchSku) -> str | None:
         return None

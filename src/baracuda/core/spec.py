@@ -119,6 +119,9 @@ class AotVariant:
     #: Integer args the JIT would see as multiples of 16 (strides, extents of real shapes);
     #: pointers are always taken as 16-byte aligned, as torch allocations are.
     divisible: tuple[str, ...] = ()
+    #: Spill bytes (stores + loads) accepted for this variant; non-zero only with a measured
+    #: reason in the spec (the spill-free alternative timed slower on the H100).
+    max_spill_bytes: int = 0
 
     def attrs(self) -> dict[tuple[int, ...], list]:
         """Specialization hints as the JIT gives them (tt.divisibility 16), so the AOT compile

@@ -273,6 +273,12 @@ def main(family: str | None, quick: bool, json_path: str | None, png_path: str |
     }
     print(f"\n{meta['device']}  {meta['date']}  commit {meta['commit']}  torch {meta['torch']}")
     print(format_table(rows))
+    from ..backends.launch_replay import OUTCOMES
+
+    meta["launch_replay"] = dict(OUTCOMES)
+    print("launch replay (candidate: refusal, or replayed):")
+    for name, why in sorted(OUTCOMES.items()):
+        print(f"  {name}: {why or 'replayed'}")
     results_dir = os.path.join("bench", "results")
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     json_path = json_path or os.path.join(results_dir, f"bench-{stamp}.json")

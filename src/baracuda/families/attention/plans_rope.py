@@ -113,6 +113,7 @@ def launch_rope(d: RopeDescriptor, x, y, cos, sin, pos, sign: int) -> None:
 
 
 class _RowGuarantee(Candidate):
+    replayable = True  # only Triton launches (backends/launch_replay.py)
     def guarantee(self, desc, pref) -> PrecisionGuarantee:
         return PrecisionGuarantee.for_element(desc.element)
 
@@ -159,6 +160,7 @@ class KvCacheAppendPlan(Plan):
 
 @register_candidate(KvCacheAppendPlan)
 class TritonKvCacheAppend(Candidate):
+    replayable = True  # only Triton launches (backends/launch_replay.py)
     name = "triton_kv_cache_append"
 
     def guarantee(self, desc, pref) -> PrecisionGuarantee:

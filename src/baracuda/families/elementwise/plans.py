@@ -84,6 +84,7 @@ def _nonneg(who: str, args) -> None:
 
 class _Triton(Candidate):
     """Shared candidate behaviour: Triton, any non-negative strides."""
+    replayable = True  # only Triton launches (backends/launch_replay.py)
 
     def can_implement(self, desc, args) -> None:
         _nonneg(type(self).__name__, args)

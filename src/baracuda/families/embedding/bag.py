@@ -165,6 +165,7 @@ class EmbeddingBagPlan(Plan):
 
 @register_candidate(EmbeddingBagPlan)
 class TritonEmbeddingBag(Candidate):
+    replayable = True  # only Triton launches (backends/launch_replay.py)
     name = "triton_embedding_bag"
 
     def guarantee(self, desc, pref):

@@ -93,6 +93,7 @@ class EmbeddingBackwardPlan(Plan):
 
 @register_candidate(EmbeddingPlan)
 class TritonEmbeddingGather(Candidate):
+    replayable = True  # only Triton launches (backends/launch_replay.py)
     name = "triton_embedding_gather"
 
     def can_implement(self, desc, args) -> None:
@@ -116,6 +117,7 @@ def _segment_desc(desc) -> SegmentDescriptor:
 
 @register_candidate(EmbeddingBackwardPlan)
 class TritonEmbeddingBackward(Candidate):
+    replayable = True  # only Triton launches (backends/launch_replay.py)
     name = "triton_radix_sorted_segment_sum"
 
     def _layout(self, desc) -> Layout:
@@ -171,6 +173,7 @@ class EmbeddingRenormPlan(Plan):
 
 @register_candidate(EmbeddingRenormPlan)
 class TritonEmbeddingRenorm(Candidate):
+    replayable = True  # only Triton launches (backends/launch_replay.py)
     name = "triton_embedding_renorm"
 
     def workspace_size(self, desc) -> int:

@@ -108,6 +108,7 @@ def _rows_first(t: torch.Tensor, axis: int) -> torch.Tensor:
 
 @register_candidate(IndexSelectPlan)
 class TritonIndexSelect(Candidate):
+    replayable = True  # only Triton launches (backends/launch_replay.py)
     name = "triton_row_gather"
 
     def guarantee(self, desc, pref):
@@ -153,6 +154,7 @@ def _gather_recipe(desc, src, dst, idx):
 
 @register_candidate(IndexSelectBackwardPlan)
 class TritonIndexSelectBackward(Candidate):
+    replayable = True  # only Triton launches (backends/launch_replay.py)
     name = "triton_radix_sorted_segment_sum"
 
     def _seg(self, desc) -> SegmentDescriptor:
@@ -264,6 +266,7 @@ def _strided_lines(index_shape, tensors, axis):
 
 @register_candidate(GatherPlan)
 class TritonGather(Candidate):
+    replayable = True  # only Triton launches (backends/launch_replay.py)
     name = "triton_line_gather"
 
     def guarantee(self, desc, pref):
@@ -295,6 +298,7 @@ class TritonGather(Candidate):
 
 @register_candidate(ScatterReducePlan)
 class TritonScatterReduce(Candidate):
+    replayable = True  # only Triton launches (backends/launch_replay.py)
     name = "triton_owner_scatter"
 
     def can_implement(self, desc, args) -> None:
@@ -385,6 +389,7 @@ class IndexCopyPlan(_IndexUpdatePlan):
 
 
 class _IndexUpdateCandidate(Candidate):
+    replayable = True  # only Triton launches (backends/launch_replay.py)
     KIND = SegmentKind.SUM
 
     def _layout(self, desc) -> Layout:

@@ -76,6 +76,7 @@ class MaskedFillPlan(Plan):
 
 @register_candidate(MaskedFillPlan)
 class TritonMaskedFill(_ExactCandidate):
+    replayable = True  # only Triton launches (backends/launch_replay.py)
     name = "triton_masked_fill"
 
     def can_implement(self, desc, args) -> None:
@@ -125,6 +126,7 @@ class OneHotPlan(Plan):
 
 @register_candidate(OneHotPlan)
 class TritonOneHot(_ExactCandidate):
+    replayable = True  # only Triton launches (backends/launch_replay.py)
     name = "triton_one_hot"
 
     def launch(self, desc, args, workspace) -> None:

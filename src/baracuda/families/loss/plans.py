@@ -373,6 +373,7 @@ class NllLossBackwardPlan(_LossPlan):
 # -- candidates ------------------------------------------------------------------------------
 @register_candidate(CrossEntropyLossPlan)
 class TritonCrossEntropyForward(Candidate):
+    replayable = True  # only Triton launches (backends/launch_replay.py)
     name = "triton_line_cross_entropy"
 
     def workspace_size(self, desc) -> int:
@@ -384,6 +385,7 @@ class TritonCrossEntropyForward(Candidate):
 
 @register_candidate(CrossEntropyLossBackwardPlan)
 class TritonCrossEntropyBackward(Candidate):
+    replayable = True  # only Triton launches (backends/launch_replay.py)
     name = "triton_line_cross_entropy_backward"
 
     def workspace_size(self, desc) -> int:
@@ -396,6 +398,7 @@ class TritonCrossEntropyBackward(Candidate):
 
 @register_candidate(CrossEntropyLossFusedPlan)
 class TritonCrossEntropyFused(Candidate):
+    replayable = True  # only Triton launches (backends/launch_replay.py)
     name = "triton_line_cross_entropy_fused"
 
     def workspace_size(self, desc) -> int:
@@ -408,6 +411,7 @@ class TritonCrossEntropyFused(Candidate):
 
 @register_candidate(NllLossPlan)
 class TritonNllForward(Candidate):
+    replayable = True  # only Triton launches (backends/launch_replay.py)
     name = "triton_gather_nll"
 
     def workspace_size(self, desc) -> int:
@@ -419,6 +423,7 @@ class TritonNllForward(Candidate):
 
 @register_candidate(NllLossBackwardPlan)
 class TritonNllBackward(Candidate):
+    replayable = True  # only Triton launches (backends/launch_replay.py)
     name = "triton_line_nll_backward"
 
     def workspace_size(self, desc) -> int:

@@ -217,10 +217,12 @@ def row_norm_bwd_kernel(
     RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_DB: tl.constexpr, HAS_RES: tl.constexpr,
     ACCUM: tl.constexpr, NI: tl.constexpr, ACC: tl.constexpr, BLOCK_R: tl.constexpr,
     BLOCK_N: tl.constexpr, SINGLE: tl.constexpr, COL64: tl.constexpr, PIPE: tl.constexpr,
-    KEEP: tl.constexpr = "", STREAM: tl.constexpr = "",
+    KEEP: tl.constexpr = "", STREAM: tl.constexpr = "", HOLD_W: tl.constexpr = True,
 ):
     """part_ptr: [G, M] dgamma partials (when HAS_W), then [G, M] dbeta partials (HAS_DB).
-    KEEP / STREAM: L2 eviction hints of the two-pass loop (first read kept for the second)."""
+    KEEP / STREAM: L2 eviction hints of the two-pass loop (first read kept for the second).
+    HOLD_W: keep gamma in registers across row groups (else re-read per group, from L1/L2:
+    the registers go to the row of 16K elements)."""
     pid = tl.program_id(0).to(tl.int64)
     cols0 = _cols(BLOCK_N, COL64)
     n_groups = tl.cdiv(n_rows, BLOCK_R)
@@ -231,7 +233,7 @@ def row_norm_bwd_kernel(
         db_row = part_ptr + pid * M
     if SINGLE:
         cm0 = cols0 < M
-        if HAS_W:
+        if HAS_W and HOLD_W:
             w0 = tl.load(w_ptr + _col_off(cols0, IN1, IN2, wsa, wsb, wsc, NI), mask=cm0,
                          other=0.0).to(ACC)
         dg_acc = tl.zeros([BLOCK_N], ACC)
@@ -290,7 +292,11 @@ def row_norm_bwd_kernel(
                 x = tl.load(x_row + xo, mask=mask, other=0.0).to(ACC)
             xhat = tl.where(mask, (x - mean[:, None]) * rstd[:, None], 0.0)
             if HAS_W:
-                wdy = dy * w0[None, :]
+                if HOLD_W:
+                    wdy = dy * w0[None, :]
+                else:
+                    wdy = dy * tl.load(w_ptr + _col_off(cols0, IN1, IN2, wsa, wsb, wsc, NI),
+                                       mask=cm0, other=0.0).to(ACC)[None, :]
                 dg_acc += tl.sum(dy * xhat, 0)
             else:
                 wdy = dy

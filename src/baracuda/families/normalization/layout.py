@@ -119,14 +119,28 @@ LOOP_HINTS = {"KEEP": "evict_last", "STREAM": "evict_first"}
 
 
 @functools.lru_cache(maxsize=1024)
-def _fwd_config(m: int, rows: int, element: ElementKind) -> dict:
+def _fwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) -> dict:
     """Tile table for the forward: the row in registers up to 16K elements (8K in f64),
     several rows per program for short rows; longer rows stream twice through a persistent
     grid of two 16-warp programs per SM, so the rows in flight stay inside L2 for the second
-    pass. (Register counts checked with sm_90a compiles: no spills.)"""
+    pass. (Register counts checked with sm_90a compiles: no spills.) `layer`: layer_norm,
+    whose 16K-row prefetch would spill."""
     single_max = 8192 if element is ElementKind.F64 else 16384
     if m <= single_max:
         block_n = next_pow2(m)
+        if element in (ElementKind.F16, ElementKind.BF16):
+            # H100 sweep (normalization/tune.py, CUDA-graph timed, bf16 x + y GB/s): tiles of
+            # 4K elements (several short rows) or 8K, 32 elements per thread, prefetching,
+            # 4 programs per SM (2 for 8K tiles): [32768, 1024] 2489 -> 2604, [16384, 4096]
+            # 2719 -> 2824, [4096, 16384] 2525 -> 2822 (the 16K row had no prefetch).
+            tile = max(block_n, 4096 if block_n <= 1024 else 8192)
+            block_r = _clamp(tile // block_n, 1, 32)
+            warps = _clamp(tile // 1024, 1, 16)
+            groups = -(-rows // block_r)
+            per_sm = 2 if tile == 8192 else 4
+            pipe = not (layer and tile >= 16384)
+            return dict(BLOCK_R=block_r, BLOCK_N=block_n, SINGLE=True, num_warps=warps,
+                        PIPE=pipe, G=min(groups, per_sm * sm_count()) if pipe else groups)
         block_r = _clamp(4096 // block_n, 1, 32)
         warps = _clamp(block_r * block_n // 512, 1, 16)
         # PIPE (at most 16 elements per thread): a persistent grid, oversubscribed 8x
@@ -146,29 +160,36 @@ def _fwd_config(m: int, rows: int, element: ElementKind) -> dict:
 
 
 @functools.lru_cache(maxsize=1024)
-def _bwd_config(m: int, rows: int, element: ElementKind) -> dict:
-    """Tile table for the backward: a persistent grid G of as many programs as fit on the
-    SMs at once (a second wave would double the time); each program's dgamma/dbeta partial
-    covers many rows, so the second stage reads only G * M floats. Rows up to 8K elements
-    (4K in f32, 2K in f64) stay in registers; longer rows stream twice (L2 for the second)."""
-    single_max = {ElementKind.F64: 2048, ElementKind.F32: 4096}.get(element, 8192)
+def _bwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) -> dict:
+    """Tile table for the backward: a persistent grid G (one or two programs per SM); each
+    program's dgamma/dbeta partial covers many rows, so the second stage reads only G * M
+    floats. Rows up to 16K elements (4K in f32, 2K in f64) stay in registers, 32 elements per
+    thread, in tiles of 4K elements (several short rows) or 8K; longer rows stream twice
+    (L2 for the second). H100 sweep (normalization/tune.py, bf16, dy + x + dx GB/s):
+    [32768, 1024] 556 -> 1950 (4 rows x 4 warps, prefetching, 2 per SM; the old 16-warp
+    tile had 8 elements per thread), [16384, 4096] 2567 -> 2688 (2 rows x 8 warps),
+    [4096, 16384] 1517 -> 2490 (the row in registers, 16 warps, 1 per SM; was a loop).
+    `layer`: layer_norm, whose second partial (dbeta) makes a 16K row spill: it loops."""
+    halves = 8192 if layer else 16384
+    single_max = {ElementKind.F64: 2048, ElementKind.F32: 4096}.get(element, halves)
     if m <= single_max:
         block_n = next_pow2(m)
-        block_r = _clamp(4096 // block_n, 1, 64)
-        warps = _clamp(block_r * block_n // 256, 1, 16)
-        # oversubscribed grid (extra programs start as others finish); the workspace grows
-        # with G * M, so longer rows take fewer partial rows.
-        per_sm = 4 if block_n <= 2048 else 2
+        tile = max(block_n, 4096 if block_n <= 1024 else 8192)
+        block_r = _clamp(tile // block_n, 1, 64)
+        # f64 values take two registers
+        per_thread = 16 if element is ElementKind.F64 else 32
+        warps = _clamp(block_r * block_n // (32 * per_thread), 1, 16)
+        per_sm = 1 if block_n >= 16384 else 2
         single = True
+        pipe = block_r * block_n <= 4096
     else:
         # (more rows per program or narrower steps measured slower: 504-818 vs 1014 GB/s)
         block_n = 2048 if element is ElementKind.F64 else 4096
-        block_r, warps, per_sm, single = 1, 32, 1, False
+        block_r, warps, per_sm, single, pipe = 1, 32, 1, False, False
     groups = -(-rows // block_r)
-    pipe = single and block_r * block_n <= 8 * 32 * warps
     hints = {} if single else LOOP_HINTS  # two-pass loop: 927 -> 1004 GB/s at [1024, 65536]
     return dict(BLOCK_R=block_r, BLOCK_N=block_n, SINGLE=single, num_warps=warps, PIPE=pipe,
-                G=min(groups, per_sm * sm_count()), **hints)
+                G=min(groups, per_sm * sm_count()), HOLD_W=block_n < 16384, **hints)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -180,12 +201,12 @@ def _partial_config(m: int, g: int) -> dict:
     return dict(BLOCK_C=block_c, BLOCK_G=block_g, num_warps=4)
 
 
-def fwd_config(m: int, rows: int, element: ElementKind) -> dict:
-    return dict(_fwd_config(m, rows, element))
+def fwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) -> dict:
+    return dict(_fwd_config(m, rows, element, layer))
 
 
-def bwd_config(m: int, rows: int, element: ElementKind) -> dict:
-    return dict(_bwd_config(m, rows, element))
+def bwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) -> dict:
+    return dict(_bwd_config(m, rows, element, layer))
 
 
 def partial_config(m: int, g: int) -> dict:

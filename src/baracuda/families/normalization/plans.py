@@ -193,7 +193,7 @@ def _bwd_layout(who, desc, args):
 def _fwd_recipe(desc, rms: bool, lay, n_rows, o1, o2, o):
     """Grid, scalar tail and constexprs of one forward launch (cached: host time matters)."""
     m = desc.norm_total_extent
-    cfg = fwd_config(m, n_rows, desc.element)
+    cfg = fwd_config(m, n_rows, desc.element, not rms)
     warps, g = cfg.pop("num_warps"), cfg.pop("G")
     i = lay.inner
     scalars = (n_rows, m, o1, o2, lay.in1, lay.in2, g, *split_f64(desc.eps),
@@ -224,11 +224,16 @@ def _launch_forward(desc, args, rms: bool) -> None:
         row_norm_fwd_kernel[grid](*[x if t is None else t for t in ptrs], *scalars, **kw)
 
 
+def _layer(desc) -> bool:
+    """layer_norm (mean subtracted, a dbeta partial) rather than rms_norm: its own tiles."""
+    return isinstance(desc, LayerNormBackwardDescriptor)
+
+
 def backward_workspace(desc) -> int:
     n_part = int(desc.has_gamma) + int(getattr(desc, "has_beta", False))
     if n_part == 0 or desc.norm_total_extent == 0:
         return 0
-    cfg = bwd_config(desc.norm_total_extent, desc.rows, desc.element)
+    cfg = bwd_config(desc.norm_total_extent, desc.rows, desc.element, _layer(desc))
     return n_part * cfg["G"] * desc.norm_total_extent * acc_dtype(desc.element).itemsize
 
 
@@ -236,7 +241,7 @@ def backward_workspace(desc) -> int:
 def _bwd_recipe(desc, rms: bool, lay, n_rows, o1, o2, o, accum: bool):
     """Scalar tail and constexprs of one backward launch (cached: host time matters)."""
     m = desc.norm_total_extent
-    cfg = bwd_config(m, desc.rows, desc.element)
+    cfg = bwd_config(m, desc.rows, desc.element, not rms)
     warps, g = cfg.pop("num_warps"), cfg.pop("G")
     i = lay.inner
     scalars = (n_rows, m, o1, o2, lay.in1, lay.in2, g,
@@ -253,7 +258,7 @@ def _bwd_partials(desc, n_part: int):
     problem. G and the tile come from the whole problem (the workspace was sized from it); a
     problem split over several launches accumulates into the same partial rows."""
     m = desc.norm_total_extent
-    g = bwd_config(m, desc.rows, desc.element)["G"]
+    g = bwd_config(m, desc.rows, desc.element, _layer(desc))["G"]
     pcfg = partial_config(m, g)
     return g, n_part * g * m, (cdiv(m, pcfg["BLOCK_C"]),), pcfg
 
@@ -293,6 +298,7 @@ def _launch_backward(desc, args, workspace, rms: bool) -> None:
 
 
 class _RowNormCandidate(Candidate):
+    replayable = True  # only Triton launches (backends/launch_replay.py)
     rms: bool = True
     backward: bool = False
 

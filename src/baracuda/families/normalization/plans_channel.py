@@ -107,6 +107,7 @@ def _p(t):
 
 
 class _ChanCandidate(Candidate):
+    replayable = True  # only Triton launches (backends/launch_replay.py)
     mode = 0
     backward = False
 

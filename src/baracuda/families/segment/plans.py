@@ -140,6 +140,7 @@ def _guarantee(desc) -> PrecisionGuarantee:
 
 
 class _ForwardCandidate(Candidate):
+    replayable = True  # only Triton launches (backends/launch_replay.py)
     KIND: ClassVar[SegmentKind]
     SORTED: ClassVar[bool]
 
@@ -236,6 +237,7 @@ def _reduce_recipe(desc, kind_id, data, perm, out, arg, dense_stats, base):
 
 
 class _BackwardCandidate(Candidate):
+    replayable = True  # only Triton launches (backends/launch_replay.py)
     KIND: ClassVar[SegmentKind]
     SORTED: ClassVar[bool]
 

@@ -204,6 +204,7 @@ def triton_cdiv(a: int, b: int) -> int:
 
 @register_candidate(SoftmaxPlan)
 class TritonSoftmaxForward(Candidate):
+    replayable = True  # only Triton launches (backends/launch_replay.py)
     name = "triton_line_softmax"
 
     def can_implement(self, desc, args) -> None:
@@ -219,6 +220,7 @@ class TritonSoftmaxForward(Candidate):
 
 @register_candidate(SoftmaxBackwardPlan)
 class TritonSoftmaxBackward(Candidate):
+    replayable = True  # only Triton launches (backends/launch_replay.py)
     name = "triton_line_softmax_backward"
 
     def can_implement(self, desc, args) -> None:

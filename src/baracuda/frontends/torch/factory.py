@@ -25,7 +25,8 @@ from typing import Any
 
 import torch
 
-from ...core.plan import Args, Descriptor, Plan, _field_names
+from ...backends import launch_replay
+from ...core.plan import Args, Descriptor, Plan, _field_names, interpreter_active
 from ...core.vocab import PlanPreference
 
 NAMESPACE = "baracuda"
@@ -39,49 +40,74 @@ def run_plan(plan_cls: type[Plan], desc: Descriptor, args: Args,
     Frontends may allocate (torch's caching allocator is graph-safe); plans never do. The
     caller allocated the outputs, so the output-overlap scan is skipped (`Plan.run_trusted`).
     Every other check (device, shapes, dtypes, strides, alignment) is a function of the
-    tensors' metadata, so it runs once per signature (`_signature`) and later calls with the
-    same signature launch directly: host time per call is what bounds eager training steps.
+    tensors' metadata, so it runs once per signature (`_signature`); later calls with the
+    same signature launch directly, and candidates marked `replayable` replay their recorded
+    Triton launches with the new pointers (`backends.launch_replay`): host time per call is
+    what bounds eager training steps.
     """
-    sig = _signature(args)
+    sig, tensors, ptrs = _signature(args)
     key = (plan_cls, desc, preference, sig)
     entry = _TRUSTED.get(key) if sig is not None else None
     if entry is None:
-        plan = plan_cls.select(desc, preference)
-        n = plan.workspace_size()
-        ws = None
-        if n:
-            ws = torch.empty(n, dtype=torch.uint8, device=_first_device(args))
-        plan.run_trusted(args, ws)  # raises on a bad signature: nothing is cached then
-        if sig is not None:
-            if len(_TRUSTED) >= _TRUSTED_LIMIT:
-                _TRUSTED.clear()
-            _TRUSTED[key] = (plan.candidate, plan.desc, plan.preference, n, plan.is_empty(args))
+        _first_call(plan_cls, desc, args, preference, sig, key, tensors)
         return
-    candidate, pdesc, ppref, n, empty = entry
+    candidate, pdesc, ppref, n, empty, program = entry
     if empty:
         return
-    ws = torch.empty(n, dtype=torch.uint8, device=_first_device(args)) if n else None
+    ws = torch.empty(n, dtype=torch.uint8, device=tensors[0].device) if n else None
+    if program is not None:
+        ptrs.append(0 if ws is None else ws.data_ptr())
+        if program.replay(ptrs):
+            return
     candidate.launch_with(pdesc, args, ws, ppref)
+
+
+def _first_call(plan_cls, desc, args, preference, sig, key, tensors) -> None:
+    """Select, check and run; cache the outcome (and the replay program) per signature."""
+    plan = plan_cls.select(desc, preference)
+    n = plan.workspace_size()
+    ws = None
+    if n:
+        ws = torch.empty(n, dtype=torch.uint8, device=_first_device(args))
+    program = None
+    if (sig is not None and tensors and getattr(plan.candidate, "replayable", False)
+            and not interpreter_active()):
+        # raises on a bad signature: nothing is cached then
+        program = launch_replay.record(type(plan.candidate).__name__,
+                                       lambda: plan.run_trusted(args, ws), [*tensors, ws])
+    else:
+        plan.run_trusted(args, ws)
+    if sig is not None:
+        if len(_TRUSTED) >= _TRUSTED_LIMIT:
+            _TRUSTED.clear()
+        _TRUSTED[key] = (plan.candidate, plan.desc, plan.preference, n, plan.is_empty(args),
+                         program)
 
 
 _TRUSTED: dict = {}
 _TRUSTED_LIMIT = 4096
 
 
-def _signature(args: Args) -> tuple | None:
+def _signature(args: Args) -> tuple[tuple | None, list[torch.Tensor], list[int]]:
     """Everything the checks of `run_trusted` read: per field, a tensor's shape, strides,
-    dtype, device and 16-byte alignment, or the value itself. None (no caching) when a field
-    holds something else (a tensor list)."""
+    dtype, device and 16-byte alignment, or the value itself; and the tensor fields in order
+    with their data pointers. None (no caching) when a field holds something else (a tensor
+    list)."""
     sig = []
+    tensors = []
+    ptrs = []
     for name in _field_names(type(args)):
         v = getattr(args, name)
         if isinstance(v, torch.Tensor):
-            sig.append((v.shape, v.stride(), v.dtype, v.device, v.data_ptr() & 15))
+            p = v.data_ptr()
+            sig.append((v.shape, v.stride(), v.dtype, v.device, p & 15))
+            tensors.append(v)
+            ptrs.append(p)
         elif v is None or isinstance(v, (int, float, bool, str)):
             sig.append(v)
         else:
-            return None
-    return tuple(sig)
+            return None, tensors, ptrs
+    return tuple(sig), tensors, ptrs
 
 
 def _first_device(args: Args) -> torch.device:
