@@ -114,6 +114,19 @@ def test_fused_backward_scales_by_upstream_and_retain_graph():
         torch.testing.assert_close(a, b)
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_GPU, reason="needs a CUDA device")
+def test_fused_backward_scale_covers_every_block_of_a_large_gradient():
+    """The in-place rescale runs on a persistent grid: at this size each program strides over
+    several blocks, and the unused dx output gets no materialized (zero-filled) gradient."""
+    x = torch.randn(520, 32771, device="cuda", dtype=torch.bfloat16).requires_grad_()
+    t = torch.randint(0, x.shape[1], (x.shape[0],), device="cuda")
+    for g in (2.5, -0.75):
+        (a,) = torch.autograd.grad(bt.cross_entropy(x, t) * g, x)
+        (b,) = torch.autograd.grad(F.cross_entropy(x.float(), t) * g, x)
+        torch.testing.assert_close(a.float(), b, rtol=2e-2, atol=1e-6)
+
+
 def test_backward_accumulates_into_grad():
     x, t, _ = _inputs((4, 9))
     x.requires_grad_()

@@ -314,14 +314,18 @@ def finalize_kernel(ws_ptr, loss_ptr, n_rows, MEAN: tl.constexpr, ACC: tl.conste
 @triton.jit
 def scale_unless_one_kernel(dx_ptr, g_ptr, n, BLOCK: tl.constexpr):
     """dx *= g in place for a scalar upstream gradient g; a no-op (no traffic) when g == 1,
-    the common case of loss.backward(), so the fused forward's gradient is used as is."""
+    the common case of loss.backward(), so the fused forward's gradient is used as is. A
+    persistent grid strides over the blocks: with g == 1 each program reads g once and exits
+    (one program per 4096 elements cost 40 us per call at [8192, 32768] on the H100)."""
     g = tl.load(g_ptr).to(tl.float32)
     if g != 1.0:
-        offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-        m = offs < n
-        v = tl.load(dx_ptr + offs, mask=m, other=0.0)
-        if dx_ptr.dtype.element_ty == tl.float64:
-            r = v * tl.load(g_ptr)
-        else:
-            r = v.to(tl.float32) * g
-        tl.store(dx_ptr + offs, r.to(dx_ptr.dtype.element_ty), mask=m)
+        step = tl.num_programs(0).to(tl.int64) * BLOCK
+        for start in range(tl.program_id(0).to(tl.int64) * BLOCK, n, step):
+            offs = start + tl.arange(0, BLOCK)
+            m = offs < n
+            v = tl.load(dx_ptr + offs, mask=m, other=0.0)
+            if dx_ptr.dtype.element_ty == tl.float64:
+                r = v * tl.load(g_ptr)
+            else:
+                r = v.to(tl.float32) * g
+            tl.store(dx_ptr + offs, r.to(dx_ptr.dtype.element_ty), mask=m)

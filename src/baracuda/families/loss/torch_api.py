@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 from torch.nn import _reduction as _Reduction
 
+from ...backends.triton_support import sm_count
 from ...frontends.torch.factory import define_op, run_plan
 from .descriptors import (
     CrossEntropyLossArgs,
@@ -130,7 +131,7 @@ def _scale_grad(grad_input: torch.Tensor, grad_loss: torch.Tensor) -> None:
         grad_input.mul_(grad_loss)
         return
     block = 4096
-    scale_unless_one_kernel[((n + block - 1) // block,)](
+    scale_unless_one_kernel[(min((n + block - 1) // block, 4 * sm_count()),)](
         grad_input.view(-1), grad_loss.to(grad_input.dtype).reshape(1), n, BLOCK=block,
         num_warps=8)
 
@@ -152,6 +153,9 @@ def _fused_setup(ctx, inputs, output):
     input, target, weight, *params = inputs
     dx = output[1]
     ctx.mark_non_differentiable(dx)
+    # dx has no gradient: unmaterialized, autograd would pass a zero-filled tensor the size
+    # of the logits (a 0.16 ms fill per step at [8192, 32768] bf16 on the H100)
+    ctx.set_materialize_grads(False)
     ctx.params = params
     ctx.traced = _traced(dx)
     if ctx.traced:
@@ -166,6 +170,8 @@ def _fused_setup(ctx, inputs, output):
 
 def _fused_autograd(ctx, grad_loss, _grad_dx):
     nones = (None,) * 5
+    if grad_loss is None:  # the loss itself received no gradient
+        return None, *nones
     if ctx.traced:
         input, target, weight, dx = ctx.saved_tensors
         return dx * grad_loss, *nones

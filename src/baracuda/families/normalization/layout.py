@@ -21,6 +21,7 @@ from ...backends.triton_support import INTERPRET, next_pow2, shifted_view, sm_co
 from ...core.errors import Unsupported
 from ...core.layout import collapse_dims
 from ...core.vocab import ElementKind
+from .kernels_colsplit import launch_shape as colsplit_shape
 
 MAX_OUTER = 3  # outer dims one launch addresses; more leading dims become more launches
 MAX_INNER = 3
@@ -164,12 +165,13 @@ def _bwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) ->
     """Tile table for the backward: a persistent grid G (one or two programs per SM); each
     program's dgamma/dbeta partial covers many rows, so the second stage reads only G * M
     floats. Rows up to 16K elements (4K in f32, 2K in f64) stay in registers, 32 elements per
-    thread, in tiles of 4K elements (several short rows) or 8K; longer rows stream twice
-    (L2 for the second). H100 sweep (normalization/tune.py, bf16, dy + x + dx GB/s):
+    thread, in tiles of 4K elements (several short rows) or 8K; longer rows take the
+    column-split backward (kernels_colsplit.py: row statistics, then column blocks over row
+    chunks; G is the number of chunks). H100 sweep (normalization/tune.py, bf16, dy + x + dx GB/s):
     [32768, 1024] 556 -> 1950 (4 rows x 4 warps, prefetching, 2 per SM; the old 16-warp
     tile had 8 elements per thread), [16384, 4096] 2567 -> 2688 (2 rows x 8 warps),
     [4096, 16384] 1517 -> 2490 (the row in registers, 16 warps, 1 per SM; was a loop).
-    `layer`: layer_norm, whose second partial (dbeta) makes a 16K row spill: it loops."""
+    `layer`: layer_norm, whose second partial (dbeta) makes a 16K row spill: it splits."""
     halves = 8192 if layer else 16384
     single_max = {ElementKind.F64: 2048, ElementKind.F32: 4096}.get(element, halves)
     if m <= single_max:
@@ -180,16 +182,15 @@ def _bwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) ->
         per_thread = 16 if element is ElementKind.F64 else 32
         warps = _clamp(block_r * block_n // (32 * per_thread), 1, 16)
         per_sm = 1 if block_n >= 16384 else 2
-        single = True
         pipe = block_r * block_n <= 4096
     else:
-        # (more rows per program or narrower steps measured slower: 504-818 vs 1014 GB/s)
-        block_n = 2048 if element is ElementKind.F64 else 4096
-        block_r, warps, per_sm, single, pipe = 1, 32, 1, False, False
+        # Long rows: the column-split backward (kernels_colsplit.py); G = row chunks.
+        block_c, chunk_rows, chunks = colsplit_shape(m, rows, sm_count())
+        return dict(SINGLE=False, BLOCK_N=2048 if element is ElementKind.F64 else 4096,
+                    num_warps=8, BLOCK_C=block_c, G=chunks)
     groups = -(-rows // block_r)
-    hints = {} if single else LOOP_HINTS  # two-pass loop: 927 -> 1004 GB/s at [1024, 65536]
-    return dict(BLOCK_R=block_r, BLOCK_N=block_n, SINGLE=single, num_warps=warps, PIPE=pipe,
-                G=min(groups, per_sm * sm_count()), HOLD_W=block_n < 16384, **hints)
+    return dict(BLOCK_R=block_r, BLOCK_N=block_n, SINGLE=True, num_warps=warps, PIPE=pipe,
+                G=min(groups, per_sm * sm_count()), HOLD_W=block_n < 16384)
 
 
 @functools.lru_cache(maxsize=1024)

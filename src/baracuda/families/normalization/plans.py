@@ -44,6 +44,7 @@ from .descriptors import (
     RMSNormDescriptor,
 )
 from .kernels import cdiv, partial_sum_kernel, row_norm_bwd_kernel, row_norm_fwd_kernel
+from .kernels_colsplit import col_grad_kernel, row_grad_stats_kernel
 from .layout import (
     acc_dtype,
     acc_type,
@@ -230,11 +231,16 @@ def _layer(desc) -> bool:
 
 
 def backward_workspace(desc) -> int:
-    n_part = int(desc.has_gamma) + int(getattr(desc, "has_beta", False))
-    if n_part == 0 or desc.norm_total_extent == 0:
+    """Bytes: the [G, M] dgamma / dbeta partials, then (column split) the [2, rows] row
+    coefficients, in the accumulator type."""
+    if desc.norm_total_extent == 0:
         return 0
+    n_part = int(desc.has_gamma) + int(getattr(desc, "has_beta", False))
     cfg = bwd_config(desc.norm_total_extent, desc.rows, desc.element, _layer(desc))
-    return n_part * cfg["G"] * desc.norm_total_extent * acc_dtype(desc.element).itemsize
+    n = n_part * cfg["G"] * desc.norm_total_extent
+    if not cfg["SINGLE"]:
+        n += 2 * desc.rows
+    return n * acc_dtype(desc.element).itemsize
 
 
 @functools.lru_cache(maxsize=2048)
@@ -271,20 +277,32 @@ def _launch_backward(desc, args, workspace, rms: bool) -> None:
         return
     n_part = int(args.dgamma is not None) + int(dbeta is not None)
     g, n_elems, pgrid, pcfg = _bwd_partials(desc, n_part)
+    single = bwd_config(m, rows, desc.element, not rms)["SINGLE"]
     part = args.dx
     acc = acc_dtype(desc.element)
-    if n_part and g:
-        need = n_elems * acc.itemsize
-        part = (workspace if workspace.numel() == need else workspace[:need]).view(acc)
+    if workspace is not None:  # sized by backward_workspace: partials, then coefficients
+        flat = workspace[: workspace.numel() // acc.itemsize * acc.itemsize].view(acc)
+        if n_part and g:
+            part = flat[:n_elems]
     lay = _bwd_layout("RMSNormBackwardPlan" if rms else "LayerNormBackwardPlan", desc, args)
     if rows > 0:
         outer_ops = [args.dy, args.x, args.dresidual_out, args.dx, mean, args.rstd]
         for n, (views, n_rows, o1, o2, o) in enumerate(lay.launches(outer_ops)):
-            scalars, kw = _bwd_recipe(desc, rms, lay, n_rows, o1, o2, tuple(o), n > 0)
             dy, x, dh, dx, mu, rs = views
-            ptrs = [dy, x, args.gamma, mu, rs, dh, dx]
-            row_norm_bwd_kernel[(g,)](*[x if t is None else t for t in ptrs], part, *scalars,
-                                      **kw)
+            if single:
+                scalars, kw = _bwd_recipe(desc, rms, lay, n_rows, o1, o2, tuple(o), n > 0)
+                ptrs = [dy, x, args.gamma, mu, rs, dh, dx]
+                row_norm_bwd_kernel[(g,)](*[x if t is None else t for t in ptrs], part,
+                                          *scalars, **kw)
+                continue
+            coef = flat[n_elems:n_elems + 2 * n_rows]
+            stats, cols = _colsplit_recipe(desc, rms, lay, n_rows, o1, o2, tuple(o), n > 0)
+            ptrs = [dy, x, args.gamma, mu, rs]
+            row_grad_stats_kernel[(n_rows,)](*[x if t is None else t for t in ptrs], coef,
+                                             *stats[0], **stats[1])
+            ptrs = [dy, x, args.gamma, mu, rs, coef, dh, dx]
+            col_grad_kernel[cols[0]](*[x if t is None else t for t in ptrs], part, *cols[1],
+                                     **cols[2])
     i = lay.inner
     for k, (out, stride) in enumerate(((args.dgamma, i[5]), (dbeta, i[6]))):
         if out is None:
@@ -295,6 +313,27 @@ def _launch_backward(desc, args, workspace, rms: bool) -> None:
         off = (k if args.dgamma is not None else 0) * g * m
         partial_sum_kernel[pgrid](part, off, out, g, m, lay.in1, lay.in2, *stride, NI=lay.ni,
                                   ACC=acc_type(desc.element), **pcfg)
+
+
+@functools.lru_cache(maxsize=2048)
+def _colsplit_recipe(desc, rms: bool, lay, n_rows, o1, o2, o, accum: bool):
+    """(stats scalars, constexprs), (grid, scalars, constexprs) of one column-split launch:
+    the row chunks are as many as the workspace holds (G of the whole problem)."""
+    m = desc.norm_total_extent
+    cfg = bwd_config(m, desc.rows, desc.element, not rms)
+    chunks = cfg["G"]
+    chunk_rows = cdiv(n_rows, chunks)
+    i = lay.inner
+    common = dict(RMS=rms, HAS_W=desc.has_gamma, NI=lay.ni, ACC=acc_type(desc.element),
+                  COL64=lay.col64)
+    stats = ((n_rows, m, o1, o2, lay.in1, lay.in2, *o[0], *i[0], *o[1], *i[1], *i[4], *o[4],
+              *o[5]), dict(common, BLOCK_N=cfg["BLOCK_N"], num_warps=cfg["num_warps"]))
+    cols = ((cdiv(m, cfg["BLOCK_C"]), chunks),
+            (n_rows, m, o1, o2, lay.in1, lay.in2, chunk_rows, chunks, *o[0], *i[0], *o[1],
+             *i[1], *o[2], *i[2], *o[3], *i[3], *i[4], *o[4], *o[5]),
+            dict(common, HAS_DB=getattr(desc, "has_beta", False), HAS_RES=desc.has_residual,
+                 ACCUM=accum, BLOCK_C=cfg["BLOCK_C"], num_warps=4))
+    return stats, cols
 
 
 class _RowNormCandidate(Candidate):

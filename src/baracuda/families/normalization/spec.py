@@ -26,6 +26,7 @@ from .descriptors import (
     RMSNormDescriptor,
 )
 from .kernels import partial_sum_kernel, row_norm_bwd_kernel, row_norm_fwd_kernel
+from .kernels_colsplit import col_grad_kernel, row_grad_stats_kernel
 from .layout import acc_type, bwd_config, fwd_config, partial_config
 from .plans import LayerNormBackwardPlan, LayerNormPlan, RMSNormBackwardPlan, RMSNormPlan
 
@@ -286,13 +287,34 @@ class _BwdSpec(PlanSpec):
         if not self.rms:
             yield Malformed("missing mean", lambda: edit(mean=None), InvalidProblem)
 
+    def _colsplit_variants(self, cfg, element, extent, t, s):
+        """The two kernels of the column-split backward (long rows)."""
+        name = f"{'rms' if self.rms else 'ln'} {element.value} N={extent}"
+        unit = {k: 1 for k in ("gsc", "xsc", "hsc", "dsc", "wsc", "O1", "O2", "IN1", "ms0",
+                               "ts0")}
+        common = dict(RMS=self.rms, HAS_W=True, NI=1, COL64=False, ACC=acc_type(element))
+        for kernel, const, warps in (
+                (row_grad_stats_kernel, dict(common, BLOCK_N=cfg["BLOCK_N"]), cfg["num_warps"]),
+                (col_grad_kernel, dict(common, HAS_DB=not self.rms, HAS_RES=False, ACCUM=False,
+                                       BLOCK_C=cfg["BLOCK_C"]), 4)):
+            const.update({k: v for k, v in unit.items() if k in kernel.arg_names})
+            sig = {"dy_ptr": t, "x_ptr": t, "w_ptr": t, "mean_ptr": s, "rstd_ptr": s,
+                   "c_ptr": s, "dh_ptr": t, "dx_ptr": t, "part_ptr": s}
+            sig = {n: sig.get(n, "constexpr" if n in const else "i64")
+                   for n in kernel.arg_names}
+            yield AotVariant(f"bwd {kernel.__name__.split('_kernel')[0]} {name}", kernel, sig,
+                             const, num_warps=warps, divisible=_aligned_ints(sig))
+
     def aot_variants(self):
         for element, extent in itertools.product(F32_BF16, (1024, 4096, 16384, 65536)):
             cfg = bwd_config(extent, 16384, element, not self.rms)
-            warps = cfg.pop("num_warps")
-            cfg.pop("G")
             t = "*" + triton_dtype(element.torch_dtype)
             s = "*" + triton_dtype(element.compute_kind.torch_dtype)
+            if not cfg["SINGLE"]:
+                yield from self._colsplit_variants(cfg, element, extent, t, s)
+                continue
+            warps = cfg.pop("num_warps")
+            cfg.pop("G")
             sig = {"dy_ptr": t, "x_ptr": t, "w_ptr": t, "mean_ptr": s, "rstd_ptr": s,
                    "dh_ptr": t, "dx_ptr": t, "part_ptr": s}
             const = dict(cfg, RMS=self.rms, HAS_W=True, HAS_DB=not self.rms, HAS_RES=False,

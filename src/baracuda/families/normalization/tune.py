@@ -1,9 +1,10 @@
 # ruff: noqa: B023  (lambdas are timed at once)
 """GPU tile sweep for the row-norm kernels (not part of the package API).
 
-    python -m baracuda.families.normalization.tune [budget_s] [fwd|bwd|both] [dtypes] [n_shapes]
+    python -m baracuda.families.normalization.tune [budget] [fwd|bwd|both] [dtypes] [i,j] [layer]
 
-For each bench shape (rms_norm with weight; dtypes e.g. "bfloat16,float32", default bf16)
+For each bench shape (or those at indices i,j; rms_norm with weight, or layer_norm with
+weight and bias; dtypes e.g. "bfloat16,float32", default bf16)
 prints GB/s per config, kernel launches only (the plan's `run`, best of triton's do_bench):
 forward x + y, backward dy + x + dx (+ the tiny dgamma stage). The tables in layout.py are
 set from these measurements.
@@ -18,15 +19,20 @@ import torch
 import triton.testing
 
 from ...backends.triton_support import sm_count
+from ...core.plan import _select_cached
 from . import layout as L
 from . import plans as P
 from .descriptors import (
+    LayerNormArgs,
+    LayerNormBackwardArgs,
+    LayerNormBackwardDescriptor,
+    LayerNormDescriptor,
     RMSNormArgs,
     RMSNormBackwardArgs,
     RMSNormBackwardDescriptor,
     RMSNormDescriptor,
 )
-from .plans import RMSNormBackwardPlan, RMSNormPlan
+from .plans import LayerNormBackwardPlan, LayerNormPlan, RMSNormBackwardPlan, RMSNormPlan
 
 SHAPES = [(32768, 1024), (16384, 4096), (4096, 16384), (1024, 65536)]
 T0 = time.time()
@@ -37,8 +43,9 @@ def _use(kind: str, cfg: dict | None) -> None:
     base = {"fwd": L.fwd_config, "bwd": L.bwd_config}[kind]
     fn = base if cfg is None else (lambda m, rows, element, layer=False: dict(cfg))
     setattr(P, f"{kind}_config", fn)
-    for c in (P._fwd_recipe, P._bwd_recipe, P._bwd_partials):
-        c.cache_clear()
+    for c in (P._fwd_recipe, P._bwd_recipe, P._bwd_partials, P._colsplit_recipe,
+              _select_cached):
+        c.cache_clear()  # plans keep the workspace size of the table they were selected with
 
 
 def _configs(kind: str, m: int) -> list[dict]:
@@ -56,17 +63,35 @@ def _configs(kind: str, m: int) -> list[dict]:
                     for pipe in (False, True):
                         out.append(dict(BLOCK_R=block_r, BLOCK_N=m, SINGLE=True,
                                         num_warps=warps, PIPE=pipe, G=per_sm * sms))
-    for block_n, warps in ((4096, 16), (4096, 32), (8192, 16), (8192, 32)):
-        for per_sm in (1, 2):
-            out.append(dict(BLOCK_R=1, BLOCK_N=block_n, SINGLE=False, num_warps=warps,
-                            PIPE=False, G=per_sm * sms, **L.LOOP_HINTS))
+    if kind == "fwd":
+        for block_n, warps in ((4096, 16), (4096, 32), (8192, 16), (8192, 32)):
+            for per_sm in (1, 2):
+                out.append(dict(BLOCK_R=1, BLOCK_N=block_n, SINGLE=False, num_warps=warps,
+                                PIPE=False, G=per_sm * sms, **L.LOOP_HINTS))
+        return out
+    for warps in (4, 8, 16):  # the column split: row-statistics warps, row chunks
+        for chunks in (sms // 8, sms // 4, sms // 2, sms):
+            out.append(dict(SINGLE=False, BLOCK_N=4096, num_warps=warps, BLOCK_C=1024,
+                            G=max(1, chunks)))
     return out
 
 
-def _problem(kind: str, shape, dtype):
+def _problem(kind: str, shape, dtype, layer: bool = False):
     x = torch.randn(shape, device="cuda", dtype=dtype)
     w = torch.randn(shape[-1:], device="cuda", dtype=dtype)
     rstd = torch.rand(shape[0], 1, device="cuda") + 0.5
+    if layer:
+        mean = torch.randn(shape[0], 1, device="cuda")
+        if kind == "fwd":
+            desc = LayerNormDescriptor(tuple(shape), (1,), True, True, 1e-5, dtype)
+            args = LayerNormArgs(x=x, y=torch.empty_like(x), mean=mean, rstd=rstd, gamma=w,
+                                 beta=torch.randn_like(w))
+            return LayerNormPlan, desc, args, 2 * x.numel() * x.element_size()
+        desc = LayerNormBackwardDescriptor(tuple(shape), (1,), True, True, dtype)
+        args = LayerNormBackwardArgs(dy=torch.randn_like(x), x=x, mean=mean, rstd=rstd,
+                                     dx=torch.empty_like(x), gamma=w, dgamma=torch.empty_like(w),
+                                     dbeta=torch.empty_like(w))
+        return LayerNormBackwardPlan, desc, args, 3 * x.numel() * x.element_size()
     if kind == "fwd":
         desc = RMSNormDescriptor(tuple(shape), (1,), True, 1e-6, dtype)
         args = RMSNormArgs(x=x, y=torch.empty_like(x), rstd=rstd, gamma=w)
@@ -95,9 +120,9 @@ def _time(plan_cls, desc, args, calls: int = 20) -> float:
     return triton.testing.do_bench(graph.replay, warmup=3, rep=40) / calls
 
 
-def sweep(kind: str, budget: float, dtype: torch.dtype, shapes=SHAPES) -> None:
+def sweep(kind: str, budget: float, dtype: torch.dtype, shapes=SHAPES, layer=False) -> None:
     for shape in shapes:
-        plan_cls, desc, args, nbytes = _problem(kind, shape, dtype)
+        plan_cls, desc, args, nbytes = _problem(kind, shape, dtype, layer)
         _use(kind, None)
         _time(plan_cls, desc, args)  # clocks up, compiled
         base = nbytes / _time(plan_cls, desc, args) / 1e6
@@ -113,7 +138,8 @@ def sweep(kind: str, budget: float, dtype: torch.dtype, shapes=SHAPES) -> None:
                 print("  fails:", cfg, type(e).__name__)
         _use(kind, None)
         results.sort(key=lambda r: -r[0])
-        print(f"{kind} {list(shape)} {dtype}: current table {base:.0f} GB/s; best:")
+        op = "layer_norm" if layer else "rms_norm"
+        print(f"{op} {kind} {list(shape)} {dtype}: current table {base:.0f} GB/s; best:")
         for gbs, cfg in results[:5]:
             short = {k: v for k, v in cfg.items() if k not in L.LOOP_HINTS}
             print(f"   {gbs:7.0f}  {short}")
@@ -124,8 +150,10 @@ if __name__ == "__main__":
     which = sys.argv[2] if len(sys.argv) > 2 else "both"
     dtypes = [getattr(torch, d) for d in (sys.argv[3] if len(sys.argv) > 3
                                           else "bfloat16").split(",")]
-    n_shapes = int(sys.argv[4]) if len(sys.argv) > 4 else len(SHAPES)
+    picked = (SHAPES if len(sys.argv) <= 4 else
+              [SHAPES[int(i)] for i in sys.argv[4].split(",")])
+    layer = len(sys.argv) > 5 and sys.argv[5] == "layer"
     for dtype in dtypes:
         for k in ("fwd", "bwd"):
             if which in (k, "both"):
-                sweep(k, budget, dtype, SHAPES[:n_shapes])
+                sweep(k, budget, dtype, picked, layer)
