@@ -1,6 +1,8 @@
 """Render `baracuda bench --json` files as the Markdown tables of docs/PERFORMANCE.md.
 
-Usage: python scripts/bench_to_md.py results1.json [results2.json ...]
+Usage: python scripts/bench_to_md.py results1.json[:family,family] [results2.json ...]
+(":family,..." keeps only those families' rows; a liger column appears when a row has that
+peer.)
 """
 
 from __future__ import annotations
@@ -19,20 +21,29 @@ def _ratio(ours, peer):
     return f"{peer['ms'] / ours['ms']:.2f}x"
 
 
-def render(path: str) -> str:
+def render(arg: str) -> str:
+    path, _, fams = arg.partition(":")
     data = json.load(open(path))
-    meta, rows = data["meta"], data["rows"]
+    meta = data["meta"]
+    rows = [r for r in data["rows"] if not fams or r["family"] in fams.split(",")]
+    liger = any("liger" in r["peers"] for r in rows)
+    head = ("| bench | shape | unit | ours | torch eager | torch.compile | "
+            + ("liger | " if liger else "") + "vs eager | vs compile | "
+            + ("vs liger | " if liger else "") + "output matches torch |")
     out = [f"Run {meta['date']} on {meta['device']} (torch {meta['torch']}, "
-           f"triton {meta['triton']}).", "",
-           "| bench | shape | unit | ours | torch eager | torch.compile | vs eager | vs compile "
-           "| output matches torch |", "|---|---|---|---:|---:|---:|---:|---:|---|"]
+           f"triton {meta['triton']}), commit {meta['commit']}.", "", head,
+           "|---|---|---|" + "---:|" * (7 if liger else 5) + "---|"]
     for r in rows:
         p = r["peers"]
         ok = {True: "yes", False: "NO", None: "-"}[r["matches_torch"]]
-        out.append(f"| {r['name']} | {r['shape']} | {r['unit']} | {_cell(r['ours'])} | "
-                   f"{_cell(p.get('torch'))} | {_cell(p.get('torch.compile'))} | "
-                   f"{_ratio(r['ours'], p.get('torch'))} | "
-                   f"{_ratio(r['ours'], p.get('torch.compile'))} | {ok} |")
+        cells = [r["name"], r["shape"], r["unit"], _cell(r["ours"]), _cell(p.get("torch")),
+                 _cell(p.get("torch.compile"))]
+        if liger:
+            cells.append(_cell(p["liger"]) if "liger" in p else "-")
+        cells += [_ratio(r["ours"], p.get("torch")), _ratio(r["ours"], p.get("torch.compile"))]
+        if liger:
+            cells.append(_ratio(r["ours"], p.get("liger")))
+        out.append("| " + " | ".join(cells + [ok]) + " |")
     return "\n".join(out)
 
 

@@ -9,11 +9,12 @@ Forward: each program owns row groups of BLOCK_R rows (pid, pid + G, ...). SINGL
 [BLOCK_R, BLOCK_N] tile stays in registers (one read of x, one write of y). Otherwise the row is
 streamed twice in blocks of BLOCK_N through a persistent grid, so the second pass hits L2.
 
-Backward: persistent programs (grid G) walk row groups pid, pid + G, ...; dx is written per
-row and each program accumulates its own dgamma / dbeta partial over all of its rows, stored
-once into its row of the workspace [G, M] (ACCUM: added to it, when one problem takes several
-launches). `partial_sum_kernel` then adds the G partials per column in a fixed order:
-deterministic, no atomics, and the second stage reads only G * M floats.
+Backward (rows that fit registers; longer rows take kernels_colsplit.py): persistent
+programs (grid G) walk row groups pid, pid + G, ...; dx is written per row and each program
+accumulates its own dgamma / dbeta partial over all of its rows, stored once into its row of
+the workspace [G, M] (ACCUM: added to it, when one problem takes several launches).
+`partial_sum_kernel` then adds the G partials per column in a fixed order: deterministic, no
+atomics, and the second stage reads only G * M floats.
 """
 
 from __future__ import annotations
@@ -216,11 +217,11 @@ def row_norm_bwd_kernel(
     wsa, wsb, wsc, ms0, ms1, ms2, ts0, ts1, ts2,
     RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_DB: tl.constexpr, HAS_RES: tl.constexpr,
     ACCUM: tl.constexpr, NI: tl.constexpr, ACC: tl.constexpr, BLOCK_R: tl.constexpr,
-    BLOCK_N: tl.constexpr, SINGLE: tl.constexpr, COL64: tl.constexpr, PIPE: tl.constexpr,
-    KEEP: tl.constexpr = "", STREAM: tl.constexpr = "", HOLD_W: tl.constexpr = True,
+    BLOCK_N: tl.constexpr, COL64: tl.constexpr, PIPE: tl.constexpr,
+    HOLD_W: tl.constexpr = True,
 ):
-    """part_ptr: [G, M] dgamma partials (when HAS_W), then [G, M] dbeta partials (HAS_DB).
-    KEEP / STREAM: L2 eviction hints of the two-pass loop (first read kept for the second).
+    """Rows of up to BLOCK_N elements in registers (longer rows: kernels_colsplit.py).
+    part_ptr: [G, M] dgamma partials (when HAS_W), then [G, M] dbeta partials (HAS_DB).
     HOLD_W: keep gamma in registers across row groups (else re-read per group, from L1/L2:
     the registers go to the row of 16K elements)."""
     pid = tl.program_id(0).to(tl.int64)
@@ -231,36 +232,26 @@ def row_norm_bwd_kernel(
         db_row = part_ptr + (G + pid) * M
     else:
         db_row = part_ptr + pid * M
-    if SINGLE:
-        cm0 = cols0 < M
-        if HAS_W and HOLD_W:
-            w0 = tl.load(w_ptr + _col_off(cols0, IN1, IN2, wsa, wsb, wsc, NI), mask=cm0,
-                         other=0.0).to(ACC)
-        dg_acc = tl.zeros([BLOCK_N], ACC)
-        db_acc = tl.zeros([BLOCK_N], ACC)
-        if ACCUM:
-            if HAS_W:
-                dg_acc = tl.load(dg_row + cols0, mask=cm0, other=0.0)
-            if HAS_DB:
-                db_acc = tl.load(db_row + cols0, mask=cm0, other=0.0)
-        go = _col_off(cols0, IN1, IN2, gsa, gsb, gsc, NI)[None, :]
-        xo = _col_off(cols0, IN1, IN2, xsa, xsb, xsc, NI)[None, :]
-        if PIPE:  # prefetch the first row group's dy and x (then each next one in the loop)
-            rows_n = pid * BLOCK_R + tl.arange(0, BLOCK_R).to(tl.int64)
-            m_n = (rows_n < n_rows)[:, None] & cm0[None, :]
-            dy_nxt = tl.load(dy_ptr + _row_off(rows_n, O1, O2, gs0, gs1, gs2)[:, None] + go,
-                             mask=m_n, other=0.0)
-            x_nxt = tl.load(x_ptr + _row_off(rows_n, O1, O2, xs0, xs1, xs2)[:, None] + xo,
-                            mask=m_n, other=0.0)
-    else:
-        if not ACCUM:
-            if pid >= n_groups:  # no rows here: this partial row must still read as zero
-                for start in range(0, M, BLOCK_N):
-                    cols = start + cols0
-                    if HAS_W:
-                        tl.store(dg_row + cols, tl.zeros([BLOCK_N], ACC), mask=cols < M)
-                    if HAS_DB:
-                        tl.store(db_row + cols, tl.zeros([BLOCK_N], ACC), mask=cols < M)
+    cm0 = cols0 < M
+    if HAS_W and HOLD_W:
+        w0 = tl.load(w_ptr + _col_off(cols0, IN1, IN2, wsa, wsb, wsc, NI), mask=cm0,
+                     other=0.0).to(ACC)
+    dg_acc = tl.zeros([BLOCK_N], ACC)
+    db_acc = tl.zeros([BLOCK_N], ACC)
+    if ACCUM:
+        if HAS_W:
+            dg_acc = tl.load(dg_row + cols0, mask=cm0, other=0.0)
+        if HAS_DB:
+            db_acc = tl.load(db_row + cols0, mask=cm0, other=0.0)
+    go = _col_off(cols0, IN1, IN2, gsa, gsb, gsc, NI)[None, :]
+    xo = _col_off(cols0, IN1, IN2, xsa, xsb, xsc, NI)[None, :]
+    if PIPE:  # prefetch the first row group's dy and x (then each next one in the loop)
+        rows_n = pid * BLOCK_R + tl.arange(0, BLOCK_R).to(tl.int64)
+        m_n = (rows_n < n_rows)[:, None] & cm0[None, :]
+        dy_nxt = tl.load(dy_ptr + _row_off(rows_n, O1, O2, gs0, gs1, gs2)[:, None] + go,
+                         mask=m_n, other=0.0)
+        x_nxt = tl.load(x_ptr + _row_off(rows_n, O1, O2, xs0, xs1, xs2)[:, None] + xo,
+                        mask=m_n, other=0.0)
     for g in range(pid, n_groups, G):
         rows = g * BLOCK_R + tl.arange(0, BLOCK_R).to(tl.int64)
         row_ok = rows < n_rows
@@ -275,105 +266,49 @@ def row_norm_bwd_kernel(
         else:
             mean = tl.load(mean_ptr + _row_off(rows, O1, O2, ms0, ms1, ms2), mask=row_ok,
                            other=0.0).to(ACC)
-        if SINGLE:
-            mask = row_ok[:, None] & cm0[None, :]
-            if PIPE:
-                dy = dy_nxt.to(ACC)
-                x = x_nxt.to(ACC)
-                rows_n = rows + G * BLOCK_R
-                m_n = (rows_n < n_rows)[:, None] & cm0[None, :]
-                dy_nxt = tl.load(
-                    dy_ptr + _row_off(rows_n, O1, O2, gs0, gs1, gs2)[:, None] + go,
-                    mask=m_n, other=0.0)
-                x_nxt = tl.load(x_ptr + _row_off(rows_n, O1, O2, xs0, xs1, xs2)[:, None] + xo,
-                                mask=m_n, other=0.0)
-            else:
-                dy = tl.load(g_row + go, mask=mask, other=0.0).to(ACC)
-                x = tl.load(x_row + xo, mask=mask, other=0.0).to(ACC)
-            xhat = tl.where(mask, (x - mean[:, None]) * rstd[:, None], 0.0)
-            if HAS_W:
-                if HOLD_W:
-                    wdy = dy * w0[None, :]
-                else:
-                    wdy = dy * tl.load(w_ptr + _col_off(cols0, IN1, IN2, wsa, wsb, wsc, NI),
-                                       mask=cm0, other=0.0).to(ACC)[None, :]
-                dg_acc += tl.sum(dy * xhat, 0)
-            else:
-                wdy = dy
-            c1 = tl.sum(wdy * xhat, 1) / M
-            if RMS:
-                dx = (wdy - xhat * c1[:, None]) * rstd[:, None]
-            else:
-                c2 = tl.sum(wdy, 1) / M
-                dx = (wdy - xhat * c1[:, None] - c2[:, None]) * rstd[:, None]
-                # M = 1: y = beta does not depend on x; exact zero (no fma rounding residue)
-                dx = tl.where(M == 1, 0.0, dx)
-            if HAS_DB:
-                db_acc += tl.sum(dy, 0)
-            if HAS_RES:
-                dx += tl.load(h_row + _col_off(cols0, IN1, IN2, hsa, hsb, hsc, NI)[None, :],
-                              mask=mask, other=0.0).to(ACC)
-            tl.store(d_row + _col_off(cols0, IN1, IN2, dsa, dsb, dsc, NI)[None, :],
-                     dx.to(dx_ptr.dtype.element_ty), mask=mask)
+        mask = row_ok[:, None] & cm0[None, :]
+        if PIPE:
+            dy = dy_nxt.to(ACC)
+            x = x_nxt.to(ACC)
+            rows_n = rows + G * BLOCK_R
+            m_n = (rows_n < n_rows)[:, None] & cm0[None, :]
+            dy_nxt = tl.load(
+                dy_ptr + _row_off(rows_n, O1, O2, gs0, gs1, gs2)[:, None] + go,
+                mask=m_n, other=0.0)
+            x_nxt = tl.load(x_ptr + _row_off(rows_n, O1, O2, xs0, xs1, xs2)[:, None] + xo,
+                            mask=m_n, other=0.0)
         else:
-            a1 = tl.zeros([BLOCK_R, BLOCK_N], ACC)
-            a2 = tl.zeros([BLOCK_R, BLOCK_N], ACC)
-            for start in range(0, M, BLOCK_N):
-                cols = start + cols0
-                cm = cols < M
-                mask = row_ok[:, None] & cm[None, :]
-                dy = tl.load(g_row + _col_off(cols, IN1, IN2, gsa, gsb, gsc, NI)[None, :],
-                             mask=mask, other=0.0, eviction_policy=KEEP).to(ACC)
-                x = tl.load(x_row + _col_off(cols, IN1, IN2, xsa, xsb, xsc, NI)[None, :],
-                            mask=mask, other=0.0, eviction_policy=KEEP).to(ACC)
-                if HAS_W:
-                    w = tl.load(w_ptr + _col_off(cols, IN1, IN2, wsa, wsb, wsc, NI), mask=cm,
-                                other=0.0).to(ACC)
-                    dy = dy * w[None, :]
-                a1 += dy * tl.where(mask, (x - mean[:, None]) * rstd[:, None], 0.0)
-                a2 += dy
-            c1 = tl.sum(a1, 1) / M
-            c2 = tl.sum(a2, 1) / M
-            # The first group of a program starts its partial row (unless ACCUM); later groups
-            # add to it. The row stays hot in L2 between this program's row groups.
-            if ACCUM:
-                keep = g >= 0
-            else:
-                keep = g != pid
-            for start in range(0, M, BLOCK_N):
-                cols = start + cols0
-                cm = cols < M
-                mask = row_ok[:, None] & cm[None, :]
-                dy = tl.load(g_row + _col_off(cols, IN1, IN2, gsa, gsb, gsc, NI)[None, :],
-                             mask=mask, other=0.0, eviction_policy=STREAM).to(ACC)
-                x = tl.load(x_row + _col_off(cols, IN1, IN2, xsa, xsb, xsc, NI)[None, :],
-                            mask=mask, other=0.0, eviction_policy=STREAM).to(ACC)
-                xhat = tl.where(mask, (x - mean[:, None]) * rstd[:, None], 0.0)
-                if HAS_W:
-                    w = tl.load(w_ptr + _col_off(cols, IN1, IN2, wsa, wsb, wsc, NI), mask=cm,
-                                other=0.0).to(ACC)
-                    wdy = dy * w[None, :]
-                    prev = tl.load(dg_row + cols, mask=cm & keep, other=0.0)
-                    tl.store(dg_row + cols, prev + tl.sum(dy * xhat, 0), mask=cm)
-                else:
-                    wdy = dy
-                if HAS_DB:
-                    prev_b = tl.load(db_row + cols, mask=cm & keep, other=0.0)
-                    tl.store(db_row + cols, prev_b + tl.sum(dy, 0), mask=cm)
-                if RMS:
-                    dx = (wdy - xhat * c1[:, None]) * rstd[:, None]
-                else:
-                    dx = (wdy - xhat * c1[:, None] - c2[:, None]) * rstd[:, None]
-                if HAS_RES:
-                    dx += tl.load(h_row + _col_off(cols, IN1, IN2, hsa, hsb, hsc, NI)[None, :],
-                                  mask=mask, other=0.0, eviction_policy=STREAM).to(ACC)
-                tl.store(d_row + _col_off(cols, IN1, IN2, dsa, dsb, dsc, NI)[None, :],
-                         dx.to(dx_ptr.dtype.element_ty), mask=mask, eviction_policy=STREAM)
-    if SINGLE:
+            dy = tl.load(g_row + go, mask=mask, other=0.0).to(ACC)
+            x = tl.load(x_row + xo, mask=mask, other=0.0).to(ACC)
+        xhat = tl.where(mask, (x - mean[:, None]) * rstd[:, None], 0.0)
         if HAS_W:
-            tl.store(dg_row + cols0, dg_acc, mask=cm0)
+            if HOLD_W:
+                wdy = dy * w0[None, :]
+            else:
+                wdy = dy * tl.load(w_ptr + _col_off(cols0, IN1, IN2, wsa, wsb, wsc, NI),
+                                   mask=cm0, other=0.0).to(ACC)[None, :]
+            dg_acc += tl.sum(dy * xhat, 0)
+        else:
+            wdy = dy
+        c1 = tl.sum(wdy * xhat, 1) / M
+        if RMS:
+            dx = (wdy - xhat * c1[:, None]) * rstd[:, None]
+        else:
+            c2 = tl.sum(wdy, 1) / M
+            dx = (wdy - xhat * c1[:, None] - c2[:, None]) * rstd[:, None]
+            # M = 1: y = beta does not depend on x; exact zero (no fma rounding residue)
+            dx = tl.where(M == 1, 0.0, dx)
         if HAS_DB:
-            tl.store(db_row + cols0, db_acc, mask=cm0)
+            db_acc += tl.sum(dy, 0)
+        if HAS_RES:
+            dx += tl.load(h_row + _col_off(cols0, IN1, IN2, hsa, hsb, hsc, NI)[None, :],
+                          mask=mask, other=0.0).to(ACC)
+        tl.store(d_row + _col_off(cols0, IN1, IN2, dsa, dsb, dsc, NI)[None, :],
+                 dx.to(dx_ptr.dtype.element_ty), mask=mask)
+    if HAS_W:
+        tl.store(dg_row + cols0, dg_acc, mask=cm0)
+    if HAS_DB:
+        tl.store(db_row + cols0, db_acc, mask=cm0)
 
 
 @triton.jit

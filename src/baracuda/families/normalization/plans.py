@@ -249,6 +249,7 @@ def _bwd_recipe(desc, rms: bool, lay, n_rows, o1, o2, o, accum: bool):
     m = desc.norm_total_extent
     cfg = bwd_config(m, desc.rows, desc.element, not rms)
     warps, g = cfg.pop("num_warps"), cfg.pop("G")
+    cfg.pop("SINGLE")
     i = lay.inner
     scalars = (n_rows, m, o1, o2, lay.in1, lay.in2, g,
                *o[0], *i[0], *o[1], *i[1], *o[2], *i[2], *o[3], *i[3], *i[4], *o[4], *o[5])

@@ -315,6 +315,7 @@ class _BwdSpec(PlanSpec):
                 continue
             warps = cfg.pop("num_warps")
             cfg.pop("G")
+            cfg.pop("SINGLE")
             sig = {"dy_ptr": t, "x_ptr": t, "w_ptr": t, "mean_ptr": s, "rstd_ptr": s,
                    "dh_ptr": t, "dx_ptr": t, "part_ptr": s}
             const = dict(cfg, RMS=self.rms, HAS_W=True, HAS_DB=not self.rms, HAS_RES=False,
