@@ -8,26 +8,6 @@ import triton.language as tl
 
 
 @triton.jit
-def embedding_gather_kernel(w_ptr, idx_ptr, out_ptr, T, V, Dm, idx_stride, wr, wc, outr, outc,
-                            BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, CHECK: tl.constexpr):
-    toks = tl.program_id(0).to(tl.int64) * BLOCK_T + tl.arange(0, BLOCK_T)
-    cols = tl.program_id(1).to(tl.int64) * BLOCK_D + tl.arange(0, BLOCK_D)
-    tm = toks < T
-    cm = cols < Dm
-    idx = tl.load(idx_ptr + toks * idx_stride, mask=tm, other=0).to(tl.int64)
-    ok = tm & (idx >= 0) & (idx < V)  # out-of-range rows read nothing and come out 0
-    if CHECK:
-        # torch on CUDA: a device-side assert instead of a host sync per call (compiled in
-        # only when the launch passes debug=True)
-        tl.device_assert(ok | ~tm, "index out of range in self")
-    row = tl.where(ok, idx, 0)
-    w = tl.load(w_ptr + row[:, None] * wr + cols[None, :] * wc, mask=ok[:, None] & cm[None, :],
-                other=0.0)
-    tl.store(out_ptr + toks[:, None] * outr + cols[None, :] * outc, w,
-             mask=tm[:, None] & cm[None, :])
-
-
-@triton.jit
 def embedding_renorm_kernel(w_ptr, cnt_ptr, V, Dm, wr, wc, max_norm, norm_type,
                             P: tl.constexpr, ACC: tl.constexpr, BLOCK_D: tl.constexpr):
     """Rows named by the indices (count > 0) whose p-norm exceeds max_norm are scaled by

@@ -11,6 +11,7 @@ from ...core import validate as V
 from ...core.plan import Candidate, Plan
 from ...core.registry import register_candidate, register_plan
 from ...core.vocab import ElementKind, OpCategory
+from ..indexing.kernels import row_gather_kernel
 from ..segment.descriptors import SegmentDescriptor, SegmentKind
 from ..segment.plans import KIND_ID, run_reduce
 from ..segment.sort import (
@@ -30,7 +31,7 @@ from .descriptors import (
     EmbeddingRenormArgs,
     EmbeddingRenormDescriptor,
 )
-from .kernels import embedding_gather_kernel, embedding_renorm_kernel
+from .kernels import embedding_renorm_kernel
 
 
 @register_plan
@@ -104,10 +105,12 @@ class TritonEmbeddingGather(Candidate):
         t, dm = desc.num_tokens, desc.embedding_dim
         block_t, block_d, warps = gather_tile(dm, desc.element.torch_dtype.itemsize)
         w, o, idx = args.weight, args.out, args.indices
-        embedding_gather_kernel[(cdiv(t, block_t), cdiv(dm, block_d))](
-            w, idx, o, t, desc.num_embeddings, dm, idx.stride(0), w.stride(0), w.stride(1),
-            o.stride(0), o.stride(1), BLOCK_T=block_t, BLOCK_D=block_d, **ASSERT_LAUNCH,
-            num_warps=warps)
+        # index_select's row gather over rows of one flat dim (out-of-range ids: torch's
+        # device-side assert, and they read nothing)
+        row_gather_kernel[(cdiv(t, block_t), cdiv(dm, block_d))](
+            w, idx, o, t, desc.num_embeddings, dm, idx.stride(0), 1, 1, 1,
+            w.stride(0), 0, 0, 0, w.stride(1), o.stride(0), 0, 0, 0, o.stride(1),
+            BLOCK_K=block_t, BLOCK_D=block_d, FLAT=True, **ASSERT_LAUNCH, num_warps=warps)
 
 
 def _segment_desc(desc) -> SegmentDescriptor:

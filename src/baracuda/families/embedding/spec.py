@@ -11,6 +11,8 @@ from ...core.registry import register_bench, register_spec
 from ...core.spec import AotVariant, BenchCase, Case, Malformed, PlanSpec
 from ...core.testing import poisoned, randn, with_layout
 from ...core.vocab import ElementKind
+from ..indexing.kernels import row_gather_kernel
+from ..segment.sort import gather_tile
 from . import reference as ref
 from .bag import EmbeddingBagArgs, EmbeddingBagDescriptor, EmbeddingBagPlan, embedding_bag_kernel
 from .descriptors import (
@@ -21,7 +23,7 @@ from .descriptors import (
     EmbeddingRenormArgs,
     EmbeddingRenormDescriptor,
 )
-from .kernels import embedding_gather_kernel, embedding_renorm_kernel
+from .kernels import embedding_renorm_kernel
 from .plans import EmbeddingBackwardPlan, EmbeddingPlan, EmbeddingRenormPlan
 
 E = ElementKind
@@ -90,12 +92,15 @@ class EmbeddingSpec(PlanSpec):
     def aot_variants(self):
         for el in (E.F32, E.BF16):
             t = "*" + triton_dtype(el.torch_dtype)
-            k = embedding_gather_kernel
-            const = dict(BLOCK_T=8, BLOCK_D=1024, wc=1, outc=1, CHECK=True)
-            sig = {n: ("constexpr" if n in const else {"w_ptr": t, "out_ptr": t,
+            k = row_gather_kernel
+            # the runtime tile of the bench's rows (dim 4096), unit strides as the JIT sees
+            block_t, block_d, warps = gather_tile(4096, el.torch_dtype.itemsize)
+            const = dict(BLOCK_K=block_t, BLOCK_D=block_d, S1=1, S2=1, S3=1, ss3=1, ds3=1,
+                         FLAT=True, CHECK=True)
+            sig = {n: ("constexpr" if n in const else {"src_ptr": t, "dst_ptr": t,
                                                        "idx_ptr": "*i64"}.get(n, "i64"))
                    for n in k.arg_names}
-            yield AotVariant(f"embedding_gather {el.value}", k, sig, const)
+            yield AotVariant(f"embedding row_gather {el.value}", k, sig, const, num_warps=warps)
 
 
 class EmbeddingBackwardSpec(PlanSpec):

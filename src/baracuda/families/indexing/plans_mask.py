@@ -167,7 +167,7 @@ class _CompactCandidate(_ExactCandidate):
         nb = cdiv(n, BLOCK)
         compact_count_kernel[(nb,)](mask, counts, n, *dims[1:], *ms, BLOCK=BLOCK,
                                     num_warps=WARPS)
-        exclusive_scan_kernel[(1,)](counts, nb, BLOCK=1024 if INTERPRET else 8192,
+        exclusive_scan_kernel[(1,)](counts, counts, nb, BLOCK=1024 if INTERPRET else 8192,
                                     num_warps=WARPS if INTERPRET else 16)
         compact_write_kernel[(nb,)](
             mask, x if x is not None else mask, src if src is not None else out, out,

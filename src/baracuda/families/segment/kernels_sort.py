@@ -42,15 +42,19 @@ def radix_hist_kernel(keys_in, ids_ptr, hist_ptr, N, S, ids_stride, SHIFT, DROP,
 
 
 @triton.jit
-def exclusive_scan_kernel(x_ptr, M, BLOCK: tl.constexpr):
-    """In-place exclusive prefix sum of M int32 (one program; M is small)."""
+def exclusive_scan_kernel(x_ptr, out_ptr, M, BLOCK: tl.constexpr, TOTAL: tl.constexpr = False,
+                          CURSOR: tl.constexpr = False):
+    """out[i] = x[0] + ... + x[i-1] for M int32 (one program; M is small); out may be x (in
+    place). TOTAL: out[M] = the sum too. CURSOR: x becomes the same prefix (the per-bucket
+    cursors of `bucket_place_kernel`)."""
     carry = tl.zeros([], tl.int32)
-    for start in range(0, M, BLOCK):
+    for start in range(0, M + TOTAL, BLOCK):
         offs = start + tl.arange(0, BLOCK)
-        m = offs < M
-        v = tl.load(x_ptr + offs, mask=m, other=0)
-        inc = tl.cumsum(v, axis=0)
-        tl.store(x_ptr + offs, inc - v + carry, mask=m)
+        v = tl.load(x_ptr + offs, mask=offs < M, other=0)
+        exc = tl.cumsum(v, axis=0) - v + carry
+        tl.store(out_ptr + offs, exc, mask=offs < M + TOTAL)
+        if CURSOR:
+            tl.store(x_ptr + offs, exc, mask=offs < M)
         carry += tl.sum(v, axis=0)
 
 
@@ -111,20 +115,6 @@ def histogram_kernel(ids_ptr, N, S, ids_stride, counts_ptr, BLOCK: tl.constexpr)
     ok = (rows < N) & (raw >= 0) & (raw < S)
     tl.atomic_add(counts_ptr + tl.where(ok, raw, 0), tl.full([BLOCK], 1, tl.int32), mask=ok,
                   sem="relaxed")
-
-
-@triton.jit
-def bucket_scan_kernel(counts_ptr, off_ptr, S, BLOCK: tl.constexpr):
-    """off[s] = exclusive prefix of counts (s in [0, S]); counts becomes the same prefix, the
-    per-bucket cursor of `bucket_place_kernel` (one program; S is a segment count)."""
-    carry = tl.zeros([], tl.int32)
-    for start in range(0, S + 1, BLOCK):
-        offs = start + tl.arange(0, BLOCK)
-        v = tl.load(counts_ptr + offs, mask=offs < S, other=0)
-        exc = tl.cumsum(v, axis=0) - v + carry
-        tl.store(off_ptr + offs, exc, mask=offs <= S)
-        tl.store(counts_ptr + offs, exc, mask=offs < S)
-        carry += tl.sum(v, axis=0)
 
 
 @triton.jit
@@ -237,3 +227,11 @@ def count_place_kernel(sorted_ptr, hist_ptr, part_ptr, btot_ptr, perm_ptr, off_p
         v = tl.gather(bpre, (kc // KB).to(tl.int32), 0) + tl.load(part_ptr + kc, mask=km & inner,
                                                                   other=0)
         tl.store(off_ptr + k, tl.where(inner, v, N), mask=km)
+
+
+@triton.jit
+def zero_kernel(ptr, n, BLOCK: tl.constexpr):
+    """ptr[0:n] = 0 for a contiguous buffer: a fill that stays a Triton launch, so a plan call
+    that needs one can still be recorded and replayed (backends/launch_replay.py)."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(ptr + offs, tl.zeros([BLOCK], ptr.dtype.element_ty), mask=offs < n)

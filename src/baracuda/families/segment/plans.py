@@ -37,6 +37,7 @@ from .sort import (
     segment_offsets,
     sort_layout,
     sort_sections,
+    zero,
 )
 
 KIND_ID = {SegmentKind.SUM: 0, SegmentKind.MEAN: 1, SegmentKind.MAX: 2, SegmentKind.MIN: 3,
@@ -284,7 +285,7 @@ class _BackwardCandidate(Candidate):
                        dense_stats=True)
         if self.KIND in (SegmentKind.MAX, SegmentKind.MIN) and MAX_BACKWARD == "scatter":
             # zero grad_data, then one store per (segment, column) at the forward's argmax
-            dx.zero_()
+            zero(dx)
             shape, (gst, ast, dst) = inner_layout(type(self).__name__, desc.row_shape,
                                                   [g, a, dx])
             block_d = min(next_pow2(d), 128)

@@ -14,7 +14,6 @@ import torch
 from ...backends.triton_support import INTERPRET, next_pow2
 from .kernels_sort import (
     bucket_place_kernel,
-    bucket_scan_kernel,
     count_place_kernel,
     count_scan_kernel,
     count_sort_chunk_kernel,
@@ -23,6 +22,7 @@ from .kernels_sort import (
     lower_bound_kernel,
     radix_hist_kernel,
     radix_scatter_kernel,
+    zero_kernel,
 )
 
 DIGIT_BITS = 4
@@ -254,7 +254,7 @@ def radix_sort(ids: torch.Tensor, n_seg: int, views: dict[str, torch.Tensor],
         radix_hist_kernel[(n_chunks,)](src_k, ids, hist, n, n_seg, ids.stride(0),
                                        p * digit_bits, drop, n_chunks, **common)
         if not fused:
-            exclusive_scan_kernel[(1,)](hist, radix * n_chunks,
+            exclusive_scan_kernel[(1,)](hist, hist, radix * n_chunks,
                                         BLOCK=1024 if INTERPRET else 8192,
                                         num_warps=warps if INTERPRET else 16)
         radix_scatter_kernel[(n_chunks,)](src_k, src_v, ids, dst_k, dst_v, hist, n, n_seg,
@@ -265,9 +265,20 @@ def radix_sort(ids: torch.Tensor, n_seg: int, views: dict[str, torch.Tensor],
     return src_v
 
 
+def zero(t: torch.Tensor) -> None:
+    """t[...] = 0; a Triton launch for contiguous tensors (replayable), torch's otherwise."""
+    n = t.numel()
+    if not n:
+        return
+    if t.is_contiguous():
+        zero_kernel[(cdiv(n, 4096),)](t, n, BLOCK=4096)
+    else:
+        t.zero_()
+
+
 def segment_counts(ids: torch.Tensor, n_seg: int, counts: torch.Tensor) -> None:
     """counts[s] = number of rows with id s (exact integer atomics)."""
-    counts.zero_()
+    zero(counts)
     n = ids.shape[0]
     if n:
         histogram_kernel[(cdiv(n, 1024),)](ids, n, n_seg, ids.stride(0), counts, BLOCK=1024)
@@ -286,11 +297,11 @@ def bucket_offsets(ids: torch.Tensor, n_seg: int, views: dict[str, torch.Tensor]
     not: only for order-independent reductions (max / min with row-number tie-breaks)."""
     n = ids.shape[0]
     counts, offsets, perm = views["counts"], views["offsets"], views["perm"]
-    counts.zero_()
+    zero(counts)
     if n:
         histogram_kernel[(cdiv(n, 1024),)](ids, n, n_seg, ids.stride(0), counts, BLOCK=1024)
-    bucket_scan_kernel[(1,)](counts, offsets, n_seg, BLOCK=1024 if INTERPRET else 4096,
-                             num_warps=1 if INTERPRET else 8)
+    exclusive_scan_kernel[(1,)](counts, offsets, n_seg, BLOCK=1024 if INTERPRET else 4096,
+                                TOTAL=True, CURSOR=True, num_warps=1 if INTERPRET else 8)
     if n:
         bucket_place_kernel[(cdiv(n, 1024),)](ids, counts, perm, n, n_seg, ids.stride(0),
                                               BLOCK=1024)

@@ -26,10 +26,10 @@ from .kernels import (
 )
 from .kernels_sort import (
     bucket_place_kernel,
-    bucket_scan_kernel,
     count_place_kernel,
     count_scan_kernel,
     count_sort_chunk_kernel,
+    exclusive_scan_kernel,
     radix_hist_kernel,
     radix_scatter_kernel,
 )
@@ -155,12 +155,13 @@ class SegmentSpec(PlanSpec):
                         yield _sort_variant(k, first, bits, chunk, fused)
             yield from _count_variants()
         if not self.sorted and self.kind is SegmentKind.MAX:
-            for k in (bucket_scan_kernel, bucket_place_kernel):
+            for k in (exclusive_scan_kernel, bucket_place_kernel):
                 ptrs = {n: ("*i64" if n == "ids_ptr" else "*i32") for n in k.arg_names
                         if n.endswith("_ptr")}
-                const = dict(BLOCK=4096 if k is bucket_scan_kernel else 1024)
+                scan = k is exclusive_scan_kernel
+                const = dict(BLOCK=4096, TOTAL=True, CURSOR=True) if scan else dict(BLOCK=1024)
                 yield AotVariant(k.__name__, k, _sig(k, ptrs, const), const,
-                                 num_warps=8 if k is bucket_scan_kernel else 4)
+                                 num_warps=8 if scan else 4)
 
 
 #: Ints the JIT specializes to 1 for contiguous rows (one collapsed inner dim, unit stride).
