@@ -426,3 +426,19 @@ def test_cudnn_plan_refuses_misaligned_operands_and_frontend_packs_them():
     want = torch.autograd.grad(sdpa(qq, k, v), qq, do)[0]
     # cuDNN's default backward sums dQ with atomics: equal up to summation order
     torch.testing.assert_close(got, want, atol=1e-2, rtol=1e-2)
+
+
+def test_cudnn_graph_cache_is_bounded(monkeypatch):
+    """Each distinct problem adds a cuDNN graph; the cache starts over at CACHE_LIMIT."""
+    from baracuda.families.attention import plans_cudnn as pc
+
+    built = []
+    monkeypatch.setattr(pc, "_GRAPHS", {})
+    monkeypatch.setattr(pc, "CACHE_LIMIT", 3)
+    monkeypatch.setattr(pc, "_build", lambda *a: built.append(a) or object())
+    for s in range(1, 8):
+        desc = bc.SdpaDescriptor(1, 2, 2, s, s, 16, 16, 0.25, torch.float16)
+        first = pc._graph(desc, False, False, {"q": (1,)}, 0, None)
+        assert pc._graph(desc, False, False, {"q": (1,)}, 0, None) is first  # cached
+        assert len(pc._GRAPHS) <= 3
+    assert len(built) == 7

@@ -76,6 +76,9 @@ def _static_reason(desc: SdpaDescriptor, arch: ArchSku) -> str | None:
 _TLS = threading.local()
 _GRAPHS: dict = {}
 _LOCK = threading.Lock()
+#: Entries the graph and launch caches keep before starting over (each distinct shape, layout
+#: and thread adds one; a long-running server with varying shapes must not grow without end).
+CACHE_LIMIT = 512
 
 
 def _handle(device: int):
@@ -183,6 +186,8 @@ def _graph(desc: SdpaDescriptor, backward: bool, deterministic: bool, strides: d
         with _LOCK:
             entry = _GRAPHS.get(key)
             if entry is None:
+                if len(_GRAPHS) >= CACHE_LIMIT:
+                    _GRAPHS.clear()
                 entry = _GRAPHS[key] = _build(desc, backward, deterministic, strides, device,
                                               ws_limit)
     return entry
@@ -270,6 +275,8 @@ class _CudnnBase(Candidate):
         key = (self.name, desc, device, *(t.stride() for t in tensors))
         entry = cache.get(key)
         if entry is None:
+            if len(cache) >= CACHE_LIMIT:
+                cache.clear()
             entry = cache[key] = self._prepare(desc, tensors, device)
         g, uids, need, handle, raw = entry
         import cudnn
