@@ -7,14 +7,12 @@ Usage (GPU machine): python3 scripts/overhead_profile.py [--profile NAME]
 from __future__ import annotations
 
 import argparse
-import cProfile
-import pstats
 
 import torch
 import torch.nn.functional as F
 
 import baracuda.torch as bt
-from baracuda.tools.bench import host_seconds_per_call
+from baracuda.tools.bench import host_profile, host_seconds_per_call
 
 
 def _cases(dev):
@@ -115,14 +113,8 @@ def main() -> None:
     for name in filter(None, a.profile.split(",")):
         print(f"==== profile: {name}")
         fn = cases[name][0]
-        prof = cProfile.Profile()
-        prof.enable()
-        for _ in range(2000):
-            fn()
-        prof.disable()
-        torch.cuda.synchronize()
-        pstats.Stats(prof).sort_stats("tottime").print_stats(a.top)
-        pstats.Stats(prof).sort_stats("cumulative").print_stats(a.top)
+        for order in ("tottime", "cumulative"):
+            print(host_profile(fn, 2000, a.top, order))
 
 
 if __name__ == "__main__":

@@ -78,3 +78,14 @@ def test_single_threaded_autograd_rows_wrap_every_side():
     assert seen == [("ours", False), ("torch", False), ("liger", False)]
     assert torch._C._is_multithreading_enabled()
     assert case.ours is not row.ours and case.bytes == row.bytes
+
+
+def test_host_profile_lists_the_profiled_function():
+    from baracuda.tools.bench import host_profile
+
+    def busy_python():
+        return sum(i * i for i in range(200))
+
+    table = host_profile(busy_python, calls=50, top=5)
+    assert "ncalls" in table and "busy_python" in table
+    assert "" not in table.splitlines()  # blank lines dropped

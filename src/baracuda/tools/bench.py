@@ -112,6 +112,33 @@ def host_seconds_per_call(fn, n: int = 200, warmup: int = 20) -> float:
     return (time.perf_counter() - t0) / n
 
 
+def host_profile(fn, calls: int = 300, top: int = 14, sort: str = "tottime",
+                 busy_cycles: int = 0) -> str:
+    """cProfile of `calls` calls of `fn` (after one warm call), as pstats' table of the `top`
+    entries sorted by `sort`: where the host time of one eager call goes. GPU work is
+    synchronized before and after, so it does not land in the profile; `busy_cycles` first
+    queues a GPU sleep so the profiled calls never wait on the device either."""
+    import cProfile
+    import io
+    import pstats
+
+    fn()
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+        if busy_cycles:
+            torch.cuda._sleep(busy_cycles)
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(calls):
+        fn()
+    prof.disable()
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    out = io.StringIO()
+    pstats.Stats(prof, stream=out).sort_stats(sort).print_stats(top)
+    return "\n".join(ln for ln in out.getvalue().splitlines() if ln.strip())
+
+
 def _rate(case: BenchCase, ms: float) -> float:
     if case.flops:
         return case.flops / (ms * 1e-3) / 1e12

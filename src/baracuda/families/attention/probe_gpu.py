@@ -116,10 +116,7 @@ def profile(b: int, h: int, s: int, d: int, causal: bool) -> None:
 def host(b: int, h: int, s: int, d: int, causal: bool) -> None:
     """Host time per training step through baracuda.torch with each way of binding buffers to
     the cuDNN graph (plans_cudnn._EXECUTE), and cProfile's top entries of one."""
-    import cProfile
-    import io
-    import pstats
-
+    from ...tools.bench import host_profile
     from . import plans_cudnn as PC
     from .torch_api import scaled_dot_product_attention as ours
 
@@ -159,19 +156,9 @@ def host(b: int, h: int, s: int, d: int, causal: bool) -> None:
             print(f"  bind={bind}: failed {type(exc).__name__}: {str(exc)[:200]}", flush=True)
     PC._BIND = "raw"
     for name, fn, top in (("bwd called directly", bwd, 30), ("step", step, 30)):
-        fn()
-        torch.cuda.synchronize()
-        torch.cuda._sleep(400_000_000)
-        prof = cProfile.Profile()
-        prof.enable()
-        for _ in range(20):
-            fn()
-        prof.disable()
-        torch.cuda.synchronize()
-        buf = io.StringIO()
-        pstats.Stats(prof, stream=buf).sort_stats("cumtime").print_stats(top)
         print(f"  cProfile bind=raw, {name}, 20 calls, by cumtime:", flush=True)
-        for line in buf.getvalue().splitlines()[6:top + 9]:
+        table = host_profile(fn, 20, top, "cumtime", busy_cycles=400_000_000)
+        for line in table.splitlines()[4:top + 7]:
             print("   ", line[:170], flush=True)
 
 

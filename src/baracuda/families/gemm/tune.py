@@ -233,23 +233,11 @@ def host_overhead(dev, quick: bool) -> None:
 
 def _host_profile(name, fn, n=300, top=14) -> None:
     """cProfile of `n` eager calls: where the host time of one call goes."""
-    import cProfile
-    import io
-    import pstats
+    from ...tools.bench import host_profile
 
-    fn()
-    torch.cuda.synchronize()
-    prof = cProfile.Profile()
-    prof.enable()
-    for _ in range(n):
-        fn()
-    prof.disable()
-    torch.cuda.synchronize()
-    out = io.StringIO()
-    pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(top)
     print(f"   profile {name} ({n} calls; tottime):")
-    for line in out.getvalue().splitlines():
-        if line.strip() and ("{" in line or ".py" in line or "ncalls" in line):
+    for line in host_profile(fn, n, top).splitlines():
+        if "{" in line or ".py" in line or "ncalls" in line:
             print("   " + line[:150])
 
 

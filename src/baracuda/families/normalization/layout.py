@@ -119,43 +119,46 @@ def _clamp(v: int, lo: int, hi: int) -> int:
 LOOP_HINTS = {"KEEP": "evict_last", "STREAM": "evict_first"}
 
 
+def _is_half(element: ElementKind) -> bool:
+    return element in (ElementKind.F16, ElementKind.BF16)
+
+
+def _register_tile(block_n: int, element: ElementKind) -> int:
+    """Elements of one register-resident tile (BLOCK_R rows of BLOCK_N): halves take 4K
+    (several short rows) or 8K, other types 4K; a longer row is its own tile."""
+    if _is_half(element):
+        return max(block_n, 4096 if block_n <= 1024 else 8192)
+    return max(block_n, 4096)
+
+
 @functools.lru_cache(maxsize=1024)
 def _fwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) -> dict:
     """Tile table for the forward: the row in registers up to 16K elements (8K in f64),
-    several rows per program for short rows; longer rows stream twice through a persistent
-    grid of two 16-warp programs per SM, so the rows in flight stay inside L2 for the second
-    pass. (Register counts checked with sm_90a compiles: no spills.) `layer`: layer_norm,
-    whose 16K-row prefetch would spill."""
+    several rows per program for short rows, prefetching the next row group on a persistent
+    grid when the tile leaves room (PIPE); longer rows stream twice through a persistent grid
+    of two 16-warp programs per SM, so the rows in flight stay inside L2 for the second pass.
+    Halves: 32 elements per thread, 4 programs per SM (2 for 8K tiles); H100 sweep
+    (normalization/tune.py, CUDA-graph timed, bf16 x + y GB/s) [32768, 1024] 2489 -> 2604,
+    [16384, 4096] 2719 -> 2824, [4096, 16384] 2525 -> 2822. Other types: 16 elements per
+    thread, 8 programs per SM. (sm_90a compiles: no spills.) `layer`: layer_norm, whose
+    16K-row prefetch would spill."""
     single_max = 8192 if element is ElementKind.F64 else 16384
     if m <= single_max:
         block_n = next_pow2(m)
-        if element in (ElementKind.F16, ElementKind.BF16):
-            # H100 sweep (normalization/tune.py, CUDA-graph timed, bf16 x + y GB/s): tiles of
-            # 4K elements (several short rows) or 8K, 32 elements per thread, prefetching,
-            # 4 programs per SM (2 for 8K tiles): [32768, 1024] 2489 -> 2604, [16384, 4096]
-            # 2719 -> 2824, [4096, 16384] 2525 -> 2822 (the 16K row had no prefetch).
-            tile = max(block_n, 4096 if block_n <= 1024 else 8192)
-            block_r = _clamp(tile // block_n, 1, 32)
-            warps = _clamp(tile // 1024, 1, 16)
-            groups = -(-rows // block_r)
-            per_sm = 2 if tile == 8192 else 4
-            pipe = not (layer and tile >= 16384)
-            return dict(BLOCK_R=block_r, BLOCK_N=block_n, SINGLE=True, num_warps=warps,
-                        PIPE=pipe, G=min(groups, per_sm * sm_count()) if pipe else groups)
-        block_r = _clamp(4096 // block_n, 1, 32)
-        warps = _clamp(block_r * block_n // 512, 1, 16)
-        # PIPE (at most 16 elements per thread): a persistent grid, oversubscribed 8x
-        # (programs beyond those resident just start later), each amortizing its parameter
-        # loads and prefetching its next rows; longer rows: one row group per program.
+        block_r = _clamp(_register_tile(block_n, element) // block_n, 1, 32)
+        per_thread = 32 if _is_half(element) else 16
+        warps = _clamp(block_r * block_n // (32 * per_thread), 1, 16)
+        pipe = (block_r * block_n <= per_thread * 32 * warps
+                and not (layer and block_n >= 16384))
+        per_sm = (2 if block_r * block_n == 8192 else 4) if _is_half(element) else 8
         groups = -(-rows // block_r)
-        pipe = block_r * block_n <= 16 * 32 * warps
         return dict(BLOCK_R=block_r, BLOCK_N=block_n, SINGLE=True, num_warps=warps,
-                    PIPE=pipe, G=min(groups, 8 * sm_count()) if pipe else groups)
+                    PIPE=pipe, G=min(groups, per_sm * sm_count()) if pipe else groups)
     # 16 KB of input per loop step for halves; f32 takes 2048 (4096 x 16 warps spills 8 B in
     # the sm_90a compile), f64 2048 (16 KB). Two programs per SM and L2 hints (first read
     # evict_last, second read and the stores evict_first): rms_norm bf16 [1024, 65536]
     # 1877 -> 2244 GB/s, [256, 262144] 1537 -> 1818 on the H100 (2026-11-22 sweep).
-    block_n = 8192 if element in (ElementKind.F16, ElementKind.BF16) else 2048
+    block_n = 8192 if _is_half(element) else 2048
     return dict(BLOCK_R=1, BLOCK_N=block_n, SINGLE=False, num_warps=16, PIPE=False,
                 G=min(rows, 2 * sm_count()), **LOOP_HINTS)
 
@@ -176,8 +179,7 @@ def _bwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) ->
     single_max = {ElementKind.F64: 2048, ElementKind.F32: 4096}.get(element, halves)
     if m <= single_max:
         block_n = next_pow2(m)
-        tile = max(block_n, 4096 if block_n <= 1024 else 8192)
-        block_r = _clamp(tile // block_n, 1, 64)
+        block_r = _clamp(_register_tile(block_n, ElementKind.BF16) // block_n, 1, 64)
         # f64 values take two registers
         per_thread = 16 if element is ElementKind.F64 else 32
         warps = _clamp(block_r * block_n // (32 * per_thread), 1, 16)

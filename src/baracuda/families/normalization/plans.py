@@ -194,7 +194,7 @@ def _bwd_layout(who, desc, args):
 def _fwd_recipe(desc, rms: bool, lay, n_rows, o1, o2, o):
     """Grid, scalar tail and constexprs of one forward launch (cached: host time matters)."""
     m = desc.norm_total_extent
-    cfg = fwd_config(m, n_rows, desc.element, not rms)
+    cfg = fwd_config(m, n_rows, desc.element, _layer(desc))
     warps, g = cfg.pop("num_warps"), cfg.pop("G")
     i = lay.inner
     scalars = (n_rows, m, o1, o2, lay.in1, lay.in2, g, *split_f64(desc.eps),
@@ -226,8 +226,9 @@ def _launch_forward(desc, args, rms: bool) -> None:
 
 
 def _layer(desc) -> bool:
-    """layer_norm (mean subtracted, a dbeta partial) rather than rms_norm: its own tiles."""
-    return isinstance(desc, LayerNormBackwardDescriptor)
+    """layer_norm (mean subtracted, a dbeta partial) rather than rms_norm: its own tiles. The
+    one rule every tile lookup uses (forward and backward, launch and workspace size)."""
+    return isinstance(desc, (LayerNormDescriptor, LayerNormBackwardDescriptor))
 
 
 def backward_workspace(desc) -> int:
@@ -247,7 +248,7 @@ def backward_workspace(desc) -> int:
 def _bwd_recipe(desc, rms: bool, lay, n_rows, o1, o2, o, accum: bool):
     """Scalar tail and constexprs of one backward launch (cached: host time matters)."""
     m = desc.norm_total_extent
-    cfg = bwd_config(m, desc.rows, desc.element, not rms)
+    cfg = bwd_config(m, desc.rows, desc.element, _layer(desc))
     warps, g = cfg.pop("num_warps"), cfg.pop("G")
     cfg.pop("SINGLE")
     i = lay.inner
@@ -261,13 +262,14 @@ def _bwd_recipe(desc, rms: bool, lay, n_rows, o1, o2, o, accum: bool):
 
 @functools.lru_cache(maxsize=2048)
 def _bwd_partials(desc, n_part: int):
-    """(G, partial-buffer elements, partial-sum grid, its constexprs) of one backward
-    problem. G and the tile come from the whole problem (the workspace was sized from it); a
-    problem split over several launches accumulates into the same partial rows."""
+    """(G, partial-buffer elements, partial-sum grid, its constexprs, rows in registers) of
+    one backward problem. G and the tile come from the whole problem (the workspace was sized
+    from it); a problem split over several launches accumulates into the same partial rows."""
     m = desc.norm_total_extent
-    g = bwd_config(m, desc.rows, desc.element, _layer(desc))["G"]
+    cfg = bwd_config(m, desc.rows, desc.element, _layer(desc))
+    g = cfg["G"]
     pcfg = partial_config(m, g)
-    return g, n_part * g * m, (cdiv(m, pcfg["BLOCK_C"]),), pcfg
+    return g, n_part * g * m, (cdiv(m, pcfg["BLOCK_C"]),), pcfg, cfg["SINGLE"]
 
 
 def _launch_backward(desc, args, workspace, rms: bool) -> None:
@@ -277,8 +279,7 @@ def _launch_backward(desc, args, workspace, rms: bool) -> None:
     if m == 0:
         return
     n_part = int(args.dgamma is not None) + int(dbeta is not None)
-    g, n_elems, pgrid, pcfg = _bwd_partials(desc, n_part)
-    single = bwd_config(m, rows, desc.element, not rms)["SINGLE"]
+    g, n_elems, pgrid, pcfg, single = _bwd_partials(desc, n_part)
     part = args.dx
     acc = acc_dtype(desc.element)
     if workspace is not None:  # sized by backward_workspace: partials, then coefficients
@@ -321,7 +322,7 @@ def _colsplit_recipe(desc, rms: bool, lay, n_rows, o1, o2, o, accum: bool):
     """(stats scalars, constexprs), (grid, scalars, constexprs) of one column-split launch:
     the row chunks are as many as the workspace holds (G of the whole problem)."""
     m = desc.norm_total_extent
-    cfg = bwd_config(m, desc.rows, desc.element, not rms)
+    cfg = bwd_config(m, desc.rows, desc.element, _layer(desc))
     chunks = cfg["G"]
     chunk_rows = cdiv(n_rows, chunks)
     i = lay.inner

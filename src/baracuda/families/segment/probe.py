@@ -64,21 +64,11 @@ def _reset_reduce():
 
 def _host_us(label, fn, torch_fn):
     """Host time per call on tiny tensors (launch + Python), then where ours goes."""
-    import cProfile
-    import io
-    import pstats
+    from ...tools.bench import host_profile, host_seconds_per_call
 
-    from ...tools.bench import host_seconds_per_call
     ours, ref = host_seconds_per_call(fn) * 1e6, host_seconds_per_call(torch_fn) * 1e6
     print(f"  HOST {label}: ours {ours:.1f} us/call, torch {ref:.1f} us/call")
-    prof = cProfile.Profile()
-    prof.enable()
-    for _ in range(300):
-        fn()
-    prof.disable()
-    buf = io.StringIO()
-    pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(14)
-    lines = [ln for ln in buf.getvalue().splitlines() if ln.strip()][-15:]
+    lines = host_profile(fn, 300, 14).splitlines()[-15:]
     print("\n".join("      " + ln[:150] for ln in lines))
 
 
