@@ -10,7 +10,8 @@ import torch
 import baracuda as bc
 from baracuda.families.softmax import plans as P
 from baracuda.families.softmax import torch_api as bt
-from baracuda.families.softmax.kernels import LOOP, SPLIT_STATS, TILE
+from baracuda.backends.triton_exchange import SPIN_LIMIT
+from baracuda.families.softmax.kernels import EXCHANGE, LOOP, SPLIT_STATS, TILE
 from conftest import DEVICE, ON_GPU
 
 F64 = dict(dtype=torch.float64, device=DEVICE)
@@ -42,34 +43,64 @@ def test_half_and_float_inputs(dtype):
                                torch.log_softmax(x, 1, dtype=torch.float32))
 
 
-@pytest.mark.parametrize("mode,shape,patch", [
-    (TILE, (3, 300), {}),
-    (LOOP, (3, 20001), {"SPLIT_FEW_ROWS": 0}),  # few rows would split; force the loop
-    (SPLIT_STATS, (2, 20003), {}),
+def _pass_cfg(mode, n):
+    """Launch config of one pass structure for lines of n f32 elements (tune.py's form)."""
+    if mode == TILE:
+        return None  # the default table picks TILE for short lines
+    block = 8192
+    cfg = dict(MODE=mode, BLOCK=block, ROWS=1, num_warps=8, PARTS=P.next_pow2(-(-n // block)))
+    if mode == EXCHANGE:
+        cfg["SPIN"] = SPIN_LIMIT
+    return cfg
+
+
+@pytest.mark.parametrize("mode,shape", [
+    (TILE, (3, 300)),
+    (LOOP, (3, 20001)),
+    (SPLIT_STATS, (2, 20003)),
+    (EXCHANGE, (3, 20001)),
+    (EXCHANGE, (2, 40000)),  # 5 chunks, the last one partial
 ])
-def test_each_pass_structure(monkeypatch, mode, shape, patch):
-    for k, v in patch.items():
-        monkeypatch.setattr(P, k, v)
-    assert P.launch_config(shape[1], bc.ElementKind.F32, shape[0])["MODE"] == mode
+def test_each_pass_structure(mode, shape):
     x = _x(*shape, dtype=torch.float32)
     x[0, ::5] = -float("inf")
+    if shape[1] > 8192:
+        x[1, :8192] = -float("inf")  # a whole chunk at -inf: its partial sum is 0, not NaN
+    cfg = _pass_cfg(mode, shape[1])
+    if cfg is None:
+        assert P.launch_config(shape[1], bc.ElementKind.F32, shape[0])["MODE"] == mode
     for log in (False, True):
         kind = bc.SoftmaxKind.LOG_SOFTMAX if log else bc.SoftmaxKind.SOFTMAX
+        fd = bc.SoftmaxDescriptor(kind, shape, 1, x.dtype)
+        bd = bc.SoftmaxBackwardDescriptor(kind, shape, 1, x.dtype)
+        # a workspace of garbage bytes, large enough for any structure: counters are zeroed
+        ws = torch.full((shape[0] * shape[1],), 0x7F, dtype=torch.uint8, device=DEVICE)
         y = torch.full_like(x, float("nan"))
-        plan = bc.SoftmaxPlan.select(bc.SoftmaxDescriptor(kind, shape, 1, x.dtype))
-        ws = torch.empty(plan.workspace_size(), dtype=torch.uint8, device=DEVICE)
-        plan.run(bc.SoftmaxArgs(x, y), workspace=ws)
+        P._launch(P.softmax_fwd_kernel, fd, [x, y], ws, cfg)
         want = torch.log_softmax(x.double(), 1) if log else torch.softmax(x.double(), 1)
         torch.testing.assert_close(y.double(), want, rtol=2e-5, atol=2e-6)
         dy = torch.randn_like(x)
         dx = torch.full_like(x, float("nan"))
-        bplan = bc.SoftmaxBackwardPlan.select(bc.SoftmaxBackwardDescriptor(kind, shape, 1, x.dtype))
-        ws = torch.empty(bplan.workspace_size(), dtype=torch.uint8, device=DEVICE)
-        bplan.run(bc.SoftmaxBackwardArgs(dy, y, dx), workspace=ws)
+        P._launch(P.softmax_bwd_kernel, bd, [dy, y, dx], ws, cfg)
         yd, gd = y.double(), dy.double()
         ref = gd - torch.exp(yd) * gd.sum(1, keepdim=True) if log else \
             yd * (gd - (yd * gd).sum(1, keepdim=True))
         torch.testing.assert_close(dx.double(), ref, rtol=2e-5, atol=2e-5)
+        if mode == EXCHANGE:  # the no-wait path (every program recomputes): the same bits
+            y2, dx2 = torch.full_like(y, float("nan")), torch.full_like(dx, float("nan"))
+            P._launch(P.softmax_fwd_kernel, fd, [x, y2], ws, dict(cfg, SPIN=0))
+            P._launch(P.softmax_bwd_kernel, bd, [dy, y, dx2], ws, dict(cfg, SPIN=0))
+            assert torch.equal(y2, y) and torch.equal(dx2, dx)
+
+
+def test_long_lines_take_the_exchange():
+    for n, rows in ((16385, 4096), (65536, 1024), (262144, 256), (1 << 20, 1)):
+        for backward in (False, True):
+            cfg = P.launch_config(n, bc.ElementKind.BF16, rows, backward)
+            assert cfg["MODE"] == EXCHANGE and cfg["PARTS"] >= -(-n // cfg["BLOCK"])
+    d = bc.SoftmaxDescriptor(bc.SoftmaxKind.SOFTMAX, (1024, 65536), 1, torch.bfloat16)
+    # per chunk a (max, sum) pair of f32, per line an int32 counter
+    assert bc.SoftmaxPlan.select(d).workspace_size() == 1024 * 4 * 8 + 1024 * 4
 
 
 @pytest.mark.parametrize("name", ["softmax", "log_softmax"])

@@ -227,11 +227,3 @@ def count_place_kernel(sorted_ptr, hist_ptr, part_ptr, btot_ptr, perm_ptr, off_p
         v = tl.gather(bpre, (kc // KB).to(tl.int32), 0) + tl.load(part_ptr + kc, mask=km & inner,
                                                                   other=0)
         tl.store(off_ptr + k, tl.where(inner, v, N), mask=km)
-
-
-@triton.jit
-def zero_kernel(ptr, n, BLOCK: tl.constexpr):
-    """ptr[0:n] = 0 for a contiguous buffer: a fill that stays a Triton launch, so a plan call
-    that needs one can still be recorded and replayed (backends/launch_replay.py)."""
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    tl.store(ptr + offs, tl.zeros([BLOCK], ptr.dtype.element_ty), mask=offs < n)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ...backends.triton_exchange import zero
 from ...backends.triton_support import INTERPRET, next_pow2
 from .kernels_sort import (
     bucket_place_kernel,
@@ -22,7 +23,6 @@ from .kernels_sort import (
     lower_bound_kernel,
     radix_hist_kernel,
     radix_scatter_kernel,
-    zero_kernel,
 )
 
 DIGIT_BITS = 4
@@ -263,17 +263,6 @@ def radix_sort(ids: torch.Tensor, n_seg: int, views: dict[str, torch.Tensor],
         src_k, src_v, dst_k, dst_v = dst_k, dst_v, src_k, src_v
     lower_bound_kernel[grid](src_k, n, 1, offsets, n_seg + 2, _steps(n), BLOCK=SEARCH_BLOCK)
     return src_v
-
-
-def zero(t: torch.Tensor) -> None:
-    """t[...] = 0; a Triton launch for contiguous tensors (replayable), torch's otherwise."""
-    n = t.numel()
-    if not n:
-        return
-    if t.is_contiguous():
-        zero_kernel[(cdiv(n, 4096),)](t, n, BLOCK=4096)
-    else:
-        t.zero_()
 
 
 def segment_counts(ids: torch.Tensor, n_seg: int, counts: torch.Tensor) -> None:

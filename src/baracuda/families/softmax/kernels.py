@@ -6,8 +6,12 @@ constexprs (MODE):
 - MODE 1, LOOP: one program per line, longer than a block: an online max/sum pass (per-lane
   running max and sum, no cross-lane reduction inside the loop) and a second pass that
   re-reads the line backwards, so that the blocks read last come from L2.
-- MODE 2 / 3, SPLIT: very long lines (or too few lines to fill the GPU) are cut into BLOCK-wide
-  chunks, one program each. MODE 2 writes each chunk's partial (max, sum) — backward: partial
+- MODE 4, EXCHANGE: a line longer than a block is cut into BLOCK-wide chunks, one program
+  each, that stay in registers: the programs of a line swap their partial (max, sum) —
+  backward: partial dot — through the workspace inside the launch (backends/triton_exchange.py)
+  and write their chunk, so the line is read from DRAM once.
+- MODE 2 / 3, SPLIT: the same chunks in two launches (partials, then merge and write: the line
+  is read twice). Kept for the tile sweep (tune.py). MODE 2 writes each chunk's partial (max, sum) — backward: partial
   dot — to the workspace; MODE 3 merges a line's partials in a fixed order (deterministic) and
   writes its chunk. MODE 3 walks the chunks in reverse launch order so that the chunks MODE 2
   read last are still in L2.
@@ -21,9 +25,10 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from ...backends.triton_exchange import arrive_and_wait
 from ...backends.triton_support import line_offset
 
-TILE, LOOP, SPLIT_STATS, SPLIT_WRITE = 0, 1, 2, 3
+TILE, LOOP, SPLIT_STATS, SPLIT_WRITE, EXCHANGE = 0, 1, 2, 3, 4
 
 
 @triton.jit
@@ -39,14 +44,31 @@ def _merge_max_sum(m_vec, s_vec, AXIS: tl.constexpr):
 
 
 @triton.jit
+def _chunk_max_sum(x):
+    """A chunk's partial: its max and sum of exp relative to it (0 for an all -inf chunk)."""
+    m = tl.max(x, 0)
+    s = tl.sum(tl.exp(x - m), 0)
+    return m, tl.where(m == -float("inf"), 0.0, s)
+
+
+@triton.jit
+def _chunk_dot(g, y, LOG: tl.constexpr):
+    """A chunk's backward partial: sum(dy) (log_softmax) or sum(y dy) (softmax)."""
+    if LOG:
+        return tl.sum(g, 0)
+    else:
+        return tl.sum(y * g, 0)
+
+
+@triton.jit
 def softmax_fwd_kernel(
-    x_ptr, y_ptr, ws_ptr, n_rows, N, n_chunks,
+    x_ptr, y_ptr, ws_ptr, cnt_ptr, n_rows, N, n_chunks,
     S1, S2, S3,
     xs0, xs1, xs2, xs3, xsn,
     ys0, ys1, ys2, ys3, ysn,
     LOG: tl.constexpr, ACC: tl.constexpr, BLOCK: tl.constexpr, MODE: tl.constexpr,
     ROWS: tl.constexpr, PARTS: tl.constexpr, WIDE: tl.constexpr,
-    KEEP: tl.constexpr = "", STREAM: tl.constexpr = "",
+    KEEP: tl.constexpr = "", STREAM: tl.constexpr = "", SPIN: tl.constexpr = 0,
 ):
     pid = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
@@ -99,11 +121,40 @@ def softmax_fwd_kernel(
         c = (pid % n_chunks) * BLOCK + cols
         x_row = x_ptr + line_offset(row, S1, S2, S3, xs0, xs1, xs2, xs3)
         x = tl.load(x_row + c * xsn, mask=c < N, other=NEG, eviction_policy=KEEP).to(ACC)
-        m = tl.max(x, 0)
-        s = tl.sum(tl.exp(x - m), 0)
-        s = tl.where(m == NEG, 0.0, s)
+        m, s = _chunk_max_sum(x)
         tl.store(ws_ptr + 2 * pid, m)
         tl.store(ws_ptr + 2 * pid + 1, s)
+    elif MODE == 4:
+        row = pid // n_chunks
+        base = (pid - row * n_chunks) * BLOCK  # the chunk's first element (scalar: cols stay
+        rest = N - base                        # 32-bit, fewer registers held over the wait)
+        x_row = x_ptr + line_offset(row, S1, S2, S3, xs0, xs1, xs2, xs3)
+        x = tl.load(x_row + base * xsn + cols * xsn, mask=cols < rest, other=NEG).to(ACC)
+        m_c, s_c = _chunk_max_sum(x)
+        tl.store(ws_ptr + 2 * pid, m_c)
+        tl.store(ws_ptr + 2 * pid + 1, s_c)
+        j = tl.arange(0, PARTS)
+        if arrive_and_wait(cnt_ptr + row, n_chunks, SPIN):
+            part = ws_ptr + 2 * (row * n_chunks + j)
+            m_p = tl.load(part, mask=j < n_chunks, other=NEG, volatile=True)
+            s_p = tl.load(part + 1, mask=j < n_chunks, other=0.0, volatile=True)
+        else:  # not every chunk ran: compute the line's partials here, the same bits
+            m_p = tl.full([PARTS], NEG, ACC)
+            s_p = tl.zeros([PARTS], ACC)
+            for k in range(0, n_chunks):
+                kb = k * BLOCK
+                mk, sk = _chunk_max_sum(tl.load(x_row + kb * xsn + cols * xsn,
+                                                mask=cols < N - kb, other=NEG).to(ACC))
+                m_p = tl.where(j == k, mk, m_p)
+                s_p = tl.where(j == k, sk, s_p)
+            x = tl.load(x_row + base * xsn + cols * xsn, mask=cols < rest, other=NEG).to(ACC)
+        m, s = _merge_max_sum(m_p, s_p, 0)
+        if LOG:
+            y = x - (m + tl.log(s))
+        else:
+            y = tl.exp(x - m) * (1.0 / s)
+        y_row = y_ptr + line_offset(row, S1, S2, S3, ys0, ys1, ys2, ys3)
+        tl.store(y_row + base * ysn + cols * ysn, y.to(y_ptr.dtype.element_ty), mask=cols < rest)
     else:
         p = n_rows * n_chunks - 1 - pid
         row = p // n_chunks
@@ -126,14 +177,14 @@ def softmax_fwd_kernel(
 
 @triton.jit
 def softmax_bwd_kernel(
-    dy_ptr, y_ptr, dx_ptr, ws_ptr, n_rows, N, n_chunks,
+    dy_ptr, y_ptr, dx_ptr, ws_ptr, cnt_ptr, n_rows, N, n_chunks,
     S1, S2, S3,
     gs0, gs1, gs2, gs3, gsn,
     ys0, ys1, ys2, ys3, ysn,
     ds0, ds1, ds2, ds3, dsn,
     LOG: tl.constexpr, ACC: tl.constexpr, BLOCK: tl.constexpr, MODE: tl.constexpr,
     ROWS: tl.constexpr, PARTS: tl.constexpr, WIDE: tl.constexpr,
-    KEEP: tl.constexpr = "", STREAM: tl.constexpr = "",
+    KEEP: tl.constexpr = "", STREAM: tl.constexpr = "", SPIN: tl.constexpr = 0,
 ):
     """softmax dx = y (dy - sum(y dy)); log_softmax dx = dy - exp(y) sum(dy)."""
     pid = tl.program_id(0).to(tl.int64)
@@ -157,7 +208,7 @@ def softmax_bwd_kernel(
     else:
         if MODE == 1:
             row = pid
-        elif MODE == 2:
+        elif MODE == 2 or MODE == 4:
             row = pid // n_chunks
         else:
             p = n_rows * n_chunks - 1 - pid
@@ -191,11 +242,39 @@ def softmax_bwd_kernel(
             c = (pid % n_chunks) * BLOCK + cols
             g = tl.load(g_row + c * gsn, mask=c < N, other=0.0, eviction_policy=KEEP).to(ACC)
             if LOG:
-                part = tl.sum(g, 0)
+                y = g  # the log_softmax partial does not read y
             else:
-                y = tl.load(y_row + c * ysn, mask=c < N, other=0.0, eviction_policy=KEEP)
-                part = tl.sum(y.to(ACC) * g, 0)
-            tl.store(ws_ptr + pid, part)
+                y = tl.load(y_row + c * ysn, mask=c < N, other=0.0,
+                            eviction_policy=KEEP).to(ACC)
+            tl.store(ws_ptr + pid, _chunk_dot(g, y, LOG))
+        elif MODE == 4:
+            base = (pid - row * n_chunks) * BLOCK  # scalar chunk start: cols stay 32-bit
+            rest = N - base
+            g = tl.load(g_row + base * gsn + cols * gsn, mask=cols < rest, other=0.0).to(ACC)
+            y = tl.load(y_row + base * ysn + cols * ysn, mask=cols < rest, other=0.0).to(ACC)
+            tl.store(ws_ptr + pid, _chunk_dot(g, y, LOG))
+            j = tl.arange(0, PARTS)
+            if arrive_and_wait(cnt_ptr + row, n_chunks, SPIN):
+                parts = tl.load(ws_ptr + row * n_chunks + j, mask=j < n_chunks, other=0.0,
+                                volatile=True)
+            else:  # not every chunk ran: compute the line's partials here, the same bits
+                parts = tl.zeros([PARTS], ACC)
+                for k in range(0, n_chunks):
+                    kb = k * BLOCK
+                    gk = tl.load(g_row + kb * gsn + cols * gsn, mask=cols < N - kb,
+                                 other=0.0).to(ACC)
+                    yk = tl.load(y_row + kb * ysn + cols * ysn, mask=cols < N - kb,
+                                 other=0.0).to(ACC)
+                    parts = tl.where(j == k, _chunk_dot(gk, yk, LOG), parts)
+                g = tl.load(g_row + base * gsn + cols * gsn, mask=cols < rest, other=0.0).to(ACC)
+                y = tl.load(y_row + base * ysn + cols * ysn, mask=cols < rest, other=0.0).to(ACC)
+            total = tl.sum(parts, 0)
+            if LOG:
+                dx = g - tl.exp(y) * total
+            else:
+                dx = y * (g - total)
+            tl.store(d_row + base * dsn + cols * dsn, dx.to(dx_ptr.dtype.element_ty),
+                     mask=cols < rest)
         else:
             j = tl.arange(0, PARTS)
             total = tl.sum(tl.load(ws_ptr + row * n_chunks + j, mask=j < n_chunks, other=0.0), 0)

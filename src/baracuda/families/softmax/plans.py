@@ -7,12 +7,14 @@ dx = dy - exp(y) sum(dy).
 **Dtypes / shape**: {f32, f16, bf16, f64}, rank 1..8, any axis, any non-negative strides
 (outer dims collapsed on the host). f16/bf16 compute in f32, f64 in f64.
 
-**Workspace**: none, except for lines split into chunks (very long lines, or long lines too
-few to fill the GPU): one (max, sum) pair (forward) or one partial dot (backward) per chunk.
+**Workspace**: none, except for lines longer than a block (cut into chunks, one program
+each): one (max, sum) pair (forward) or one partial dot (backward) per chunk, and one int32
+arrival counter per line.
 
 **Precision**: deterministic and bit-stable on the same hardware: each line is reduced by one
-program in a fixed order, or (split lines) per chunk and then over the chunks' partials in a
-fixed order through the workspace; no atomics.
+program in a fixed order, or (chunked lines) per chunk and then over the chunks' partials in
+chunk order, the same bits in every program of the line; no float atomics (the chunk
+programs count in with integer atomics, backends/triton_exchange.py).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import torch
 import triton.language as tl
 
+from ...backends.triton_exchange import SPIN_LIMIT, exchange_bytes, split_workspace, zero
 from ...backends.triton_support import (
     MAX_OUTER_DIMS,
     RecipeCache,
@@ -39,6 +42,7 @@ from .descriptors import (
     SoftmaxKind,
 )
 from .kernels import (
+    EXCHANGE,
     LOOP,
     SPLIT_STATS,
     SPLIT_WRITE,
@@ -47,20 +51,16 @@ from .kernels import (
     softmax_fwd_kernel,
 )
 
-#: Longest line held in registers in one pass (TILE); longer lines LOOP or SPLIT.
+#: Longest line held in registers in one pass (TILE); longer lines are chunked (EXCHANGE).
 MAX_SINGLE_BLOCK = 16384
-#: LOOP: 8192-wide blocks with 16 warps measured best on H100 at [1024, 65536].
-LOOP_BLOCK = 8192
-#: Lines at least this long are cut into chunks (SPLIT) ...
-SPLIT_MIN = 131072
-#: ... and so are lines longer than a block when there are too few of them to fill the GPU.
-SPLIT_FEW_ROWS = 256
-SPLIT_BLOCK = 4096
+#: EXCHANGE chunk (elements, warps) forward / backward (backward holds dy and y).
+EXCHANGE_FWD = (16384, 16)
+EXCHANGE_BWD = (8192, 16)
 
 
 def launch_config(extent: int, element: ElementKind, rows: int = 1 << 20,
                   backward: bool = False) -> dict:
-    """Tile table: MODE (kernels.TILE / LOOP / SPLIT_*), block, warps, lines per program.
+    """Tile table: MODE (kernels.TILE / EXCHANGE), block, warps, lines per program.
     Set from an H100 sweep (softmax/tune.py): see PERF_NOTES.md."""
     f64 = element is ElementKind.F64
     limit = MAX_SINGLE_BLOCK // (2 if f64 else 1)
@@ -71,21 +71,20 @@ def launch_config(extent: int, element: ElementKind, rows: int = 1 << 20,
         elems = block * rows_per
         warps = 4 if elems <= 1024 else 8 if elems <= 4096 else 16
         return {"MODE": TILE, "BLOCK": block, "ROWS": rows_per, "num_warps": warps, "PARTS": 1}
-    if extent >= SPLIT_MIN or rows <= SPLIT_FEW_ROWS:
-        block = SPLIT_BLOCK // (2 if f64 else 1)
-        parts = next_pow2(triton_cdiv(extent, block))
-        return {"MODE": SPLIT_STATS, "BLOCK": block, "ROWS": 1, "num_warps": 8,
-                "PARTS": parts}
-    # backward keeps two lines' blocks live: half the block (8 warps) to stay unspilled.
-    # L2 hints: keep the line for the second read (H100, [1024, 65536] bf16, kernel only:
-    # forward 2095 -> 2433 GB/s, backward 1940 -> 2115 at 8192 x 16 warps).
-    block = LOOP_BLOCK // (2 if f64 else 1) // (2 if backward else 1)
-    return {"MODE": LOOP, "BLOCK": block, "ROWS": 1, "num_warps": 8 if backward else 16,
-            "PARTS": 1, "KEEP": "evict_last", "STREAM": "evict_first"}
+    block, warps = EXCHANGE_BWD if backward else EXCHANGE_FWD
+    block //= 2 if f64 else 1
+    parts = next_pow2(triton_cdiv(extent, block))
+    return {"MODE": EXCHANGE, "BLOCK": block, "ROWS": 1, "num_warps": warps, "PARTS": parts,
+            "SPIN": SPIN_LIMIT}
+
+
+def _partials_per_chunk(desc) -> int:
+    return 1 if desc_is_backward(desc) else 2
 
 
 def workspace_bytes(desc) -> int:
-    """SPLIT keeps per-chunk partials: (max, sum) forward, one dot backward."""
+    """Chunked lines keep per-chunk partials ((max, sum) forward, one dot backward) and one
+    arrival counter per line (EXCHANGE)."""
     shape = desc.input_shape
     extent = shape[desc.axis]
     rows = 1
@@ -93,12 +92,12 @@ def workspace_bytes(desc) -> int:
         if i != desc.axis:
             rows *= d
     cfg = launch_config(extent, desc.element, rows, desc_is_backward(desc))
-    if cfg["MODE"] != SPLIT_STATS or rows == 0:
+    if cfg["MODE"] not in (SPLIT_STATS, EXCHANGE) or rows == 0:
         return 0
-    per = 2 if not desc_is_backward(desc) else 1
-    acc = 8 if desc.element is ElementKind.F64 else 4
+    acc = torch.float64 if desc.element is ElementKind.F64 else torch.float32
     # groups of outer dims are launched one after another and reuse the same partials
-    return rows * triton_cdiv(extent, cfg["BLOCK"]) * per * acc
+    n_partials = rows * triton_cdiv(extent, cfg["BLOCK"]) * _partials_per_chunk(desc)
+    return exchange_bytes(acc, n_partials, rows)
 
 
 def desc_is_backward(desc) -> bool:
@@ -171,6 +170,8 @@ def _steps(kernel, desc, tensors, cfg):
         if mode == SPLIT_STATS:
             grid = (n_rows * n_chunks,)
             out += [(views, grid, ints, m, common) for m in (SPLIT_STATS, SPLIT_WRITE)]
+        elif mode == EXCHANGE:
+            out.append((views, (n_rows * n_chunks,), ints, mode, common))
         else:
             out.append((views, (triton_cdiv(n_rows, rows_per_prog),), ints, mode, common))
     return out, single
@@ -189,13 +190,17 @@ def _launch(kernel, desc, tensors: list[torch.Tensor], workspace, cfg: dict | No
     if steps is None:
         steps, _ = _steps(kernel, desc, tensors, cfg)
     if workspace is None:
-        ws = tensors[-1]  # never dereferenced: only split launches read the workspace
+        ws = counters = tensors[-1]  # never dereferenced: only chunked launches use them
     else:
         acc_t = torch.float64 if desc.element is ElementKind.F64 else torch.float32
-        n = workspace.numel() // acc_t.itemsize
-        ws = workspace.view(torch.uint8)[: n * acc_t.itemsize].view(acc_t)
+        n_rows = steps[0][2][0]
+        n_partials = n_rows * steps[0][2][2] * _partials_per_chunk(desc)
+        ws, counters = split_workspace(workspace, acc_t, n_partials, n_rows)
     for views, grid, ints, mode, common in steps:
-        kernel[grid](*(tensors if views is None else views), ws, *ints, MODE=mode, **common)
+        if mode == EXCHANGE:
+            zero(counters)
+        kernel[grid](*(tensors if views is None else views), ws, counters, *ints, MODE=mode,
+                     **common)
 
 
 def triton_cdiv(a: int, b: int) -> int:

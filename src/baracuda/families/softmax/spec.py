@@ -124,13 +124,18 @@ class SoftmaxSpec(PlanSpec):
                 for mode in modes:
                     sig = {p: t for p in ptrs}
                     sig["ws_ptr"] = "*fp32"
-                    const = dict({"KEEP": "", "STREAM": ""}, **cfg, MODE=mode, LOG=False,
-                                 ACC=_acc_name(element), WIDE=False)
-                    sig.update({n: "i64" for n in kernel.arg_names
+                    sig["cnt_ptr"] = "*i32"
+                    # as the JIT specializes a contiguous line: unit strides along it are
+                    # constants, the other ints (row strides, extents) multiples of 16
+                    const = dict({"KEEP": "", "STREAM": "", "SPIN": 0}, **cfg, MODE=mode, LOG=False,
+                                 ACC=_acc_name(element), WIDE=False,
+                                 **{n: 1 for n in kernel.arg_names if n[1:] == "sn"})
+                    sig.update({n: "i32" for n in kernel.arg_names
                                 if n not in sig and n not in const})
                     sig.update({n: "constexpr" for n in const})
                     yield AotVariant(f"{kernel.__name__} {element.value} N={extent} mode={mode}",
-                                     kernel, sig, const, num_warps=warps)
+                                     kernel, sig, const, num_warps=warps,
+                                     divisible=tuple(n for n in sig if sig[n] == "i32"))
 
 
 def _acc_name(element):

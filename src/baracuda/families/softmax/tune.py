@@ -1,7 +1,7 @@
 # ruff: noqa: B023, F821  (lambdas are timed at once; loop tensors are freed at the end)
 """GPU tile sweep for softmax and the fused cross-entropy (not part of the package API).
 
-    python -m baracuda.families.softmax.tune [budget_s]
+    python -m baracuda.families.softmax.tune [budget_s] [long] [noce]
 
 Prints GB/s per config (kernel only, best of do_bench) next to torch eager and the full
 frontend call, so the tables in plans.py can be set from measurements.
@@ -20,7 +20,7 @@ from ..loss import plans as LP
 from ..loss.descriptors import CrossEntropyLossDescriptor
 from . import plans as P
 from .descriptors import SoftmaxBackwardDescriptor, SoftmaxDescriptor, SoftmaxKind
-from .kernels import LOOP, SPLIT_STATS, TILE, softmax_bwd_kernel, softmax_fwd_kernel
+from .kernels import EXCHANGE, LOOP, SPLIT_STATS, TILE, softmax_bwd_kernel, softmax_fwd_kernel
 
 T0 = time.time()
 
@@ -40,13 +40,14 @@ def configs(n: int, f32: bool):
                     continue
                 out.append(dict(MODE=TILE, BLOCK=n, ROWS=rows, num_warps=w, PARTS=1))
     else:
-        hints = ({}, dict(KEEP="evict_last", STREAM="evict_first"))
-        for hint in hints:
-            for b, w in ((4096, 8), (8192, 8), (8192, 16)):
-                out.append(dict(MODE=LOOP, BLOCK=b, ROWS=1, num_warps=w, PARTS=1, **hint))
-            for b, w in ((4096, 8), (8192, 16), (16384, 16)):
-                out.append(dict(MODE=SPLIT_STATS, BLOCK=b, ROWS=1, num_warps=w,
-                                PARTS=triton.next_power_of_2(triton.cdiv(n, b)), **hint))
+        from ...backends.triton_exchange import SPIN_LIMIT
+        for b, w in ((16384, 16), (16384, 32), (8192, 8), (8192, 16), (4096, 4), (4096, 8)):
+            out.append(dict(MODE=EXCHANGE, BLOCK=b, ROWS=1, num_warps=w, SPIN=SPIN_LIMIT,
+                            PARTS=triton.next_power_of_2(triton.cdiv(n, b))))
+        hint = dict(KEEP="evict_last", STREAM="evict_first")
+        out.append(dict(MODE=LOOP, BLOCK=8192, ROWS=1, num_warps=16, PARTS=1, **hint))
+        out.append(dict(MODE=SPLIT_STATS, BLOCK=4096, ROWS=1, num_warps=8,
+                        PARTS=triton.next_power_of_2(triton.cdiv(n, 4096))))
     return out
 
 
@@ -79,6 +80,12 @@ def sweep_softmax(budget: float, long_only: bool = False) -> None:
                   flush=True)
             for cfg in configs(shape[1], dtype == torch.float32):
                 try:
+                    if cfg["MODE"] == EXCHANGE:  # the fallback path gives the same bits
+                        P._launch(softmax_fwd_kernel, fd, [x, y], ws, cfg)
+                        y0 = y.clone()
+                        P._launch(softmax_fwd_kernel, fd, [x, y], ws, dict(cfg, SPIN=0))
+                        assert torch.equal(y, y0), "exchange != fallback"
+                        torch.testing.assert_close(y, torch.softmax(x.float(), -1).to(dtype))
                     tf = bench(lambda: P._launch(softmax_fwd_kernel, fd, [x, y], ws, cfg))
                     tb = bench(lambda: P._launch(softmax_bwd_kernel, bd, [dy, yt, dx], ws, cfg))
                     print(f"   {cfg}: fwd {2 * nb / tf / 1e6:.0f} GB/s  bwd "
@@ -135,5 +142,6 @@ if __name__ == "__main__":
     budget = float(sys.argv[1]) if len(sys.argv) > 1 else 200.0
     print(torch.cuda.get_device_name(0), triton.__version__, flush=True)
     long_only = "long" in sys.argv[2:]
-    sweep_ce(budget * 0.4)
+    if "noce" not in sys.argv[2:]:
+        sweep_ce(budget * 0.4)
     sweep_softmax(budget, long_only)

@@ -1,0 +1,81 @@
+"""Chunk exchange: the programs that share one long line swap their partial reductions
+through global memory inside one launch, so the line is read from DRAM once.
+
+A line longer than one program's registers is cut into `n_chunks` chunks, one program each
+(program id = line * n_chunks + chunk). Each program reduces its chunk in registers, writes its
+partial to the workspace, arrives at the line's counter and spins until every chunk of the line
+has arrived; then it merges the line's partials in chunk order (every program of the line gets
+the same bits) and writes its chunk from the registers it already holds.
+
+Why this cannot hang: the programs of one line have adjacent ids, and the GPU dispatches
+programs in id order, so a waiting program only waits on programs already running or next in
+line. Should that ever not hold (a grid sharing the GPU, an unusual scheduler, the interpreter
+that runs programs one after another), a program stops spinning after SPIN_LIMIT polls and
+recomputes the missing partials itself from global memory with the same code (bit-identical,
+only slower). Under the interpreter SPIN_LIMIT is 0: every program but the line's last one
+takes that path, so CPU tests exercise it.
+
+The counters must be zero at launch: `zero()` is a Triton fill, so a plan call that uses it
+stays replayable (backends/launch_replay.py).
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from .triton_support import INTERPRET
+
+#: Polls of a line's counter before a program computes the other chunks' partials itself.
+SPIN_LIMIT = 0 if INTERPRET else 1 << 16
+
+#: Block of the zero fill.
+ZERO_BLOCK = 4096
+
+
+@triton.jit
+def zero_kernel(ptr, n, BLOCK: tl.constexpr):
+    """ptr[0:n] = 0 for a contiguous buffer: a fill that stays a Triton launch, so a plan call
+    that needs one can still be recorded and replayed (backends/launch_replay.py)."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(ptr + offs, tl.zeros([BLOCK], ptr.dtype.element_ty), mask=offs < n)
+
+
+def zero(t: torch.Tensor) -> None:
+    """t[...] = 0; a Triton launch for contiguous tensors (replayable), torch's otherwise."""
+    n = t.numel()
+    if not n:
+        return
+    if t.is_contiguous():
+        zero_kernel[(triton.cdiv(n, ZERO_BLOCK),)](t, n, BLOCK=ZERO_BLOCK)
+    else:
+        t.zero_()
+
+
+@triton.jit
+def arrive_and_wait(count_ptr, n_chunks, SPIN: tl.constexpr):
+    """Count this program in at its line's counter and wait for the line's other chunks.
+    True when all arrived (their partials are visible: acquire), False after SPIN polls."""
+    tl.debug_barrier()  # every thread's partial store is issued before the arrival (release)
+    seen = tl.atomic_add(count_ptr, 1, sem="acq_rel") + 1
+    polls = 0
+    while (seen < n_chunks) & (polls < SPIN):
+        seen = tl.atomic_add(count_ptr, 0, sem="acquire")
+        polls += 1
+    return seen >= n_chunks
+
+
+def split_workspace(workspace: torch.Tensor, acc: torch.dtype, n_partials: int,
+                    n_counters: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(partials: n_partials acc values, counters: n_counters int32) carved from a byte
+    workspace; see `exchange_bytes`."""
+    raw = workspace.view(torch.uint8)
+    head = n_partials * acc.itemsize
+    partials = raw[:head].view(acc)
+    counters = raw[head: head + 4 * n_counters].view(torch.int32)
+    return partials, counters
+
+
+def exchange_bytes(acc: torch.dtype, n_partials: int, n_counters: int) -> int:
+    return n_partials * acc.itemsize + 4 * n_counters
