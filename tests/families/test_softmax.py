@@ -8,9 +8,9 @@ import pytest
 import torch
 
 import baracuda as bc
+from baracuda.backends.triton_exchange import SPIN_LIMIT
 from baracuda.families.softmax import plans as P
 from baracuda.families.softmax import torch_api as bt
-from baracuda.backends.triton_exchange import SPIN_LIMIT
 from baracuda.families.softmax.kernels import EXCHANGE, LOOP, SPLIT_STATS, TILE
 from conftest import DEVICE, ON_GPU
 

@@ -10,11 +10,10 @@ constexprs (MODE):
   each, that stay in registers: the programs of a line swap their partial (max, sum) —
   backward: partial dot — through the workspace inside the launch (backends/triton_exchange.py)
   and write their chunk, so the line is read from DRAM once.
-- MODE 2 / 3, SPLIT: the same chunks in two launches (partials, then merge and write: the line
-  is read twice). Kept for the tile sweep (tune.py). MODE 2 writes each chunk's partial (max, sum) — backward: partial
-  dot — to the workspace; MODE 3 merges a line's partials in a fixed order (deterministic) and
-  writes its chunk. MODE 3 walks the chunks in reverse launch order so that the chunks MODE 2
-  read last are still in L2.
+- MODE 2 / 3, SPLIT: the same chunks in two launches (the line is read twice), kept for the
+  tile sweep (tune.py): MODE 2 writes each chunk's partial (max, sum) — backward: partial dot —
+  to the workspace; MODE 3 merges a line's partials in a fixed order and writes its chunk,
+  walking the chunks in reverse launch order so that those MODE 2 read last are still in L2.
 
 KEEP / STREAM are L2 eviction hints for the two-read modes: the first read may ask to keep the
 line (evict_last) for the second read, which, like the stores, need not stay (evict_first).

@@ -43,7 +43,6 @@ from .descriptors import (
 )
 from .kernels import (
     EXCHANGE,
-    LOOP,
     SPLIT_STATS,
     SPLIT_WRITE,
     TILE,
