@@ -57,15 +57,18 @@ def zero(t: torch.Tensor) -> None:
 
 @triton.jit
 def pack_pair(a, b):
-    """Two f32 values as one int64 word (a low, b high), stored and loaded whole."""
-    lo = a.to(tl.int32, bitcast=True).to(tl.int64) & 0xFFFFFFFF
-    return lo | (b.to(tl.int32, bitcast=True).to(tl.int64) << 32)
+    """Two f32 values as one int64 word (a low, b high), stored and loaded whole. Unsigned
+    throughout: no literal masks, whose integer type Triton picks (0xFFFFFFFF is not i64)."""
+    lo = a.to(tl.uint32, bitcast=True).to(tl.uint64)
+    hi = b.to(tl.uint32, bitcast=True).to(tl.uint64) << 32
+    return (lo | hi).to(tl.int64, bitcast=True)
 
 
 @triton.jit
 def unpack_pair(w):
-    a = (w & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True)
-    b = (w >> 32).to(tl.int32).to(tl.float32, bitcast=True)
+    u = w.to(tl.uint64, bitcast=True)
+    a = u.to(tl.uint32).to(tl.float32, bitcast=True)
+    b = (u >> 32).to(tl.uint32).to(tl.float32, bitcast=True)
     return a, b
 
 
