@@ -24,7 +24,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ...backends.triton_exchange import pack_pair, unpack_pair, wait_for_words
+from ...backends.triton_exchange import arrive_and_wait
 from ...backends.triton_support import line_offset
 
 TILE, LOOP, SPLIT_STATS, SPLIT_WRITE, EXCHANGE = 0, 1, 2, 3, 4
@@ -61,7 +61,7 @@ def _chunk_dot(g, y, LOG: tl.constexpr):
 
 @triton.jit
 def softmax_fwd_kernel(
-    x_ptr, y_ptr, ws_ptr, n_rows, N, n_chunks,
+    x_ptr, y_ptr, ws_ptr, cnt_ptr, n_rows, N, n_chunks,
     S1, S2, S3,
     xs0, xs1, xs2, xs3, xsn,
     ys0, ys1, ys2, ys3, ysn,
@@ -130,14 +130,13 @@ def softmax_fwd_kernel(
         x_row = x_ptr + line_offset(row, S1, S2, S3, xs0, xs1, xs2, xs3)
         x = tl.load(x_row + base * xsn + cols * xsn, mask=cols < rest, other=NEG).to(ACC)
         m_c, s_c = _chunk_max_sum(x)
-        # never a 0 word: s_c >= 1 when m_c is finite, and -inf / NaN have non-zero bits
-        tl.store(ws_ptr + pid, pack_pair(m_c, s_c))
+        tl.store(ws_ptr + 2 * pid, m_c)
+        tl.store(ws_ptr + 2 * pid + 1, s_c)
         j = tl.arange(0, PARTS)
-        words, ready = wait_for_words(ws_ptr + row * n_chunks, n_chunks, PARTS, SPIN)
-        if ready:
-            m_p, s_p = unpack_pair(words)
-            m_p = tl.where(j < n_chunks, m_p, NEG)
-            s_p = tl.where(j < n_chunks, s_p, 0.0)
+        if arrive_and_wait(cnt_ptr + row, n_chunks, SPIN):
+            part = ws_ptr + 2 * (row * n_chunks + j)
+            m_p = tl.load(part, mask=j < n_chunks, other=NEG, volatile=True)
+            s_p = tl.load(part + 1, mask=j < n_chunks, other=0.0, volatile=True)
         else:  # not every chunk ran: compute the line's partials here, the same bits
             m_p = tl.full([PARTS], NEG, ACC)
             s_p = tl.zeros([PARTS], ACC)
@@ -177,7 +176,7 @@ def softmax_fwd_kernel(
 
 @triton.jit
 def softmax_bwd_kernel(
-    dy_ptr, y_ptr, dx_ptr, ws_ptr, n_rows, N, n_chunks,
+    dy_ptr, y_ptr, dx_ptr, ws_ptr, cnt_ptr, n_rows, N, n_chunks,
     S1, S2, S3,
     gs0, gs1, gs2, gs3, gsn,
     ys0, ys1, ys2, ys3, ysn,
@@ -252,12 +251,11 @@ def softmax_bwd_kernel(
             rest = N - base
             g = tl.load(g_row + base * gsn + cols * gsn, mask=cols < rest, other=0.0).to(ACC)
             y = tl.load(y_row + base * ysn + cols * ysn, mask=cols < rest, other=0.0).to(ACC)
-            tl.store(ws_ptr + pid, pack_pair(_chunk_dot(g, y, LOG), tl.full([], 1.0, ACC)))
+            tl.store(ws_ptr + pid, _chunk_dot(g, y, LOG))
             j = tl.arange(0, PARTS)
-            words, ready = wait_for_words(ws_ptr + row * n_chunks, n_chunks, PARTS, SPIN)
-            if ready:
-                parts, _ = unpack_pair(words)
-                parts = tl.where(j < n_chunks, parts, 0.0)
+            if arrive_and_wait(cnt_ptr + row, n_chunks, SPIN):
+                parts = tl.load(ws_ptr + row * n_chunks + j, mask=j < n_chunks, other=0.0,
+                                volatile=True)
             else:  # not every chunk ran: compute the line's partials here, the same bits
                 parts = tl.zeros([PARTS], ACC)
                 for k in range(0, n_chunks):

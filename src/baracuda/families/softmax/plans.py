@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 import triton.language as tl
 
-from ...backends.triton_exchange import SPIN_LIMIT, words, zero
+from ...backends.triton_exchange import SPIN_LIMIT, exchange_bytes, split_workspace, zero
 from ...backends.triton_support import (
     MAX_OUTER_DIMS,
     RecipeCache,
@@ -55,8 +55,6 @@ MAX_SINGLE_BLOCK = 16384
 #: EXCHANGE chunk (elements, warps) forward / backward (backward holds dy and y).
 EXCHANGE_FWD = (16384, 16)
 EXCHANGE_BWD = (8192, 16)
-#: f64 lines longer than a block: SPLIT chunks.
-F64_SPLIT_BLOCK = 2048
 
 
 def launch_config(extent: int, element: ElementKind, rows: int = 1 << 20,
@@ -72,19 +70,20 @@ def launch_config(extent: int, element: ElementKind, rows: int = 1 << 20,
         elems = block * rows_per
         warps = 4 if elems <= 1024 else 8 if elems <= 4096 else 16
         return {"MODE": TILE, "BLOCK": block, "ROWS": rows_per, "num_warps": warps, "PARTS": 1}
-    if f64:  # f64 partials do not fit the exchange's 8-byte words: two launches
-        parts = next_pow2(triton_cdiv(extent, F64_SPLIT_BLOCK))
-        return {"MODE": SPLIT_STATS, "BLOCK": F64_SPLIT_BLOCK, "ROWS": 1, "num_warps": 8,
-                "PARTS": parts}
     block, warps = EXCHANGE_BWD if backward else EXCHANGE_FWD
+    block //= 2 if f64 else 1
     parts = next_pow2(triton_cdiv(extent, block))
     return {"MODE": EXCHANGE, "BLOCK": block, "ROWS": 1, "num_warps": warps, "PARTS": parts,
             "SPIN": SPIN_LIMIT}
 
 
+def _partials_per_chunk(desc) -> int:
+    return 1 if desc_is_backward(desc) else 2
+
+
 def workspace_bytes(desc) -> int:
-    """Chunked lines keep one partial per chunk: an 8-byte word (EXCHANGE: (max, sum) forward,
-    the dot backward), or SPLIT's f64 (max, sum) pair / dot."""
+    """Chunked lines keep per-chunk partials ((max, sum) forward, one dot backward) and one
+    arrival counter per line (EXCHANGE)."""
     shape = desc.input_shape
     extent = shape[desc.axis]
     rows = 1
@@ -94,9 +93,10 @@ def workspace_bytes(desc) -> int:
     cfg = launch_config(extent, desc.element, rows, desc_is_backward(desc))
     if cfg["MODE"] not in (SPLIT_STATS, EXCHANGE) or rows == 0:
         return 0
-    per_chunk = 8 if cfg["MODE"] == EXCHANGE else 8 * (1 if desc_is_backward(desc) else 2)
+    acc = torch.float64 if desc.element is ElementKind.F64 else torch.float32
     # groups of outer dims are launched one after another and reuse the same partials
-    return rows * triton_cdiv(extent, cfg["BLOCK"]) * per_chunk
+    n_partials = rows * triton_cdiv(extent, cfg["BLOCK"]) * _partials_per_chunk(desc)
+    return exchange_bytes(acc, n_partials, rows)
 
 
 def desc_is_backward(desc) -> bool:
@@ -189,17 +189,17 @@ def _launch(kernel, desc, tensors: list[torch.Tensor], workspace, cfg: dict | No
     if steps is None:
         steps, _ = _steps(kernel, desc, tensors, cfg)
     if workspace is None:
-        ws = tensors[-1]  # never dereferenced: only chunked launches use the workspace
-    elif steps[0][3] == EXCHANGE:
-        ws = words(workspace, steps[0][2][0] * steps[0][2][2])  # n_rows * n_chunks
+        ws = counters = tensors[-1]  # never dereferenced: only chunked launches use them
     else:
         acc_t = torch.float64 if desc.element is ElementKind.F64 else torch.float32
-        n = workspace.numel() // acc_t.itemsize
-        ws = workspace.view(torch.uint8)[: n * acc_t.itemsize].view(acc_t)
+        n_rows = steps[0][2][0]
+        n_partials = n_rows * steps[0][2][2] * _partials_per_chunk(desc)
+        ws, counters = split_workspace(workspace, acc_t, n_partials, n_rows)
     for views, grid, ints, mode, common in steps:
         if mode == EXCHANGE:
-            zero(ws)
-        kernel[grid](*(tensors if views is None else views), ws, *ints, MODE=mode, **common)
+            zero(counters)
+        kernel[grid](*(tensors if views is None else views), ws, counters, *ints, MODE=mode,
+                     **common)
 
 
 def triton_cdiv(a: int, b: int) -> int:

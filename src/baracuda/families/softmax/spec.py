@@ -20,7 +20,7 @@ from .descriptors import (
     SoftmaxDescriptor,
     SoftmaxKind,
 )
-from .kernels import EXCHANGE, SPLIT_STATS, SPLIT_WRITE, softmax_bwd_kernel, softmax_fwd_kernel
+from .kernels import SPLIT_STATS, SPLIT_WRITE, softmax_bwd_kernel, softmax_fwd_kernel
 from .plans import SoftmaxBackwardPlan, SoftmaxPlan, launch_config
 
 FLOATS = (ElementKind.F32, ElementKind.F16, ElementKind.BF16, ElementKind.F64)
@@ -123,7 +123,8 @@ class SoftmaxSpec(PlanSpec):
                     modes.append(SPLIT_WRITE)
                 for mode in modes:
                     sig = {p: t for p in ptrs}
-                    sig["ws_ptr"] = "*i64" if mode == EXCHANGE else "*fp32"
+                    sig["ws_ptr"] = "*fp32"
+                    sig["cnt_ptr"] = "*i32"
                     # as the JIT specializes a contiguous line: unit strides along it are
                     # constants, the other ints (row strides, extents) multiples of 16
                     const = dict({"KEEP": "", "STREAM": "", "SPIN": 0}, **cfg, MODE=mode, LOG=False,
