@@ -43,11 +43,17 @@ def _merge_max_sum(m_vec, s_vec, AXIS: tl.constexpr):
 
 
 @triton.jit
+def _chunk_exp(x):
+    """A chunk's max and exp(x - max) (0 where x = -inf, also for an all -inf chunk)."""
+    m = tl.max(x, 0)
+    return m, tl.exp(x - tl.where(m == -float("inf"), 0.0, m))
+
+
+@triton.jit
 def _chunk_max_sum(x):
     """A chunk's partial: its max and sum of exp relative to it (0 for an all -inf chunk)."""
-    m = tl.max(x, 0)
-    s = tl.sum(tl.exp(x - m), 0)
-    return m, tl.where(m == -float("inf"), 0.0, s)
+    m, e = _chunk_exp(x)
+    return m, tl.sum(e, 0)
 
 
 @triton.jit
@@ -129,7 +135,12 @@ def softmax_fwd_kernel(
         rest = N - base                        # 32-bit, fewer registers held over the wait)
         x_row = x_ptr + line_offset(row, S1, S2, S3, xs0, xs1, xs2, xs3)
         x = tl.load(x_row + base * xsn + cols * xsn, mask=cols < rest, other=NEG).to(ACC)
-        m_c, s_c = _chunk_max_sum(x)
+        m_c, e = _chunk_exp(x)
+        s_c = tl.sum(e, 0)
+        if LOG:
+            held = x
+        else:  # softmax keeps exp(x - chunk max): one exp per chunk after the merge, not per x
+            held = e
         tl.store(ws_ptr + 2 * pid, m_c)
         tl.store(ws_ptr + 2 * pid + 1, s_c)
         j = tl.arange(0, PARTS)
@@ -147,11 +158,15 @@ def softmax_fwd_kernel(
                 m_p = tl.where(j == k, mk, m_p)
                 s_p = tl.where(j == k, sk, s_p)
             x = tl.load(x_row + base * xsn + cols * xsn, mask=cols < rest, other=NEG).to(ACC)
+            if LOG:  # (not held above)
+                held = x
+            else:
+                held = _chunk_exp(x)[1]
         m, s = _merge_max_sum(m_p, s_p, 0)
         if LOG:
-            y = x - (m + tl.log(s))
+            y = held - (m + tl.log(s))
         else:
-            y = tl.exp(x - m) * (1.0 / s)
+            y = held * (tl.exp(m_c - m) / s)
         y_row = y_ptr + line_offset(row, S1, S2, S3, ys0, ys1, ys2, ys3)
         tl.store(y_row + base * ysn + cols * ysn, y.to(y_ptr.dtype.element_ty), mask=cols < rest)
     else:

@@ -41,7 +41,7 @@ def configs(n: int, f32: bool):
                 out.append(dict(MODE=TILE, BLOCK=n, ROWS=rows, num_warps=w, PARTS=1))
     else:
         from ...backends.triton_exchange import SPIN_LIMIT
-        for b, w in ((8192, 4), (8192, 8), (4096, 2), (4096, 4), (2048, 1), (2048, 2), (2048, 4)):
+        for b, w in ((16384, 8), (8192, 2), (8192, 4), (8192, 8), (4096, 2), (4096, 4), (2048, 2)):
             out.append(dict(MODE=EXCHANGE, BLOCK=b, ROWS=1, num_warps=w, SPIN=SPIN_LIMIT,
                             PARTS=triton.next_power_of_2(triton.cdiv(n, b))))
         hint = dict(KEEP="evict_last", STREAM="evict_first")
