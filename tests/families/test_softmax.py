@@ -94,13 +94,18 @@ def test_each_pass_structure(mode, shape):
 
 
 def test_long_lines_take_the_exchange():
+    bf16 = bc.ElementKind.BF16
     for n, rows in ((16385, 4096), (65536, 1024), (262144, 256), (1 << 20, 1)):
-        for backward in (False, True):
-            cfg = P.launch_config(n, bc.ElementKind.BF16, rows, backward)
-            assert cfg["MODE"] == EXCHANGE and cfg["PARTS"] >= -(-n // cfg["BLOCK"])
-    d = bc.SoftmaxDescriptor(bc.SoftmaxKind.SOFTMAX, (1024, 65536), 1, torch.bfloat16)
-    # per chunk a (max, sum) pair of f32, per line an int32 counter
-    assert bc.SoftmaxPlan.select(d).workspace_size() == 1024 * 4 * 8 + 1024 * 4
+        cfg = P.launch_config(n, bf16, rows, backward=True)
+        assert cfg["MODE"] == EXCHANGE and cfg["PARTS"] >= -(-n // cfg["BLOCK"])
+    # forward: lines that fit L2 together LOOP, longer or fewer lines exchange
+    assert P.launch_config(65536, bf16, 1024)["MODE"] == LOOP
+    assert P.launch_config(65536, bf16, 64)["MODE"] == EXCHANGE
+    assert P.launch_config(262144, bf16, 256)["MODE"] == EXCHANGE
+    d = bc.SoftmaxBackwardDescriptor(bc.SoftmaxKind.SOFTMAX, (1024, 65536), 1, torch.bfloat16)
+    chunks = -(-65536 // P.launch_config(65536, bf16, 1024, backward=True)["BLOCK"])
+    # per chunk one f32 partial dot, per line an int32 counter
+    assert bc.SoftmaxBackwardPlan.select(d).workspace_size() == 1024 * chunks * 4 + 1024 * 4
 
 
 @pytest.mark.parametrize("name", ["softmax", "log_softmax"])

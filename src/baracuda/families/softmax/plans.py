@@ -43,6 +43,7 @@ from .descriptors import (
 )
 from .kernels import (
     EXCHANGE,
+    LOOP,
     SPLIT_STATS,
     SPLIT_WRITE,
     TILE,
@@ -50,19 +51,28 @@ from .kernels import (
     softmax_fwd_kernel,
 )
 
-#: Longest line held in registers in one pass (TILE); longer lines are chunked (EXCHANGE).
+#: Longest line held in registers in one pass (TILE); longer lines LOOP or are chunked.
 MAX_SINGLE_BLOCK = 16384
-#: EXCHANGE chunk (elements, warps) forward / backward (backward holds dy and y).
-EXCHANGE_FWD = (16384, 16)
-EXCHANGE_BWD = (8192, 16)
+#: EXCHANGE chunk as (bytes of one tensor's chunk, warps), forward / backward; H100 sweep at
+#: [1024, 65536] and [256, 262144] bf16 (PERF_NOTES.md): backward 8192 x 4 warps 2657 / 2565
+#: GB/s (the LOOP / SPLIT it replaces 2116 / 1794), forward 8192 x 8 warps 2288 / 2117.
+EXCHANGE_FWD = (16384, 8)
+EXCHANGE_BWD = (16384, 4)
+#: The forward LOOP (second read from L2, hints) stays ahead of the exchange while every SM's
+#: line fits in L2 together: 2439 vs 2288 GB/s at [1024, 65536] bf16. Lines up to this many
+#: bytes, with lines enough to fill the GPU, LOOP.
+LOOP_MAX_BYTES = 131072
+LOOP_MIN_ROWS = 512
+LOOP_CFG = {"MODE": LOOP, "BLOCK": 8192, "ROWS": 1, "num_warps": 16, "PARTS": 1,
+            "KEEP": "evict_last", "STREAM": "evict_first"}
 
 
 def launch_config(extent: int, element: ElementKind, rows: int = 1 << 20,
                   backward: bool = False) -> dict:
-    """Tile table: MODE (kernels.TILE / EXCHANGE), block, warps, lines per program.
+    """Tile table: MODE (kernels.TILE / LOOP / EXCHANGE), block, warps, lines per program.
     Set from an H100 sweep (softmax/tune.py): see PERF_NOTES.md."""
-    f64 = element is ElementKind.F64
-    limit = MAX_SINGLE_BLOCK // (2 if f64 else 1)
+    size = element.torch_dtype.itemsize
+    limit = MAX_SINGLE_BLOCK // (2 if size == 8 else 1)
     if extent <= limit:
         block = next_pow2(extent)
         # short lines: several per program so each program moves >= ~8 KB
@@ -70,8 +80,10 @@ def launch_config(extent: int, element: ElementKind, rows: int = 1 << 20,
         elems = block * rows_per
         warps = 4 if elems <= 1024 else 8 if elems <= 4096 else 16
         return {"MODE": TILE, "BLOCK": block, "ROWS": rows_per, "num_warps": warps, "PARTS": 1}
-    block, warps = EXCHANGE_BWD if backward else EXCHANGE_FWD
-    block //= 2 if f64 else 1
+    if not backward and extent * size <= LOOP_MAX_BYTES and rows >= LOOP_MIN_ROWS:
+        return dict(LOOP_CFG, BLOCK=LOOP_CFG["BLOCK"] * 2 // max(size, 2))
+    chunk_bytes, warps = EXCHANGE_BWD if backward else EXCHANGE_FWD
+    block = chunk_bytes // max(size, 2)
     parts = next_pow2(triton_cdiv(extent, block))
     return {"MODE": EXCHANGE, "BLOCK": block, "ROWS": 1, "num_warps": warps, "PARTS": parts,
             "SPIN": SPIN_LIMIT}
