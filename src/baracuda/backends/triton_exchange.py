@@ -1,20 +1,19 @@
 """Chunk exchange: the programs that share one long line swap their partial reductions
 through global memory inside one launch, so the line is read from DRAM once.
 
-A line longer than one program's registers is cut into `n_chunks` chunks (task = line *
-n_chunks + chunk); the chunks of one line run on adjacent programs at the same time. Each
-program reduces its chunk in registers, writes its partial to the workspace, arrives at the
-line's counter (`arrive`) and later spins until every chunk of the line has arrived
-(`wait_line`); then it merges the line's partials in chunk order (every program of the line
-gets the same bits) and writes its chunk from the registers it already holds.
+A line longer than one program's registers is cut into `n_chunks` chunks, one program each
+(program id = line * n_chunks + chunk). Each program reduces its chunk in registers, writes its
+partial to the workspace, arrives at the line's counter and spins until every chunk of the line
+has arrived; then it merges the line's partials in chunk order (every program of the line gets
+the same bits) and writes its chunk from the registers it already holds.
 
 Why this cannot hang: the programs of one line have adjacent ids, and the GPU dispatches
 programs in id order, so a waiting program only waits on programs already running or next in
-line (persistent grids are sized to be co-resident). Should that ever not hold (a grid sharing
-the GPU, an unusual scheduler, the interpreter that runs programs one after another), a program
-stops spinning after SPIN_LIMIT polls and recomputes the missing partials itself from global
-memory with the same code (bit-identical, only slower). Under the interpreter SPIN_LIMIT is 0:
-every program but the line's last one takes that path, so CPU tests exercise it.
+line. Should that ever not hold (a grid sharing the GPU, an unusual scheduler, the interpreter
+that runs programs one after another), a program stops spinning after SPIN_LIMIT polls and
+recomputes the missing partials itself from global memory with the same code (bit-identical,
+only slower). Under the interpreter SPIN_LIMIT is 0: every program but the line's last one
+takes that path, so CPU tests exercise it.
 
 The counters must be zero at launch: `zero()` is a Triton fill, so a plan call that uses it
 stays replayable (backends/launch_replay.py).
@@ -55,17 +54,11 @@ def zero(t: torch.Tensor) -> None:
 
 
 @triton.jit
-def arrive(count_ptr):
-    """Count this program's chunk in at its line's counter, after its partial is stored."""
+def arrive_and_wait(count_ptr, n_chunks, SPIN: tl.constexpr):
+    """Count this program in at its line's counter and wait for the line's other chunks.
+    True when all arrived (their partials are visible: acquire), False after SPIN polls."""
     tl.debug_barrier()  # every thread's partial store is issued before the arrival (release)
-    tl.atomic_add(count_ptr, 1, sem="release")
-
-
-@triton.jit
-def wait_line(count_ptr, n_chunks, SPIN: tl.constexpr):
-    """Wait until every chunk of the line has arrived: True (their partials are visible:
-    acquire), or False after SPIN polls."""
-    seen = tl.atomic_add(count_ptr, 0, sem="acquire")
+    seen = tl.atomic_add(count_ptr, 1, sem="acq_rel") + 1
     polls = 0
     while (seen < n_chunks) & (polls < SPIN):
         seen = tl.atomic_add(count_ptr, 0, sem="acquire")

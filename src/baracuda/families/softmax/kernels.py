@@ -6,8 +6,10 @@ constexprs (MODE):
 - MODE 1, LOOP: one program per line, longer than a block: an online max/sum pass (per-lane
   running max and sum, no cross-lane reduction inside the loop) and a second pass that
   re-reads the line backwards, so that the blocks read last come from L2.
-- MODE 4, EXCHANGE: chunks that stay in registers while the programs of a line swap their
-  partials inside the launch: kernels_exchange.py.
+- MODE 4, EXCHANGE: a line longer than a block is cut into BLOCK-wide chunks, one program
+  each, that stay in registers: the programs of a line swap their partial (max, sum) —
+  backward: partial dot — through the workspace inside the launch (backends/triton_exchange.py)
+  and write their chunk, so the line is read from DRAM once.
 - MODE 2 / 3, SPLIT: the same chunks in two launches (the line is read twice), kept for the
   tile sweep (tune.py): MODE 2 writes each chunk's partial (max, sum) — backward: partial dot —
   to the workspace; MODE 3 merges a line's partials in a fixed order and writes its chunk,
@@ -22,6 +24,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from ...backends.triton_exchange import arrive_and_wait
 from ...backends.triton_support import line_offset
 
 TILE, LOOP, SPLIT_STATS, SPLIT_WRITE, EXCHANGE = 0, 1, 2, 3, 4
@@ -126,6 +129,46 @@ def softmax_fwd_kernel(
         m, s = _chunk_max_sum(x)
         tl.store(ws_ptr + 2 * pid, m)
         tl.store(ws_ptr + 2 * pid + 1, s)
+    elif MODE == 4:
+        row = pid // n_chunks
+        base = (pid - row * n_chunks) * BLOCK  # the chunk's first element (scalar: cols stay
+        rest = N - base                        # 32-bit, fewer registers held over the wait)
+        x_row = x_ptr + line_offset(row, S1, S2, S3, xs0, xs1, xs2, xs3)
+        x = tl.load(x_row + base * xsn + cols * xsn, mask=cols < rest, other=NEG).to(ACC)
+        m_c, e = _chunk_exp(x)
+        s_c = tl.sum(e, 0)
+        if LOG:
+            held = x
+        else:  # softmax keeps exp(x - chunk max): one exp per chunk after the merge, not per x
+            held = e
+        tl.store(ws_ptr + 2 * pid, m_c)
+        tl.store(ws_ptr + 2 * pid + 1, s_c)
+        j = tl.arange(0, PARTS)
+        if arrive_and_wait(cnt_ptr + row, n_chunks, SPIN):
+            part = ws_ptr + 2 * (row * n_chunks + j)
+            m_p = tl.load(part, mask=j < n_chunks, other=NEG, volatile=True)
+            s_p = tl.load(part + 1, mask=j < n_chunks, other=0.0, volatile=True)
+        else:  # not every chunk ran: compute the line's partials here, the same bits
+            m_p = tl.full([PARTS], NEG, ACC)
+            s_p = tl.zeros([PARTS], ACC)
+            for k in range(0, n_chunks):
+                kb = k * BLOCK
+                mk, sk = _chunk_max_sum(tl.load(x_row + kb * xsn + cols * xsn,
+                                                mask=cols < N - kb, other=NEG).to(ACC))
+                m_p = tl.where(j == k, mk, m_p)
+                s_p = tl.where(j == k, sk, s_p)
+            x = tl.load(x_row + base * xsn + cols * xsn, mask=cols < rest, other=NEG).to(ACC)
+            if LOG:  # (not held above)
+                held = x
+            else:
+                held = _chunk_exp(x)[1]
+        m, s = _merge_max_sum(m_p, s_p, 0)
+        if LOG:
+            y = held - (m + tl.log(s))
+        else:
+            y = held * (tl.exp(m_c - m) / s)
+        y_row = y_ptr + line_offset(row, S1, S2, S3, ys0, ys1, ys2, ys3)
+        tl.store(y_row + base * ysn + cols * ysn, y.to(y_ptr.dtype.element_ty), mask=cols < rest)
     else:
         p = n_rows * n_chunks - 1 - pid
         row = p // n_chunks
@@ -179,7 +222,7 @@ def softmax_bwd_kernel(
     else:
         if MODE == 1:
             row = pid
-        elif MODE == 2:
+        elif MODE == 2 or MODE == 4:
             row = pid // n_chunks
         else:
             p = n_rows * n_chunks - 1 - pid
@@ -218,6 +261,34 @@ def softmax_bwd_kernel(
                 y = tl.load(y_row + c * ysn, mask=c < N, other=0.0,
                             eviction_policy=KEEP).to(ACC)
             tl.store(ws_ptr + pid, _chunk_dot(g, y, LOG))
+        elif MODE == 4:
+            base = (pid - row * n_chunks) * BLOCK  # scalar chunk start: cols stay 32-bit
+            rest = N - base
+            g = tl.load(g_row + base * gsn + cols * gsn, mask=cols < rest, other=0.0).to(ACC)
+            y = tl.load(y_row + base * ysn + cols * ysn, mask=cols < rest, other=0.0).to(ACC)
+            tl.store(ws_ptr + pid, _chunk_dot(g, y, LOG))
+            j = tl.arange(0, PARTS)
+            if arrive_and_wait(cnt_ptr + row, n_chunks, SPIN):
+                parts = tl.load(ws_ptr + row * n_chunks + j, mask=j < n_chunks, other=0.0,
+                                volatile=True)
+            else:  # not every chunk ran: compute the line's partials here, the same bits
+                parts = tl.zeros([PARTS], ACC)
+                for k in range(0, n_chunks):
+                    kb = k * BLOCK
+                    gk = tl.load(g_row + kb * gsn + cols * gsn, mask=cols < N - kb,
+                                 other=0.0).to(ACC)
+                    yk = tl.load(y_row + kb * ysn + cols * ysn, mask=cols < N - kb,
+                                 other=0.0).to(ACC)
+                    parts = tl.where(j == k, _chunk_dot(gk, yk, LOG), parts)
+                g = tl.load(g_row + base * gsn + cols * gsn, mask=cols < rest, other=0.0).to(ACC)
+                y = tl.load(y_row + base * ysn + cols * ysn, mask=cols < rest, other=0.0).to(ACC)
+            total = tl.sum(parts, 0)
+            if LOG:
+                dx = g - tl.exp(y) * total
+            else:
+                dx = y * (g - total)
+            tl.store(d_row + base * dsn + cols * dsn, dx.to(dx_ptr.dtype.element_ty),
+                     mask=cols < rest)
         else:
             j = tl.arange(0, PARTS)
             total = tl.sum(tl.load(ws_ptr + row * n_chunks + j, mask=j < n_chunks, other=0.0), 0)

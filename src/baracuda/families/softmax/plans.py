@@ -28,7 +28,6 @@ from ...backends.triton_support import (
     RecipeCache,
     next_pow2,
     outer_launch_groups,
-    sm_count,
 )
 from ...core import validate as V
 from ...core.layout import axis_view
@@ -51,11 +50,6 @@ from .kernels import (
     softmax_bwd_kernel,
     softmax_fwd_kernel,
 )
-from .kernels_exchange import (
-    exchange_grid,
-    softmax_bwd_exchange_kernel,
-    softmax_fwd_exchange_kernel,
-)
 
 #: Longest line held in registers in one pass (TILE); longer lines LOOP or are chunked.
 MAX_SINGLE_BLOCK = 16384
@@ -63,13 +57,11 @@ MAX_SINGLE_BLOCK = 16384
 #: [1024, 65536] and [256, 262144] bf16 (PERF_NOTES.md): backward 8192 x 4 warps 2657 / 2565
 #: GB/s (the LOOP / SPLIT it replaces 2116 / 1794), forward 8192 x 8 warps 2288 / 2117.
 EXCHANGE_FWD = (16384, 8)
-EXCHANGE_BWD = (8192, 4)
+EXCHANGE_BWD = (16384, 4)
 #: The forward LOOP (second read from L2, hints) stays ahead of the exchange while every SM's
 #: line fits in L2 together: 2439 vs 2288 GB/s at [1024, 65536] bf16. Lines up to this many
 #: bytes, with lines enough to fill the GPU, LOOP.
 LOOP_MAX_BYTES = 131072
-#: Programs per SM of the persistent exchange grid (each holds two chunks in flight).
-EXCHANGE_PER_SM = 4
 LOOP_MIN_ROWS = 512
 LOOP_CFG = {"MODE": LOOP, "BLOCK": 8192, "ROWS": 1, "num_warps": 16, "PARTS": 1,
             "KEEP": "evict_last", "STREAM": "evict_first"}
@@ -94,7 +86,7 @@ def launch_config(extent: int, element: ElementKind, rows: int = 1 << 20,
     block = chunk_bytes // max(size, 2)
     parts = next_pow2(triton_cdiv(extent, block))
     return {"MODE": EXCHANGE, "BLOCK": block, "ROWS": 1, "num_warps": warps, "PARTS": parts,
-            "SPIN": SPIN_LIMIT, "PER_SM": EXCHANGE_PER_SM}
+            "SPIN": SPIN_LIMIT}
 
 
 def _partials_per_chunk(desc) -> int:
@@ -156,10 +148,6 @@ class SoftmaxBackwardPlan(Plan):
             V.check_tensor(who, name, getattr(args, name), d.input_shape, d.element)
 
 
-#: The exchange mode has its own kernels (kernels_exchange.py), same arguments.
-_EXCHANGE_KERNEL = {softmax_fwd_kernel: softmax_fwd_exchange_kernel,
-                    softmax_bwd_kernel: softmax_bwd_exchange_kernel}
-
 #: Lines whose element offsets can pass 2**31 get 64-bit column indices (WIDE).
 WIDE_LIMIT = 2**31
 
@@ -175,7 +163,6 @@ def _steps(kernel, desc, tensors, cfg):
     rows_per_prog = cfg.pop("ROWS")
     warps = cfg.pop("num_warps")
     mode = cfg.pop("MODE")
-    per_sm = cfg.pop("PER_SM", EXCHANGE_PER_SM)
     wide = view.extent * max(abs(s) for s in view.axis_strides) >= WIDE_LIMIT
     common = dict(LOG=desc.kind is SoftmaxKind.LOG_SOFTMAX, ACC=_acc(desc.element),
                   ROWS=rows_per_prog, num_warps=warps, WIDE=wide, **cfg)
@@ -195,8 +182,7 @@ def _steps(kernel, desc, tensors, cfg):
             grid = (n_rows * n_chunks,)
             out += [(views, grid, ints, m, common) for m in (SPLIT_STATS, SPLIT_WRITE)]
         elif mode == EXCHANGE:
-            step = exchange_grid(n_rows * n_chunks, n_chunks, sm_count() * per_sm)
-            out.append((views, (step,), ints, mode, common))
+            out.append((views, (n_rows * n_chunks,), ints, mode, common))
         else:
             out.append((views, (triton_cdiv(n_rows, rows_per_prog),), ints, mode, common))
     return out, single
@@ -224,7 +210,6 @@ def _launch(kernel, desc, tensors: list[torch.Tensor], workspace, cfg: dict | No
     for views, grid, ints, mode, common in steps:
         if mode == EXCHANGE:
             zero(counters)
-        kernel = _EXCHANGE_KERNEL.get(kernel, kernel) if mode == EXCHANGE else kernel
         kernel[grid](*(tensors if views is None else views), ws, counters, *ints, MODE=mode,
                      **common)
 

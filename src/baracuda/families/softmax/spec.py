@@ -20,8 +20,8 @@ from .descriptors import (
     SoftmaxDescriptor,
     SoftmaxKind,
 )
-from .kernels import EXCHANGE, SPLIT_STATS, SPLIT_WRITE, softmax_bwd_kernel, softmax_fwd_kernel
-from .plans import _EXCHANGE_KERNEL, SoftmaxBackwardPlan, SoftmaxPlan, launch_config
+from .kernels import SPLIT_STATS, SPLIT_WRITE, softmax_bwd_kernel, softmax_fwd_kernel
+from .plans import SoftmaxBackwardPlan, SoftmaxPlan, launch_config
 
 FLOATS = (ElementKind.F32, ElementKind.F16, ElementKind.BF16, ElementKind.F64)
 
@@ -118,12 +118,10 @@ class SoftmaxSpec(PlanSpec):
                 cfg = launch_config(extent, element, rows=4096,
                                     backward=kernel is softmax_bwd_kernel)
                 warps = cfg.pop("num_warps")
-                cfg.pop("PER_SM", None)  # a grid size, not a constexpr
                 modes = [cfg.pop("MODE")]
                 if modes[0] == SPLIT_STATS:
                     modes.append(SPLIT_WRITE)
                 for mode in modes:
-                    kern = _EXCHANGE_KERNEL[kernel] if mode == EXCHANGE else kernel
                     sig = {p: t for p in ptrs}
                     sig["ws_ptr"] = "*fp32"
                     sig["cnt_ptr"] = "*i32"
@@ -131,12 +129,12 @@ class SoftmaxSpec(PlanSpec):
                     # constants, the other ints (row strides, extents) multiples of 16
                     const = dict({"KEEP": "", "STREAM": "", "SPIN": 0}, **cfg, MODE=mode, LOG=False,
                                  ACC=_acc_name(element), WIDE=False,
-                                 **{n: 1 for n in kern.arg_names if n[1:] == "sn"})
-                    sig.update({n: "i32" for n in kern.arg_names
+                                 **{n: 1 for n in kernel.arg_names if n[1:] == "sn"})
+                    sig.update({n: "i32" for n in kernel.arg_names
                                 if n not in sig and n not in const})
                     sig.update({n: "constexpr" for n in const})
-                    yield AotVariant(f"{kern.__name__} {element.value} N={extent} mode={mode}",
-                                     kern, sig, const, num_warps=warps,
+                    yield AotVariant(f"{kernel.__name__} {element.value} N={extent} mode={mode}",
+                                     kernel, sig, const, num_warps=warps,
                                      divisible=tuple(n for n in sig if sig[n] == "i32"))
 
 

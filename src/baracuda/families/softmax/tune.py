@@ -41,10 +41,9 @@ def configs(n: int, f32: bool):
                 out.append(dict(MODE=TILE, BLOCK=n, ROWS=rows, num_warps=w, PARTS=1))
     else:
         from ...backends.triton_exchange import SPIN_LIMIT
-        for b, w, per in ((8192, 8, 2), (8192, 8, 3), (4096, 4, 4), (4096, 4, 6),
-                          (4096, 2, 8), (2048, 2, 8), (2048, 1, 16)):
+        for b, w in ((16384, 8), (8192, 2), (8192, 4), (8192, 8), (4096, 2), (4096, 4), (2048, 2)):
             out.append(dict(MODE=EXCHANGE, BLOCK=b, ROWS=1, num_warps=w, SPIN=SPIN_LIMIT,
-                            PER_SM=per, PARTS=triton.next_power_of_2(triton.cdiv(n, b))))
+                            PARTS=triton.next_power_of_2(triton.cdiv(n, b))))
         hint = dict(KEEP="evict_last", STREAM="evict_first")
         out.append(dict(MODE=LOOP, BLOCK=8192, ROWS=1, num_warps=16, PARTS=1, **hint))
         out.append(dict(MODE=SPLIT_STATS, BLOCK=4096, ROWS=1, num_warps=8,
