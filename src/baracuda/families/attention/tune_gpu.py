@@ -1,6 +1,7 @@
 """Time tile-table candidates of the flash kernels on a GPU (run by hand on an H100):
 
-    python -m baracuda.families.attention.tune_gpu [seconds]
+    python -m baracuda.families.attention.tune_gpu [seconds] [d128]
+    python -m baracuda.families.attention.tune_gpu backends
 
 Prints one line per (pass, shape, tile) with TFLOP/s, so the tables in plans.py can be
 chosen from measurements. Not imported by the package.
@@ -27,7 +28,7 @@ def _bench(fn, reps: int = 20) -> float:
     return start.elapsed_time(end) / reps / 1e3
 
 
-def main(budget_s: float = 100.0) -> None:
+def main(budget_s: float = 100.0, only_d128: bool = False) -> None:
     from . import plans as P
     from .descriptors import (
         CausalKind,
@@ -41,12 +42,15 @@ def main(budget_s: float = 100.0) -> None:
     t_end = time.time() + budget_s
     trials = {
         "fwd": [(64, 64, 4, 3), (64, 64, 4, 4), (128, 64, 8, 3)],
-        "dkdv": [(32, 64, 8, 3), (32, 32, 4, 3), (32, 64, 4, 3), (32, 128, 4, 3),
-                 (64, 64, 8, 3)],
-        "dq": [(64, 64, 4, 2), (64, 64, 4, 3), (64, 32, 4, 3)],
+        "dkdv": [(32, 64, 4, 3), (64, 64, 8, 3), (32, 128, 8, 3), (64, 128, 8, 2),
+                 (32, 64, 4, 4), (64, 32, 4, 3)],
+        "dq": [(64, 64, 4, 2), (64, 64, 4, 3), (128, 64, 8, 3), (64, 128, 8, 2), (128, 32, 8, 3)],
     }
+    if only_d128:
+        del trials["fwd"]
     dev = torch.device("cuda")
-    for b, h, s, dh in ((4, 16, 4096, 128), (8, 16, 2048, 64)):
+    shapes = ((4, 16, 4096, 128),) if only_d128 else ((4, 16, 4096, 128), (8, 16, 2048, 64))
+    for b, h, s, dh in shapes:
         for causal in (False, True):
             ck = CausalKind.TOP_LEFT if causal else CausalKind.NONE
             d = SdpaDescriptor(b, h, h, s, s, dh, dh, 1 / math.sqrt(dh), torch.bfloat16, ck)
@@ -63,8 +67,10 @@ def main(budget_s: float = 100.0) -> None:
             fplan.run(fa)
             ba = SdpaBackwardArgs(q, k, v, o, do, lse, dq, dk, dv)
             for table, configs in trials.items():
-                tab = {"fwd": P._FWD, "dkdv": P._DKDV, "dq": P._DQ}[table]
                 key = ("half", max(64, dh))
+                tab = {"fwd": P._FWD, "dkdv": P._DKDV, "dq": P._DQ}[table]
+                if table == "dkdv" and key in P._DKDV_MHA:  # this MHA problem's table
+                    tab = P._DKDV_MHA
                 orig = tab[key]
                 for cfg in configs:
                     if time.time() > t_end:
@@ -181,4 +187,4 @@ if __name__ == "__main__":
         report_resources()
         aot_dkdv()
     else:
-        main(float(sys.argv[1]) if len(sys.argv) > 1 else 100.0)
+        main(float(sys.argv[1]) if len(sys.argv) > 1 else 100.0, "d128" in sys.argv[2:])
