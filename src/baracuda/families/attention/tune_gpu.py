@@ -64,7 +64,8 @@ def main(budget_s: float = 100.0, only_d128: bool = False) -> None:
             fplan, bplan = SdpaPlan.select(d), SdpaBackwardPlan.select(db)
             ws = torch.empty(bplan.workspace_size(), dtype=torch.uint8, device=dev)
             fa = SdpaArgs(q, k, v, o, lse)
-            fplan.run(fa)
+            fws = torch.empty(fplan.workspace_size(), dtype=torch.uint8, device=dev)
+            fplan.run(fa, workspace=fws)
             ba = SdpaBackwardArgs(q, k, v, o, do, lse, dq, dk, dv)
             for table, configs in trials.items():
                 key = ("half", max(64, dh))
@@ -80,7 +81,7 @@ def main(budget_s: float = 100.0, only_d128: bool = False) -> None:
                     tab[key] = cfg
                     try:
                         if table == "fwd":
-                            sec = _bench(lambda fplan=fplan, fa=fa: fplan.run(fa))
+                            sec = _bench(lambda p=fplan, a=fa, w=fws: p.run(a, workspace=w))
                             rate = fl / sec / 1e12
                         else:
                             sec = _bench(lambda p=bplan, a=ba, w=ws: p.run(a, workspace=w))
