@@ -29,6 +29,7 @@ def _bench(fn, reps: int = 20) -> float:
 
 
 def main(budget_s: float = 100.0, only_d128: bool = False) -> None:
+    from ...core.vocab import BackendKind, PlanPreference
     from . import plans as P
     from .descriptors import (
         CausalKind,
@@ -61,7 +62,9 @@ def main(budget_s: float = 100.0, only_d128: bool = False) -> None:
             lse = torch.empty(b, h, s, device=dev)
             dq, dk, dv = mk(), mk(), mk()
             fl = 4 * b * h * s * s * dh / (2 if causal else 1)
-            fplan, bplan = SdpaPlan.select(d), SdpaBackwardPlan.select(db)
+            # the Triton kernels (the default plan may be cuDNN's)
+            triton = PlanPreference(prefer_backend=BackendKind.TRITON)
+            fplan, bplan = SdpaPlan.select(d, triton), SdpaBackwardPlan.select(db, triton)
             ws = torch.empty(bplan.workspace_size(), dtype=torch.uint8, device=dev)
             fa = SdpaArgs(q, k, v, o, lse)
             fws = torch.empty(fplan.workspace_size(), dtype=torch.uint8, device=dev)
