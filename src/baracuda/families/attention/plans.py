@@ -78,10 +78,14 @@ _DKDV = {
 #: without spills; GQA's runtime group loop (or unaligned strides) spills it, so those take _DKDV.
 _DKDV_MHA = {("half", 128): (32, 64, 4, 3)}
 _DQ = {
-    ("half", 64): (64, 64, 4, 3), ("half", 128): (64, 64, 4, 2), ("half", 256): (32, 32, 8, 1),
+    ("half", 64): (64, 64, 4, 3), ("half", 128): (128, 64, 8, 3), ("half", 256): (32, 32, 8, 1),
     ("f32", 64): (32, 32, 4, 2), ("f32", 128): (32, 16, 4, 1), ("f32", 256): (16, 16, 4, 1),
     ("f64", 64): (16, 16, 8, 1), ("f64", 128): (16, 16, 8, 1), ("f64", 256): (16, 16, 8, 1),
 }
+
+#: dQ with a mask or dropout at D=128: the unmasked (128, 64, 8, 3) halved to 64 rows spills
+#: 52 B (AOT); the tile the table held before it (64, 64, 4, 2), halved, does not.
+_DQ_MASKED = {("half", 128): (32, 64, 4, 2)}
 
 
 def _klass(element: ElementKind) -> str:
@@ -106,7 +110,9 @@ def tile_config(desc: SdpaDescriptor, table: str, aligned: bool = False) -> dict
     if bd >= 128 and (desc.mask is not MaskKind.NONE or desc.dropout_p > 0):
         # mask loads and philox draws add live registers: halve the tile that is not held
         # across the loop (AOT-checked for spills with the JIT's specialization)
-        if table == "dq":
+        if table == "dq" and key in _DQ_MASKED:
+            bm, bn, warps, stages = _DQ_MASKED[key]
+        elif table == "dq":
             bm = max(16, bm // 2)
         elif table == "dkdv" or bd == 128:  # the D=256 forward tile already fits
             bn = max(16, bn // 2)
