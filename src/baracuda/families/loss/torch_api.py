@@ -39,15 +39,15 @@ __all__ = ["cross_entropy", "nll_loss"]
 
 
 def _run(plan_cls, desc, args) -> None:
-    """Targets and weights come from the caller, not from construction: check them against
-    the descriptor (typed errors) before the trusted launch path of run_plan."""
-    plan_cls.select(desc).check_args(args)
+    """Targets and weights come from the caller: run_plan checks them against the descriptor
+    (typed errors, `check_args`) on the first call of each argument signature, which holds
+    their shapes, strides, dtypes and devices."""
     run_plan(plan_cls, desc, args)
 
 
 def _ce_desc(cls, input, target, weight, reduction, ignore_index, label_smoothing):
-    return cls(tuple(input.shape), input.dtype, target.dtype, reduction, weight is not None,
-               ignore_index, label_smoothing)
+    return cls.cached(tuple(input.shape), input.dtype, target.dtype, reduction,
+                      weight is not None, ignore_index, label_smoothing)
 
 
 def _loss_like(input: torch.Tensor, target: torch.Tensor, reduction: str) -> torch.Tensor:
@@ -131,17 +131,9 @@ def _scale_grad(grad_input: torch.Tensor, grad_loss: torch.Tensor) -> None:
         grad_input.mul_(grad_loss)
         return
     block = 4096
+    # grad_loss is read through its pointer as is (any float dtype, 0-d): no cast or view
     scale_unless_one_kernel[(min((n + block - 1) // block, 4 * sm_count()),)](
-        grad_input.view(-1), grad_loss.to(grad_input.dtype).reshape(1), n, BLOCK=block,
-        num_warps=8)
-
-
-def _scale_grad_fake(grad_input, grad_loss) -> None:
-    return None
-
-
-_scale_grad_op = define_op("cross_entropy_scale_grad_", _scale_grad, _scale_grad_fake,
-                           mutates_args=("grad_input",))
+        grad_input, grad_loss, n, BLOCK=block, num_warps=8)
 
 
 def _traced(t: torch.Tensor) -> bool:
@@ -181,7 +173,10 @@ def _fused_autograd(ctx, grad_loss, _grad_dx):
         # a second backward through the same graph (retain_graph=True): the first one gave
         # its gradient away, so recompute from the logits
         return _ce_bwd_op(grad_loss, input, target, weight, *ctx.params), *nones
-    _scale_grad_op(dx, grad_loss)
+    # eager only (traced graphs took the branch above): dx is this op's own fresh output and
+    # nobody else holds it, so the in-place scale needs no custom-op dispatch or version bump
+    # (this runs on autograd's device thread, where host time is what bounds the step)
+    _scale_grad(dx, grad_loss)
     return dx, *nones
 
 
