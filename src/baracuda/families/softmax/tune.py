@@ -1,7 +1,7 @@
 # ruff: noqa: B023, F821  (lambdas are timed at once; loop tensors are freed at the end)
 """GPU tile sweep for softmax and the fused cross-entropy (not part of the package API).
 
-    python -m baracuda.families.softmax.tune [budget_s] [long] [noce]
+    python -m baracuda.families.softmax.tune [budget_s] [long | short] [noce]
 
 Prints GB/s per config (kernel only, best of do_bench) next to torch eager and the full
 frontend call, so the tables in plans.py can be set from measurements.
@@ -55,7 +55,10 @@ def sweep_softmax(budget: float, long_only: bool = False) -> None:
     shapes = [(32768, 1024), (16384, 4096), (4096, 16384), (1024, 65536), (256, 262144)]
     if long_only:
         shapes = shapes[3:]
-    for dtype in (torch.bfloat16,) if long_only else (torch.bfloat16, torch.float32):
+    if "short" in sys.argv[2:]:
+        shapes = shapes[:1]
+    one_dtype = long_only or "short" in sys.argv[2:]
+    for dtype in (torch.bfloat16,) if one_dtype else (torch.bfloat16, torch.float32):
         for shape in shapes:
             if time.time() - T0 > budget:
                 print("budget exhausted")
