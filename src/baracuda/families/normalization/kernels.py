@@ -51,6 +51,25 @@ def _cols(BLOCK_N: tl.constexpr, COL64: tl.constexpr):
 
 
 @triton.jit
+def _xhat(x, mean, rstd, mask, RMS: tl.constexpr):
+    """Normalized input of the backward, 0 in masked lanes so they add nothing to the row
+    sums. Shared with kernels_colsplit.py so both backward paths see the same xhat."""
+    if RMS:
+        return tl.where(mask, x * rstd, 0.0)
+    return tl.where(mask, (x - mean) * rstd, 0.0)
+
+
+@triton.jit
+def _dx(wdy, xhat, c1, c2, rstd, RMS: tl.constexpr):
+    """dx = (w dy - xhat c1 - c2) rstd, c1 = mean(w dy xhat), c2 = mean(w dy) (RMSNorm: no
+    c2, the mean is not subtracted). The one source of the formula for both backward paths
+    (in-register here, column-split in kernels_colsplit.py), so a fix cannot miss one."""
+    if RMS:
+        return (wdy - xhat * c1) * rstd
+    return (wdy - xhat * c1 - c2) * rstd
+
+
+@triton.jit
 def row_norm_fwd_kernel(
     x_ptr, r_ptr, h_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr,
     n_rows, M, O1, O2, IN1, IN2, G, eps, eps_lo,
@@ -280,7 +299,7 @@ def row_norm_bwd_kernel(
         else:
             dy = tl.load(g_row + go, mask=mask, other=0.0).to(ACC)
             x = tl.load(x_row + xo, mask=mask, other=0.0).to(ACC)
-        xhat = tl.where(mask, (x - mean[:, None]) * rstd[:, None], 0.0)
+        xhat = _xhat(x, mean[:, None], rstd[:, None], mask, RMS)
         if HAS_W:
             if HOLD_W:
                 wdy = dy * w0[None, :]
@@ -292,10 +311,11 @@ def row_norm_bwd_kernel(
             wdy = dy
         c1 = tl.sum(wdy * xhat, 1) / M
         if RMS:
-            dx = (wdy - xhat * c1[:, None]) * rstd[:, None]
+            c2 = c1  # unused by _dx: RMSNorm has no mean term
         else:
             c2 = tl.sum(wdy, 1) / M
-            dx = (wdy - xhat * c1[:, None] - c2[:, None]) * rstd[:, None]
+        dx = _dx(wdy, xhat, c1[:, None], c2[:, None], rstd[:, None], RMS)
+        if not RMS:
             # M = 1: y = beta does not depend on x; exact zero (no fma rounding residue)
             dx = tl.where(M == 1, 0.0, dx)
         if HAS_DB:

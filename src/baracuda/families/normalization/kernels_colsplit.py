@@ -13,6 +13,9 @@ split the other way:
    (ACCUM: added, when one problem takes several launches). `partial_sum_kernel` then sums
    the chunks per column in a fixed order: deterministic, no atomics.
 
+xhat and dx come from `_xhat` / `_dx` in kernels.py, shared with the in-register backward, so
+the two paths keep one formula (only the order of the c1 / c2 row sums differs).
+
 Traffic: dy and x are read twice and dx written once (5 row passes for the ideal 3), all
 streaming, with programs enough to fill every SM.
 """
@@ -22,7 +25,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from .kernels import _col_off, _cols, _row_off
+from .kernels import _col_off, _cols, _dx, _row_off, _xhat
 
 
 @triton.jit
@@ -57,7 +60,7 @@ def row_grad_stats_kernel(
         if HAS_W:
             dy = dy * tl.load(w_ptr + _col_off(cols, IN1, IN2, wsa, wsb, wsc, NI), mask=cm,
                               other=0.0).to(ACC)
-        a1 += dy * tl.where(cm, (x - mean) * rstd, 0.0)
+        a1 += dy * _xhat(x, mean, rstd, cm, RMS)
         a2 += dy
     tl.store(c_ptr + row, tl.sum(a1, 0) / M)
     if not RMS:
@@ -101,10 +104,10 @@ def col_grad_kernel(
         x = tl.load(x_ptr + _row_off(row, O1, O2, xs0, xs1, xs2) + xo, mask=cm,
                     other=0.0).to(ACC)
         if RMS:
-            xhat = tl.where(cm, x * rstd, 0.0)
+            mean = rstd  # unused by _xhat (RMSNorm: no mean row)
         else:
             mean = tl.load(mean_ptr + _row_off(row, O1, O2, ms0, ms1, ms2)).to(ACC)
-            xhat = tl.where(cm, (x - mean) * rstd, 0.0)
+        xhat = _xhat(x, mean, rstd, cm, RMS)
         if HAS_W:
             wdy = dy * w
             dg += dy * xhat
@@ -113,9 +116,10 @@ def col_grad_kernel(
         if HAS_DB:
             db += dy
         if RMS:
-            dx = (wdy - xhat * c1) * rstd
+            c2 = c1  # unused by _dx; RMS stats have no c2 row
         else:
-            dx = (wdy - xhat * c1 - tl.load(c_ptr + n_rows + row)) * rstd
+            c2 = tl.load(c_ptr + n_rows + row)
+        dx = _dx(wdy, xhat, c1, c2, rstd, RMS)
         if HAS_RES:
             dx += tl.load(dh_ptr + _row_off(row, O1, O2, hs0, hs1, hs2)
                           + _col_off(cols, IN1, IN2, hsa, hsb, hsc, NI), mask=cm,
