@@ -164,6 +164,22 @@ def check_alignment(who: str, name: str, t: torch.Tensor, nbytes: int) -> None:
         )
 
 
+def check_stride_alignment(who: str, name: str, t: torch.Tensor, nbytes: int) -> None:
+    """Every dim but the last that spans more than one element steps by a non-zero multiple of
+    `nbytes` bytes (each row starts aligned, as TMA-style loads need)."""
+    if not t.numel():
+        return
+    unit = max(nbytes // t.element_size(), 1)
+    for n, s in zip(t.shape[:-1], t.stride()[:-1]):
+        if n > 1 and (s == 0 or s % unit):
+            raise MisalignedOperand(
+                f"{who}: {name} outer strides must be non-zero multiples of {unit} elements "
+                f"({nbytes} bytes), got {tuple(t.stride())}",
+                needed=unit,
+                got=s,
+            )
+
+
 def _byte_span(t: torch.Tensor) -> tuple[int, int]:
     if t.numel() == 0:
         return (0, 0)

@@ -27,7 +27,8 @@ import threading
 
 import torch
 
-from ...core.errors import BackendError, MisalignedOperand
+from ...core import validate as V
+from ...core.errors import BackendError
 from ...core.plan import Candidate
 from ...core.registry import register_candidate
 from ...core.vocab import ArchSku, BackendKind, ElementKind, PrecisionGuarantee
@@ -230,21 +231,9 @@ class _CudnnBase(Candidate):
         who = f"{'SdpaBackwardPlan' if self.backward else 'SdpaPlan'} [{self.name}]"
         for name in _shapes(desc, self.backward):
             t = getattr(args, name)
-            if t.numel() == 0:
-                continue
-            if t.data_ptr() % ALIGN_BYTES:
-                raise MisalignedOperand(
-                    f"{who}: {name} must be {ALIGN_BYTES}-byte aligned for cuDNN, got address "
-                    f"% {ALIGN_BYTES} = {t.data_ptr() % ALIGN_BYTES}", ALIGN_BYTES,
-                    t.data_ptr() % ALIGN_BYTES)
-            if name == "lse":  # stats rows are written per thread, not by TMA
-                continue
-            unit = ALIGN_BYTES // t.element_size()
-            for n, s in zip(t.shape[:-1], t.stride()[:-1]):
-                if n > 1 and (s == 0 or s % unit):
-                    raise MisalignedOperand(
-                        f"{who}: {name} outer strides must be non-zero multiples of {unit} "
-                        f"elements for cuDNN, got {tuple(t.stride())}", unit, s)
+            V.check_alignment(who, name, t, ALIGN_BYTES)
+            if name != "lse":  # stats rows are written per thread, not by TMA
+                V.check_stride_alignment(who, name, t, ALIGN_BYTES)
 
     def _prepare(self, desc, tensors: list, device: int):
         """Graph, operand uids, workspace need and handle for one layout (first call only)."""

@@ -26,19 +26,15 @@ SHAPES = ((8, 16, 2048, 64, True), (8, 16, 2048, 64, False), (4, 16, 4096, 128, 
 
 
 def _events_ms(fn, reps: int = 20) -> float:
-    """Median of `reps` single-call CUDA-event timings after two warm-up calls."""
+    """Median of `reps` back-to-back single-call CUDA-event timings after two warm-up calls."""
+    from ...tools.bench import CudaEventChain
+
     fn()
     fn()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        times.append((a, b))
+    chain = CudaEventChain(fn, reps, warmup=0)
     torch.cuda.synchronize()
-    return sorted(a.elapsed_time(b) for a, b in times)[reps // 2]
+    return sorted(chain.ms())[reps // 2]
 
 
 def _host_ms(fn, steps: int = 20) -> float:

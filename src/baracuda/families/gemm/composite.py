@@ -18,6 +18,7 @@ from ...core.errors import Unsupported
 from ...core.plan import Candidate
 from ...core.registry import register_candidate, register_plan
 from ...core.vocab import BackendKind, ElementKind, OpCategory, PlanPreference
+from .cublaslt import fuses_activation
 from .descriptors import (
     BatchedGemmArgs,
     BatchedGemmDescriptor,
@@ -41,8 +42,6 @@ from .launch import (
 from .plans import DenseGemmPlan, GemmPlanBase
 
 _ALIGN = 256
-#: Forward activations cuBLASLt fuses (its GELU is the tanh form).
-_LT_FUSED = (GemmActivation.NONE, GemmActivation.RELU, GemmActivation.GELU_TANH)
 
 
 def _round(n: int) -> int:
@@ -122,10 +121,8 @@ def _both_backends(plan_cls, base):
 # ---------------------------------------------------------------------------------- Linear
 def _linear_lt_fused(desc) -> bool:
     """cuBLASLt fuses the activation, and the saved pre-activation for gelu_tanh only
-    (GELU_AUX_BIAS; relu's aux is a bitmask, not the pre-activation)."""
-    if desc.save_preact:
-        return desc.activation is GemmActivation.GELU_TANH
-    return desc.activation in _LT_FUSED
+    (GELU_AUX_BIAS; relu's aux is a bitmask, not the pre-activation), per cublaslt._EPILOG."""
+    return fuses_activation(desc.activation, save_preact=desc.save_preact)
 
 
 @register_plan

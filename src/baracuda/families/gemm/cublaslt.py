@@ -45,6 +45,14 @@ def epilogue_of(desc) -> str | None:
                         desc.bias_grad))
 
 
+def fuses_activation(activation: GemmActivation, save_preact: bool = False) -> bool:
+    """Whether cuBLASLt has a forward epilogue for `activation` (with or without bias), also
+    writing the pre-activation when `save_preact` (GELU_AUX: relu's aux is a bitmask, not the
+    pre-activation, so that mode has none)."""
+    save = bool(save_preact)
+    return any((bias, activation, save, _NONE, False) in _EPILOG for bias in (False, True))
+
+
 @functools.lru_cache(maxsize=1)
 def nvmath_missing() -> str | None:
     """None when nvmath-python's cuBLASLt bindings import, else why not."""

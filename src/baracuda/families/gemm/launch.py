@@ -3,6 +3,7 @@ tile table and launchers."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass
 
@@ -144,17 +145,14 @@ def _tuned_tile(desc, args, arch, pref, default: Tile) -> Tile:
         return tile
     if torch.cuda.is_current_stream_capturing():
         return default
+    from ...tools.bench import CudaEventChain
+
     times = []
     for cand in EPILOGUE_TILES:
         try:
-            _launch_tile(desc, args, cand)  # compile and warm up
-            ev = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
-            ev[0].record()
-            for e in ev[1:]:
-                _launch_tile(desc, args, cand)
-                e.record()
-            ev[-1].synchronize()
-            times.append((min(a.elapsed_time(b) for a, b in zip(ev, ev[1:])), cand))
+            # one warm-up call compiles; then the fastest of 3 timed calls
+            chain = CudaEventChain(functools.partial(_launch_tile, desc, args, cand), 3)
+            times.append((min(chain.ms()), cand))
         except Exception:  # noqa: BLE001 - a tile that fails to compile/launch is not a choice
             continue
     tile = min(times, key=lambda x: x[0])[1] if times else default

@@ -317,19 +317,15 @@ def time_candidates(cell, addrs, a, b, d, workspace, bias, aux, dev, *, reps: in
             call(addrs[0])
         except Exception:  # noqa: BLE001 - its own timing below reports the failure
             pass
-    events = []
+    from ...tools.bench import CudaEventChain
+
+    chains = []
     for algo in addrs:
-        ev = [torch.cuda.Event(enable_timing=True) for _ in range(reps + 1)]
         try:
-            if warmup:
-                call(algo)  # warm-up (and a failing algorithm is skipped)
-            ev[0].record()
-            for e in ev[1:]:
-                call(algo)
-                e.record()
+            # the warm-up call also skips a failing algorithm
+            chain = CudaEventChain(functools.partial(call, algo), reps, warmup=int(warmup))
         except Exception:  # noqa: BLE001 - an algorithm that fails is not a choice
-            ev = None
-        events.append(ev)
+            chain = None
+        chains.append(chain)
     torch.cuda.current_stream(dev).synchronize()
-    return [float("inf") if ev is None else min(s.elapsed_time(e) for s, e in zip(ev, ev[1:]))
-            for ev in events]
+    return [float("inf") if chain is None else min(chain.ms()) for chain in chains]

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from ...core.vocab import BackendKind, ElementKind, PlanPreference
-from ...tools.bench import time_fn
+from ...tools.bench import CudaEventChain, time_fn
 from . import launch, ltcore
 from .descriptors import DenseGemmArgs, DenseGemmDescriptor, GemmActivation
 from .plans import DenseGemmPlan
@@ -157,14 +157,10 @@ def _torch_kernel(fn) -> str:
 
 
 def _event_ms(fn, reps: int = 10) -> float:
-    fn()
-    ev = [torch.cuda.Event(enable_timing=True) for _ in range(reps + 1)]
-    ev[0].record()
-    for e in ev[1:]:
-        fn()
-        e.record()
+    """Median of `reps` back-to-back CUDA-event timings after one warm-up call."""
+    chain = CudaEventChain(fn, reps)
     torch.cuda.synchronize()
-    ts = sorted(s.elapsed_time(e) for s, e in zip(ev, ev[1:]))
+    ts = sorted(chain.ms())
     return ts[len(ts) // 2]
 
 
