@@ -98,10 +98,11 @@ def test_long_lines_take_the_exchange():
     for n, rows in ((16385, 4096), (65536, 1024), (262144, 256), (1 << 20, 1)):
         cfg = P.launch_config(n, bf16, rows, backward=True)
         assert cfg["MODE"] == EXCHANGE and cfg["PARTS"] >= -(-n // cfg["BLOCK"])
-    # forward: lines that fit L2 together LOOP, longer or fewer lines exchange
+    # forward: lines enough to fill the GPU LOOP, fewer lines exchange
     assert P.launch_config(65536, bf16, 1024)["MODE"] == LOOP
+    assert P.launch_config(262144, bf16, 256)["MODE"] == LOOP
     assert P.launch_config(65536, bf16, 64)["MODE"] == EXCHANGE
-    assert P.launch_config(262144, bf16, 256)["MODE"] == EXCHANGE
+    assert P.launch_config(1 << 20, bf16, 1)["MODE"] == EXCHANGE
     d = bc.SoftmaxBackwardDescriptor(bc.SoftmaxKind.SOFTMAX, (1024, 65536), 1, torch.bfloat16)
     chunks = -(-65536 // P.launch_config(65536, bf16, 1024, backward=True)["BLOCK"])
     # per chunk one f32 partial dot, per line an int32 counter

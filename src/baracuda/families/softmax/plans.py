@@ -55,14 +55,16 @@ from .kernels import (
 MAX_SINGLE_BLOCK = 16384
 #: EXCHANGE chunk as (bytes of one tensor's chunk, warps), forward / backward; H100 sweep at
 #: [1024, 65536] and [256, 262144] bf16 (PERF_NOTES.md): backward 8192 x 4 warps 2657 / 2565
-#: GB/s (the LOOP / SPLIT it replaces 2116 / 1794), forward 8192 x 8 warps 2288 / 2117.
+#: GB/s (the LOOP / SPLIT it replaces 2116 / 1794), forward 8192 x 8 warps 2288 / 2117 with
+#: an L2 flush before each call (the forward of many lines LOOPs, below).
 EXCHANGE_FWD = (16384, 8)
 EXCHANGE_BWD = (16384, 4)
-#: The forward LOOP (second read from L2, hints) stays ahead of the exchange while every SM's
-#: line fits in L2 together: 2439 vs 2288 GB/s at [1024, 65536] bf16. Lines up to this many
-#: bytes, with lines enough to fill the GPU, LOOP.
-LOOP_MAX_BYTES = 131072
-LOOP_MIN_ROWS = 512
+#: The forward LOOP (second read partly from L2, hints) stays ahead of the exchange when calls
+#: run back to back (the bench's timing; scripts/softmax_long_ab.py, H100 bf16, GB/s): LOOP
+#: 2486 / 1948 vs exchange 2353 / 1857 at [1024, 65536] / [256, 262144], although the
+#: exchange is ahead at [256, 262144] when each call follows an L2 flush (2098 vs 1929). The
+#: exchange takes the forward of lines too few to fill the GPU one program per line.
+LOOP_MIN_ROWS = 256
 LOOP_CFG = {"MODE": LOOP, "BLOCK": 8192, "ROWS": 1, "num_warps": 16, "PARTS": 1,
             "KEEP": "evict_last", "STREAM": "evict_first"}
 
@@ -80,7 +82,7 @@ def launch_config(extent: int, element: ElementKind, rows: int = 1 << 20,
         elems = block * rows_per
         warps = 4 if elems <= 1024 else 8 if elems <= 4096 else 16
         return {"MODE": TILE, "BLOCK": block, "ROWS": rows_per, "num_warps": warps, "PARTS": 1}
-    if not backward and extent * size <= LOOP_MAX_BYTES and rows >= LOOP_MIN_ROWS:
+    if not backward and rows >= LOOP_MIN_ROWS:
         return dict(LOOP_CFG, BLOCK=LOOP_CFG["BLOCK"] * 2 // max(size, 2))
     chunk_bytes, warps = EXCHANGE_BWD if backward else EXCHANGE_FWD
     block = chunk_bytes // max(size, 2)
