@@ -14,7 +14,7 @@ import baracuda.torch as bt
 from baracuda.backends.triton_exchange import SPIN_LIMIT
 from baracuda.core.plan import _select_cached
 from baracuda.families.softmax import plans as P
-from baracuda.families.softmax.kernels import EXCHANGE, LOOP, SPLIT_STATS
+from baracuda.families.softmax.kernels import EXCHANGE, LOOP
 from baracuda.frontends.torch import factory
 from baracuda.tools.bench import time_fn
 
@@ -41,7 +41,6 @@ def main() -> None:
         nbytes = 2 * sets[0]["x"].numel() * 2
         for name, cfg in (("default", ORIG), ("exchange 8192x8", forced(EXCHANGE, 8192, 8)),
                           ("exchange 4096x4", forced(EXCHANGE, 4096, 4)),
-                          ("split 4096x8", forced(SPLIT_STATS, 4096, 8)),
                           ("loop 8192x16", forced(LOOP, 8192, 16))):
             P.launch_config = cfg
             P._STEPS.clear()

@@ -11,7 +11,7 @@ import baracuda as bc
 from baracuda.backends.triton_exchange import SPIN_LIMIT
 from baracuda.families.softmax import plans as P
 from baracuda.families.softmax import torch_api as bt
-from baracuda.families.softmax.kernels import EXCHANGE, LOOP, SPLIT_STATS, TILE
+from baracuda.families.softmax.kernels import EXCHANGE, LOOP, TILE
 from conftest import DEVICE, ON_GPU
 
 F64 = dict(dtype=torch.float64, device=DEVICE)
@@ -57,7 +57,6 @@ def _pass_cfg(mode, n):
 @pytest.mark.parametrize("mode,shape", [
     (TILE, (3, 300)),
     (LOOP, (3, 20001)),
-    (SPLIT_STATS, (2, 20003)),
     (EXCHANGE, (3, 20001)),
     (EXCHANGE, (2, 40000)),  # 5 chunks, the last one partial
 ])

@@ -6,16 +6,12 @@ constexprs (MODE):
 - MODE 1, LOOP: one program per line, longer than a block: an online max/sum pass (per-lane
   running max and sum, no cross-lane reduction inside the loop) and a second pass that
   re-reads the line backwards, so that the blocks read last come from L2.
-- MODE 4, EXCHANGE: a line longer than a block is cut into BLOCK-wide chunks, one program
+- MODE 2, EXCHANGE: a line longer than a block is cut into BLOCK-wide chunks, one program
   each, that stay in registers: the programs of a line swap their partial (max, sum) —
   backward: partial dot — through the workspace inside the launch (backends/triton_exchange.py)
   and write their chunk, so the line is read from DRAM once.
-- MODE 2 / 3, SPLIT: the same chunks in two launches (the line is read twice), kept for the
-  tile sweep (tune.py): MODE 2 writes each chunk's partial (max, sum) — backward: partial dot —
-  to the workspace; MODE 3 merges a line's partials in a fixed order and writes its chunk,
-  walking the chunks in reverse launch order so that those MODE 2 read last are still in L2.
 
-KEEP / STREAM are L2 eviction hints for the two-read modes: the first read may ask to keep the
+KEEP / STREAM are L2 eviction hints for LOOP's two reads: the first read may ask to keep the
 line (evict_last) for the second read, which, like the stores, need not stay (evict_first).
 """
 
@@ -27,7 +23,7 @@ import triton.language as tl
 from ...backends.triton_exchange import arrive_and_wait
 from ...backends.triton_support import line_offset
 
-TILE, LOOP, SPLIT_STATS, SPLIT_WRITE, EXCHANGE = 0, 1, 2, 3, 4
+TILE, LOOP, EXCHANGE = 0, 1, 2
 
 
 @triton.jit
@@ -121,15 +117,7 @@ def softmax_fwd_kernel(
                 y = tl.exp(x - m) * inv
             tl.store(y_row + c * ysn, y.to(y_ptr.dtype.element_ty), mask=c < N,
                      eviction_policy=STREAM)
-    elif MODE == 2:
-        row = pid // n_chunks
-        c = (pid % n_chunks) * BLOCK + cols
-        x_row = x_ptr + line_offset(row, S1, S2, S3, xs0, xs1, xs2, xs3)
-        x = tl.load(x_row + c * xsn, mask=c < N, other=NEG, eviction_policy=KEEP).to(ACC)
-        m, s = _chunk_max_sum(x)
-        tl.store(ws_ptr + 2 * pid, m)
-        tl.store(ws_ptr + 2 * pid + 1, s)
-    elif MODE == 4:
+    else:  # EXCHANGE
         row = pid // n_chunks
         base = (pid - row * n_chunks) * BLOCK  # the chunk's first element (scalar: cols stay
         rest = N - base                        # 32-bit, fewer registers held over the wait)
@@ -169,24 +157,6 @@ def softmax_fwd_kernel(
             y = held * (tl.exp(m_c - m) / s)
         y_row = y_ptr + line_offset(row, S1, S2, S3, ys0, ys1, ys2, ys3)
         tl.store(y_row + base * ysn + cols * ysn, y.to(y_ptr.dtype.element_ty), mask=cols < rest)
-    else:
-        p = n_rows * n_chunks - 1 - pid
-        row = p // n_chunks
-        j = tl.arange(0, PARTS)
-        part = ws_ptr + 2 * (row * n_chunks + j)
-        m_p = tl.load(part, mask=j < n_chunks, other=NEG)
-        s_p = tl.load(part + 1, mask=j < n_chunks, other=0.0)
-        m, s = _merge_max_sum(m_p, s_p, 0)
-        c = (p % n_chunks) * BLOCK + cols
-        x_row = x_ptr + line_offset(row, S1, S2, S3, xs0, xs1, xs2, xs3)
-        y_row = y_ptr + line_offset(row, S1, S2, S3, ys0, ys1, ys2, ys3)
-        x = tl.load(x_row + c * xsn, mask=c < N, other=NEG, eviction_policy=STREAM).to(ACC)
-        if LOG:
-            y = x - (m + tl.log(s))
-        else:
-            y = tl.exp(x - m) * (1.0 / s)
-        tl.store(y_row + c * ysn, y.to(y_ptr.dtype.element_ty), mask=c < N,
-                 eviction_policy=STREAM)
 
 
 @triton.jit
@@ -222,11 +192,8 @@ def softmax_bwd_kernel(
     else:
         if MODE == 1:
             row = pid
-        elif MODE == 2 or MODE == 4:
-            row = pid // n_chunks
         else:
-            p = n_rows * n_chunks - 1 - pid
-            row = p // n_chunks
+            row = pid // n_chunks
         g_row = dy_ptr + line_offset(row, S1, S2, S3, gs0, gs1, gs2, gs3)
         y_row = y_ptr + line_offset(row, S1, S2, S3, ys0, ys1, ys2, ys3)
         d_row = dx_ptr + line_offset(row, S1, S2, S3, ds0, ds1, ds2, ds3)
@@ -252,16 +219,7 @@ def softmax_bwd_kernel(
                     dx = y * (g - total)
                 tl.store(d_row + c * dsn, dx.to(dx_ptr.dtype.element_ty), mask=c < N,
                          eviction_policy=STREAM)
-        elif MODE == 2:
-            c = (pid % n_chunks) * BLOCK + cols
-            g = tl.load(g_row + c * gsn, mask=c < N, other=0.0, eviction_policy=KEEP).to(ACC)
-            if LOG:
-                y = g  # the log_softmax partial does not read y
-            else:
-                y = tl.load(y_row + c * ysn, mask=c < N, other=0.0,
-                            eviction_policy=KEEP).to(ACC)
-            tl.store(ws_ptr + pid, _chunk_dot(g, y, LOG))
-        elif MODE == 4:
+        else:  # EXCHANGE
             base = (pid - row * n_chunks) * BLOCK  # scalar chunk start: cols stay 32-bit
             rest = N - base
             g = tl.load(g_row + base * gsn + cols * gsn, mask=cols < rest, other=0.0).to(ACC)
@@ -289,15 +247,3 @@ def softmax_bwd_kernel(
                 dx = y * (g - total)
             tl.store(d_row + base * dsn + cols * dsn, dx.to(dx_ptr.dtype.element_ty),
                      mask=cols < rest)
-        else:
-            j = tl.arange(0, PARTS)
-            total = tl.sum(tl.load(ws_ptr + row * n_chunks + j, mask=j < n_chunks, other=0.0), 0)
-            c = (p % n_chunks) * BLOCK + cols
-            g = tl.load(g_row + c * gsn, mask=c < N, other=0.0, eviction_policy=STREAM).to(ACC)
-            y = tl.load(y_row + c * ysn, mask=c < N, other=0.0, eviction_policy=STREAM).to(ACC)
-            if LOG:
-                dx = g - tl.exp(y) * total
-            else:
-                dx = y * (g - total)
-            tl.store(d_row + c * dsn, dx.to(dx_ptr.dtype.element_ty), mask=c < N,
-                     eviction_policy=STREAM)

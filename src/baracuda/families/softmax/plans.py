@@ -44,8 +44,6 @@ from .descriptors import (
 from .kernels import (
     EXCHANGE,
     LOOP,
-    SPLIT_STATS,
-    SPLIT_WRITE,
     TILE,
     softmax_bwd_kernel,
     softmax_fwd_kernel,
@@ -55,8 +53,8 @@ from .kernels import (
 MAX_SINGLE_BLOCK = 16384
 #: EXCHANGE chunk as (bytes of one tensor's chunk, warps), forward / backward; H100 sweep at
 #: [1024, 65536] and [256, 262144] bf16 (PERF_NOTES.md): backward 8192 x 4 warps 2657 / 2565
-#: GB/s (the LOOP / SPLIT it replaces 2116 / 1794), forward 8192 x 8 warps 2288 / 2117 with
-#: an L2 flush before each call (the forward of many lines LOOPs, below).
+#: GB/s (the LOOP / two-launch split it replaced: 2116 / 1794), forward 8192 x 8 warps
+#: 2288 / 2117 with an L2 flush before each call (the forward of many lines LOOPs, below).
 EXCHANGE_FWD = (16384, 8)
 EXCHANGE_BWD = (16384, 4)
 #: The forward LOOP (second read partly from L2, hints) stays ahead of the exchange when calls
@@ -105,7 +103,7 @@ def workspace_bytes(desc) -> int:
         if i != desc.axis:
             rows *= d
     cfg = launch_config(extent, desc.element, rows, desc_is_backward(desc))
-    if cfg["MODE"] not in (SPLIT_STATS, EXCHANGE) or rows == 0:
+    if cfg["MODE"] != EXCHANGE or rows == 0:
         return 0
     acc = torch.float64 if desc.element is ElementKind.F64 else torch.float32
     # groups of outer dims are launched one after another and reuse the same partials
@@ -180,10 +178,7 @@ def _steps(kernel, desc, tensors, cfg):
         n_chunks = triton_cdiv(view.extent, cfg["BLOCK"])
         ints = (n_rows, view.extent, n_chunks, *shape[1:], *stride_args)
         views = None if single else group
-        if mode == SPLIT_STATS:
-            grid = (n_rows * n_chunks,)
-            out += [(views, grid, ints, m, common) for m in (SPLIT_STATS, SPLIT_WRITE)]
-        elif mode == EXCHANGE:
+        if mode == EXCHANGE:
             out.append((views, (n_rows * n_chunks,), ints, mode, common))
         else:
             out.append((views, (triton_cdiv(n_rows, rows_per_prog),), ints, mode, common))

@@ -20,7 +20,7 @@ from .descriptors import (
     SoftmaxDescriptor,
     SoftmaxKind,
 )
-from .kernels import SPLIT_STATS, SPLIT_WRITE, softmax_bwd_kernel, softmax_fwd_kernel
+from .kernels import softmax_bwd_kernel, softmax_fwd_kernel
 from .plans import SoftmaxBackwardPlan, SoftmaxPlan, launch_config
 
 FLOATS = (ElementKind.F32, ElementKind.F16, ElementKind.BF16, ElementKind.F64)
@@ -115,20 +115,23 @@ class SoftmaxSpec(PlanSpec):
             t = "*" + triton_dtype(element.torch_dtype)
             for kernel, ptrs in ((softmax_fwd_kernel, ("x_ptr", "y_ptr")),
                                  (softmax_bwd_kernel, ("dy_ptr", "y_ptr", "dx_ptr"))):
-                cfg = launch_config(extent, element, rows=4096,
-                                    backward=kernel is softmax_bwd_kernel)
-                warps = cfg.pop("num_warps")
-                modes = [cfg.pop("MODE")]
-                if modes[0] == SPLIT_STATS:
-                    modes.append(SPLIT_WRITE)
-                for mode in modes:
+                backward = kernel is softmax_bwd_kernel
+                # many lines (TILE / LOOP / EXCHANGE) and, past a block, few lines (EXCHANGE)
+                cfgs = {}
+                for rows in (4096, 64):
+                    cfg = launch_config(extent, element, rows=rows, backward=backward)
+                    cfgs.setdefault(cfg["MODE"], cfg)
+                for mode, cfg in cfgs.items():
+                    cfg = dict(cfg)
+                    warps = cfg.pop("num_warps")
+                    del cfg["MODE"]
                     sig = {p: t for p in ptrs}
                     sig["ws_ptr"] = "*fp32"
                     sig["cnt_ptr"] = "*i32"
                     # as the JIT specializes a contiguous line: unit strides along it are
                     # constants, the other ints (row strides, extents) multiples of 16
-                    const = dict({"KEEP": "", "STREAM": "", "SPIN": 0}, **cfg, MODE=mode, LOG=False,
-                                 ACC=_acc_name(element), WIDE=False,
+                    const = dict({"KEEP": "", "STREAM": "", "SPIN": 0}, **cfg, MODE=mode,
+                                 LOG=False, ACC=_acc_name(element), WIDE=False,
                                  **{n: 1 for n in kernel.arg_names if n[1:] == "sn"})
                     sig.update({n: "i32" for n in kernel.arg_names
                                 if n not in sig and n not in const})

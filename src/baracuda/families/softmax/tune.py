@@ -20,7 +20,7 @@ from ..loss import plans as LP
 from ..loss.descriptors import CrossEntropyLossDescriptor
 from . import plans as P
 from .descriptors import SoftmaxBackwardDescriptor, SoftmaxDescriptor, SoftmaxKind
-from .kernels import EXCHANGE, LOOP, SPLIT_STATS, TILE, softmax_bwd_kernel, softmax_fwd_kernel
+from .kernels import EXCHANGE, LOOP, TILE, softmax_bwd_kernel, softmax_fwd_kernel
 
 T0 = time.time()
 
@@ -46,8 +46,6 @@ def configs(n: int, f32: bool):
                             PARTS=triton.next_power_of_2(triton.cdiv(n, b))))
         hint = dict(KEEP="evict_last", STREAM="evict_first")
         out.append(dict(MODE=LOOP, BLOCK=8192, ROWS=1, num_warps=16, PARTS=1, **hint))
-        out.append(dict(MODE=SPLIT_STATS, BLOCK=4096, ROWS=1, num_warps=8,
-                        PARTS=triton.next_power_of_2(triton.cdiv(n, 4096))))
     return out
 
 
