@@ -191,3 +191,33 @@ def test_counting_and_radix_sorts_agree(n, s, drop, device):
             perm = radix_sort(ids, s, views, drop=drop)
         got.append((perm[:n].clone(), views["offsets"].clone()))
     assert torch.equal(got[0][0], got[1][0]) and torch.equal(got[0][1], got[1][1])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("fn", [segment_max, segment_min])
+def test_many_ties_at_scale_first_row_and_bitwise_reruns_gpu(fn):
+    """Unsorted ids, values from {0, 1, 2, 3}: almost every (segment, column) extremum is
+    tied across hundreds of rows; the gradient must go to the first of them, the same rows
+    on every rerun (the winner is picked by row index, not by which program finishes first)."""
+    gen = torch.Generator().manual_seed(11)
+    n, d, s = 1 << 18, 64, 512
+    x = torch.randint(0, 4, (n, d), generator=gen).float().cuda().requires_grad_()
+    ids = torch.randint(0, s, (n,), generator=gen).cuda()
+    g_out = torch.randn(s, d, generator=gen).cuda()
+    runs = []
+    for _ in range(3):
+        out = fn(x, ids, s)
+        (g,) = torch.autograd.grad(out, x, g_out)
+        runs.append((out, g))
+    for out, g in runs[1:]:
+        assert_bitwise_equal(out, runs[0][0])
+        assert_bitwise_equal(g, runs[0][1])
+    out, g = runs[0]
+    xd = x.detach()
+    hit = xd == out[ids]  # rows attaining their segment's extremum, per column
+    rows = torch.arange(n, device="cuda")[:, None].expand(n, d)
+    first = torch.full((s, d), n, device="cuda").scatter_reduce(
+        0, ids[:, None].expand(n, d), torch.where(hit, rows, n), "amin")
+    want = torch.where(rows == first[ids], g_out[ids], 0.0)
+    assert_bitwise_equal(g, want)

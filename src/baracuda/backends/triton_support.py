@@ -260,27 +260,24 @@ def _fast_run(kernel, slow_run, *args, grid, warmup, **kwargs):
             entry = (compiled, tuple(bound.values())[len(args):], _direct_launch(compiled))
             table[key] = entry
             if recording is not None:
-                _record(recording, kernel, entry, args, grid)
+                recording.add(*_launch_of(kernel, entry, args, grid))
         elif recording is not None:
             recording.refuse(f"{kernel.__name__}: a runtime argument passed by keyword")
         return compiled
-    compiled, tail, direct = entry
-    full = (*args, *tail)
-    if callable(grid):
-        grid = grid(dict(zip(kernel.arg_names, full)))
+    direct, compiled, grid, full = _launch_of(kernel, entry, args, grid)
     if recording is not None:
-        recording.add(direct, compiled, tuple(grid), full)
+        recording.add(direct, compiled, grid, full)
     g1 = grid[1] if len(grid) > 1 else 1
     g2 = grid[2] if len(grid) > 2 else 1
     stream = torch._C._cuda_getCurrentRawStream(device)
-    runtime = knobs.runtime
-    # Hooks are honoured as Triton does; an empty HookChain (3.6's default, never None) is
+    # Hooks are honoured as Triton does; empty HookChains (3.6's default, never None) are
     # skipped, saving the metadata dictionary and two Python calls per launch.
-    enter, leave = runtime.launch_enter_hook, runtime.launch_exit_hook
-    if not launch_replay._chain_busy(enter) and not launch_replay._chain_busy(leave):
-        enter = leave = meta = None
-    else:
+    if launch_replay.hooks_installed():
+        runtime = knobs.runtime
+        enter, leave = runtime.launch_enter_hook, runtime.launch_exit_hook
         meta = compiled.launch_metadata(grid, stream, *full)
+    else:
+        enter = leave = meta = None
     if direct is None:
         compiled.run(grid[0], g1, g2, stream, compiled.function, compiled.packed_metadata,
                      meta, enter, leave, *full)
@@ -291,13 +288,14 @@ def _fast_run(kernel, slow_run, *args, grid, warmup, **kwargs):
     return compiled
 
 
-def _record(recording, kernel, entry, args, grid) -> None:
-    """Record a launch that went through Triton's own path (the first of its key)."""
+def _launch_of(kernel, entry, args, grid) -> tuple:
+    """(direct launcher or None, compiled kernel, grid tuple, full arguments) of one launch
+    from its table entry: what the fast path launches and what a recording keeps."""
     compiled, tail, direct = entry
     full = (*args, *tail)
     if callable(grid):
         grid = grid(dict(zip(kernel.arg_names, full)))
-    recording.add(direct, compiled, tuple(grid), full)
+    return direct, compiled, tuple(grid), full
 
 
 def _direct_launch(compiled):
