@@ -24,6 +24,7 @@ import triton.language as tl
 
 from ...backends.triton_exchange import SPIN_LIMIT, exchange_bytes, split_workspace, zero
 from ...backends.triton_support import (
+    INTERPRET,
     MAX_OUTER_DIMS,
     RecipeCache,
     next_pow2,
@@ -63,6 +64,8 @@ EXCHANGE_BWD = (16384, 4)
 #: exchange is ahead at [256, 262144] when each call follows an L2 flush (2098 vs 1929). The
 #: exchange takes the forward of lines too few to fill the GPU one program per line.
 LOOP_MIN_ROWS = 256
+#: Chunks per line at most under the interpreter (see launch_config).
+INTERPRET_MAX_CHUNKS = 4
 LOOP_CFG = {"MODE": LOOP, "BLOCK": 8192, "ROWS": 1, "num_warps": 16, "PARTS": 1,
             "KEEP": "evict_last", "STREAM": "evict_first"}
 
@@ -84,6 +87,9 @@ def launch_config(extent: int, element: ElementKind, rows: int = 1 << 20,
         return dict(LOOP_CFG, BLOCK=LOOP_CFG["BLOCK"] * 2 // max(size, 2))
     chunk_bytes, warps = EXCHANGE_BWD if backward else EXCHANGE_FWD
     block = chunk_bytes // max(size, 2)
+    if INTERPRET:  # there every program but a line's last recomputes the line's partials
+        # (no program waits): O(chunks^2) interpreted loads; a few wide chunks keep it cheap
+        block = max(block, next_pow2(triton_cdiv(extent, INTERPRET_MAX_CHUNKS)))
     parts = next_pow2(triton_cdiv(extent, block))
     return {"MODE": EXCHANGE, "BLOCK": block, "ROWS": 1, "num_warps": warps, "PARTS": parts,
             "SPIN": SPIN_LIMIT}
