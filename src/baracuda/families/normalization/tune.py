@@ -65,7 +65,7 @@ def _configs(kind: str, m: int) -> list[dict]:
                                         num_warps=warps, PIPE=pipe, G=per_sm * sms))
     if kind == "fwd":
         for block_n, warps in ((4096, 16), (4096, 32), (8192, 16), (8192, 32)):
-            for per_sm in (1, 2):
+            for per_sm in (1, 2, 4, 8):  # 8 per SM: about one program per row at 1024 rows
                 out.append(dict(BLOCK_R=1, BLOCK_N=block_n, SINGLE=False, num_warps=warps,
                                 PIPE=False, G=per_sm * sms, **L.LOOP_HINTS))
         return out
