@@ -158,9 +158,12 @@ def _fwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) ->
     # the sm_90a compile), f64 2048 (16 KB). Two programs per SM and L2 hints (first read
     # evict_last, second read and the stores evict_first): rms_norm bf16 [1024, 65536]
     # 1877 -> 2244 GB/s, [256, 262144] 1537 -> 1818 on the H100 (2026-11-22 sweep).
+    # rms_norm halves: 32 warps and 4 programs per SM, 2332 -> 2421 GB/s at [1024, 65536]
+    # (session-5 sweep); layer_norm's table stays the best there (2136).
     block_n = 8192 if _is_half(element) else 2048
-    return dict(BLOCK_R=1, BLOCK_N=block_n, SINGLE=False, num_warps=16, PIPE=False,
-                G=min(rows, 2 * sm_count()), **LOOP_HINTS)
+    wide = _is_half(element) and not layer
+    return dict(BLOCK_R=1, BLOCK_N=block_n, SINGLE=False, num_warps=32 if wide else 16,
+                PIPE=False, G=min(rows, (4 if wide else 2) * sm_count()), **LOOP_HINTS)
 
 
 @functools.lru_cache(maxsize=1024)
