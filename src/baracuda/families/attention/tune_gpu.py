@@ -17,15 +17,10 @@ import torch
 
 
 def _bench(fn, reps: int = 20) -> float:
-    fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(reps):
-        fn()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) / reps / 1e3
+    """Mean seconds per call (one warm-up call, then `reps` timed back to back)."""
+    from ...tools.bench import CudaEventChain
+
+    return sum(CudaEventChain(fn, reps).ms()) / reps / 1e3
 
 
 def main(budget_s: float = 100.0, only_d128: bool = False) -> None:

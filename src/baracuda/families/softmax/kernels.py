@@ -39,6 +39,14 @@ def _merge_max_sum(m_vec, s_vec, AXIS: tl.constexpr):
 
 
 @triton.jit
+def _load_chunk(line_ptr, start, stride, N, cols, other, ACC: tl.constexpr):
+    """Elements [start, start + BLOCK) of a line (scalar start: cols stay 32-bit, fewer
+    registers held over the exchange's wait), `other` past its end, as ACC."""
+    return tl.load(line_ptr + start * stride + cols * stride, mask=cols < N - start,
+                   other=other).to(ACC)
+
+
+@triton.jit
 def _chunk_exp(x):
     """A chunk's max and exp(x - max) (0 where x = -inf, also for an all -inf chunk)."""
     m = tl.max(x, 0)
@@ -119,10 +127,9 @@ def softmax_fwd_kernel(
                      eviction_policy=STREAM)
     else:  # EXCHANGE
         row = pid // n_chunks
-        base = (pid - row * n_chunks) * BLOCK  # the chunk's first element (scalar: cols stay
-        rest = N - base                        # 32-bit, fewer registers held over the wait)
+        base = (pid - row * n_chunks) * BLOCK  # the chunk's first element
         x_row = x_ptr + line_offset(row, S1, S2, S3, xs0, xs1, xs2, xs3)
-        x = tl.load(x_row + base * xsn + cols * xsn, mask=cols < rest, other=NEG).to(ACC)
+        x = _load_chunk(x_row, base, xsn, N, cols, NEG, ACC)
         m_c, e = _chunk_exp(x)
         s_c = tl.sum(e, 0)
         if LOG:
@@ -140,12 +147,10 @@ def softmax_fwd_kernel(
             m_p = tl.full([PARTS], NEG, ACC)
             s_p = tl.zeros([PARTS], ACC)
             for k in range(0, n_chunks):
-                kb = k * BLOCK
-                mk, sk = _chunk_max_sum(tl.load(x_row + kb * xsn + cols * xsn,
-                                                mask=cols < N - kb, other=NEG).to(ACC))
+                mk, sk = _chunk_max_sum(_load_chunk(x_row, k * BLOCK, xsn, N, cols, NEG, ACC))
                 m_p = tl.where(j == k, mk, m_p)
                 s_p = tl.where(j == k, sk, s_p)
-            x = tl.load(x_row + base * xsn + cols * xsn, mask=cols < rest, other=NEG).to(ACC)
+            x = _load_chunk(x_row, base, xsn, N, cols, NEG, ACC)
             if LOG:  # (not held above)
                 held = x
             else:
@@ -156,7 +161,8 @@ def softmax_fwd_kernel(
         else:
             y = held * (tl.exp(m_c - m) / s)
         y_row = y_ptr + line_offset(row, S1, S2, S3, ys0, ys1, ys2, ys3)
-        tl.store(y_row + base * ysn + cols * ysn, y.to(y_ptr.dtype.element_ty), mask=cols < rest)
+        tl.store(y_row + base * ysn + cols * ysn, y.to(y_ptr.dtype.element_ty),
+                 mask=cols < N - base)
 
 
 @triton.jit
@@ -220,10 +226,9 @@ def softmax_bwd_kernel(
                 tl.store(d_row + c * dsn, dx.to(dx_ptr.dtype.element_ty), mask=c < N,
                          eviction_policy=STREAM)
         else:  # EXCHANGE
-            base = (pid - row * n_chunks) * BLOCK  # scalar chunk start: cols stay 32-bit
-            rest = N - base
-            g = tl.load(g_row + base * gsn + cols * gsn, mask=cols < rest, other=0.0).to(ACC)
-            y = tl.load(y_row + base * ysn + cols * ysn, mask=cols < rest, other=0.0).to(ACC)
+            base = (pid - row * n_chunks) * BLOCK  # the chunk's first element
+            g = _load_chunk(g_row, base, gsn, N, cols, 0.0, ACC)
+            y = _load_chunk(y_row, base, ysn, N, cols, 0.0, ACC)
             tl.store(ws_ptr + pid, _chunk_dot(g, y, LOG))
             j = tl.arange(0, PARTS)
             if arrive_and_wait(cnt_ptr + row, n_chunks, SPIN):
@@ -232,18 +237,15 @@ def softmax_bwd_kernel(
             else:  # not every chunk ran: compute the line's partials here, the same bits
                 parts = tl.zeros([PARTS], ACC)
                 for k in range(0, n_chunks):
-                    kb = k * BLOCK
-                    gk = tl.load(g_row + kb * gsn + cols * gsn, mask=cols < N - kb,
-                                 other=0.0).to(ACC)
-                    yk = tl.load(y_row + kb * ysn + cols * ysn, mask=cols < N - kb,
-                                 other=0.0).to(ACC)
+                    gk = _load_chunk(g_row, k * BLOCK, gsn, N, cols, 0.0, ACC)
+                    yk = _load_chunk(y_row, k * BLOCK, ysn, N, cols, 0.0, ACC)
                     parts = tl.where(j == k, _chunk_dot(gk, yk, LOG), parts)
-                g = tl.load(g_row + base * gsn + cols * gsn, mask=cols < rest, other=0.0).to(ACC)
-                y = tl.load(y_row + base * ysn + cols * ysn, mask=cols < rest, other=0.0).to(ACC)
+                g = _load_chunk(g_row, base, gsn, N, cols, 0.0, ACC)
+                y = _load_chunk(y_row, base, ysn, N, cols, 0.0, ACC)
             total = tl.sum(parts, 0)
             if LOG:
                 dx = g - tl.exp(y) * total
             else:
                 dx = y * (g - total)
             tl.store(d_row + base * dsn + cols * dsn, dx.to(dx_ptr.dtype.element_ty),
-                     mask=cols < rest)
+                     mask=cols < N - base)
