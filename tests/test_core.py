@@ -235,3 +235,15 @@ def test_broadcast_shapes_matches_torch():
         with pytest.raises(RuntimeError) as theirs:
             torch.broadcast_shapes(*shapes)
         assert str(ours.value) == str(theirs.value)
+
+
+def test_stride_alignment_is_typed_and_says_what_expected_got():
+    t = torch.empty(3, 69)[:, :64]  # rows 69 f32 apart: not a multiple of 4 elements (16 B)
+    with pytest.raises(bc.MisalignedOperand, match=r"P: q outer strides .* multiples of 4 "
+                                                   r"elements \(16 bytes\), got \(69, 1\)"):
+        V.check_stride_alignment("P", "q", t, 16)
+    V.check_stride_alignment("P", "q", torch.empty(3, 68)[:, :64], 16)  # 68 = 17 x 4: fine
+    V.check_stride_alignment("P", "q", torch.empty(1, 69)[:, :64], 16)  # one row: no step
+    V.check_stride_alignment("P", "q", torch.empty(0, 69), 16)  # empty: nothing to check
+    with pytest.raises(bc.MisalignedOperand):  # a zero (broadcast) row stride
+        V.check_stride_alignment("P", "q", torch.empty(1, 64).expand(3, 64), 16)
