@@ -21,6 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     p_bench.add_argument("--quick", action="store_true", help="headline shapes only")
     p_bench.add_argument("--json", dest="json_path")
     p_bench.add_argument("--png", dest="png_path")
+    p_bench.add_argument("--match", help="only cases whose 'name shape' contains this text")
     sub.add_parser("demo", help="a transformer-style block, forward and backward, on baracuda")
     args = parser.parse_args(argv)
 
@@ -37,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "bench":
         from .tools.bench import main as bench
 
-        return bench(args.family, args.quick, args.json_path, args.png_path)
+        return bench(args.family, args.quick, args.json_path, args.png_path, match=args.match)
     from .tools.demo import main as demo
 
     return demo()

@@ -290,14 +290,14 @@ def overhead_cases() -> list[BenchCase]:
 
 
 def main(family: str | None, quick: bool, json_path: str | None, png_path: str | None,
-         budget_s: float = 0.5) -> int:
+         budget_s: float = 0.5, match: str | None = None) -> int:
     if not torch.cuda.is_available():
         print("baracuda bench: no CUDA device; benchmarks need a GPU (see scripts/gpu_run.sh)")
         return 2
     device = torch.device("cuda")
     work = [(fam, c) for fam, fn in registry.benches(family).items() for c in fn(quick)
-            if c.quick or not quick]
-    if family in (None, "overhead"):
+            if (c.quick or not quick) and (match is None or match in f"{c.name} {c.shape}")]
+    if family in (None, "overhead") and match is None:
         work = [("overhead", c) for c in overhead_cases()] + work
     try:
         from tqdm import tqdm

@@ -1,7 +1,8 @@
 # ruff: noqa: B023  (lambdas are timed at once)
 """GPU tile sweep for the row-norm kernels (not part of the package API).
 
-    python -m baracuda.families.normalization.tune [budget] [fwd|bwd|both] [dtypes] [i,j] [layer]
+    python -m baracuda.families.normalization.tune [budget] [fwd|bwd|both] [dtypes] [i,j]
+        [layer] [plain]
 
 For each bench shape (or those at indices i,j; rms_norm with weight, or layer_norm with
 weight and bias; dtypes e.g. "bfloat16,float32", default bf16)
@@ -35,6 +36,7 @@ from .descriptors import (
 from .plans import LayerNormBackwardPlan, LayerNormPlan, RMSNormBackwardPlan, RMSNormPlan
 
 SHAPES = [(32768, 1024), (16384, 4096), (4096, 16384), (1024, 65536)]
+PLAIN_ONLY = "plain" in sys.argv[5:]  # only plain grids (one row group per program)
 T0 = time.time()
 
 
@@ -48,7 +50,8 @@ def _use(kind: str, cfg: dict | None) -> None:
         c.cache_clear()  # plans keep the workspace size of the table they were selected with
 
 
-def _configs(kind: str, m: int) -> list[dict]:
+def _configs(kind: str, m: int, rows: int) -> list[dict]:
+    """Candidate tiles; per_sm 0 is a plain grid (one row group per program, no prefetch)."""
     sms = sm_count()
     out = []
     if m <= 16384:
@@ -59,10 +62,11 @@ def _configs(kind: str, m: int) -> list[dict]:
                 per_thread = block_r * m // (32 * warps)
                 if not 8 <= per_thread <= 64 or (kind == "fwd" and per_thread > 32):
                     continue
-                for per_sm in (1, 2, 4):
-                    for pipe in (False, True):
+                for per_sm in (0,) if PLAIN_ONLY else (0, 1, 2, 4):
+                    for pipe in (False, True) if per_sm else (False,):
+                        g = per_sm * sms if per_sm else -(-rows // block_r)
                         out.append(dict(BLOCK_R=block_r, BLOCK_N=m, SINGLE=True,
-                                        num_warps=warps, PIPE=pipe, G=per_sm * sms))
+                                        num_warps=warps, PIPE=pipe, G=g))
     if kind == "fwd":
         for block_n, warps in ((4096, 16), (4096, 32), (8192, 16), (8192, 32)):
             for per_sm in (1, 2, 4, 8):  # 8 per SM: about one program per row at 1024 rows
@@ -127,7 +131,7 @@ def sweep(kind: str, budget: float, dtype: torch.dtype, shapes=SHAPES, layer=Fal
         _time(plan_cls, desc, args)  # clocks up, compiled
         base = nbytes / _time(plan_cls, desc, args) / 1e6
         results = []
-        for cfg in _configs(kind, shape[1]):
+        for cfg in _configs(kind, shape[1], shape[0]):
             if time.time() - T0 > budget:
                 print("budget exhausted")
                 return
@@ -152,7 +156,7 @@ if __name__ == "__main__":
                                           else "bfloat16").split(",")]
     picked = (SHAPES if len(sys.argv) <= 4 else
               [SHAPES[int(i)] for i in sys.argv[4].split(",")])
-    layer = len(sys.argv) > 5 and sys.argv[5] == "layer"
+    layer = "layer" in sys.argv[5:]
     for dtype in dtypes:
         for k in ("fwd", "bwd"):
             if which in (k, "both"):
