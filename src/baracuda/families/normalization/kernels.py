@@ -197,8 +197,9 @@ def row_norm_fwd_kernel(
                 mean = k + t1
                 var = tl.maximum(tl.sum(s2, 1) / M - t1 * t1, 0.0)
             rstd = 1.0 / tl.sqrt(var + eps_a)
-            for start in range(0, M, BLOCK_N):
-                cols = start + cols0
+            last = ((M - 1) // BLOCK_N) * BLOCK_N
+            for i in range(0, M, BLOCK_N):
+                cols = (last - i) + cols0  # backwards: the blocks read last are likeliest in L2
                 cm = cols < M
                 mask = row_ok[:, None] & cm[None, :]
                 if HAS_RES:

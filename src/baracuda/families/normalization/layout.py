@@ -131,6 +131,10 @@ def _register_tile(block_n: int, element: ElementKind) -> int:
     return max(block_n, 4096)
 
 
+#: Row lengths (exclusive, inclusive) whose forward takes the plain one-row grid.
+PLAIN_ROWS = (512, 2048)
+
+
 @functools.lru_cache(maxsize=1024)
 def _fwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) -> dict:
     """Tile table for the forward: the row in registers up to 16K elements (8K in f64),
@@ -143,6 +147,14 @@ def _fwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) ->
     thread, 8 programs per SM. (sm_90a compiles: no spills.) `layer`: layer_norm, whose
     16K-row prefetch would spill."""
     single_max = 8192 if element is ElementKind.F64 else 16384
+    if PLAIN_ROWS[0] < m <= PLAIN_ROWS[1] and element is not ElementKind.F64:
+        # One row per program on a plain grid, 16 elements per thread: many small programs
+        # in flight hide DRAM latency better than the persistent prefetching tile here.
+        # H100 sweep (session 6, CUDA-graph timed, x + y GB/s) at [32768, 1024]: rms bf16
+        # 2618 -> 2817, layer bf16 2555 -> 2803, rms f32 2715 -> 2914, layer f32 2665 -> 2895.
+        block_n = next_pow2(m)
+        return dict(BLOCK_R=1, BLOCK_N=block_n, SINGLE=True, num_warps=block_n // 512,
+                    PIPE=False, G=rows)
     if m <= single_max:
         block_n = next_pow2(m)
         block_r = _clamp(_register_tile(block_n, element) // block_n, 1, 32)

@@ -4,8 +4,8 @@
     python -m baracuda.families.normalization.tune [budget] [fwd|bwd|both] [dtypes] [i,j]
         [layer] [plain]
 
-For each bench shape (or those at indices i,j; rms_norm with weight, or layer_norm with
-weight and bias; dtypes e.g. "bfloat16,float32", default bf16)
+For each bench shape and [16384, 2048] (or those at indices i,j; rms_norm with weight, or
+layer_norm with weight and bias; dtypes e.g. "bfloat16,float32", default bf16)
 prints GB/s per config, kernel launches only (the plan's `run`, best of triton's do_bench):
 forward x + y, backward dy + x + dx (+ the tiny dgamma stage). The tables in layout.py are
 set from these measurements.
@@ -35,7 +35,7 @@ from .descriptors import (
 )
 from .plans import LayerNormBackwardPlan, LayerNormPlan, RMSNormBackwardPlan, RMSNormPlan
 
-SHAPES = [(32768, 1024), (16384, 4096), (4096, 16384), (1024, 65536)]
+SHAPES = [(32768, 1024), (16384, 4096), (4096, 16384), (1024, 65536), (16384, 2048)]
 PLAIN_ONLY = "plain" in sys.argv[5:]  # only plain grids (one row group per program)
 T0 = time.time()
 
@@ -62,7 +62,7 @@ def _configs(kind: str, m: int, rows: int) -> list[dict]:
                 per_thread = block_r * m // (32 * warps)
                 if not 8 <= per_thread <= 64 or (kind == "fwd" and per_thread > 32):
                     continue
-                for per_sm in (0,) if PLAIN_ONLY else (0, 1, 2, 4):
+                for per_sm in (0,) if PLAIN_ONLY else (0, 1, 2, 4, 8):
                     for pipe in (False, True) if per_sm else (False,):
                         g = per_sm * sms if per_sm else -(-rows // block_r)
                         out.append(dict(BLOCK_R=block_r, BLOCK_N=m, SINGLE=True,
@@ -130,6 +130,10 @@ def sweep(kind: str, budget: float, dtype: torch.dtype, shapes=SHAPES, layer=Fal
         _use(kind, None)
         _time(plan_cls, desc, args)  # clocks up, compiled
         base = nbytes / _time(plan_cls, desc, args) / 1e6
+        op = "layer_norm" if layer else "rms_norm"
+        table = P.fwd_config(shape[1], shape[0], desc.element, layer) if kind == "fwd" else {}
+        print(f"{op} {kind} {list(shape)} {dtype}: current table {base:.0f} GB/s {table}",
+              flush=True)
         results = []
         for cfg in _configs(kind, shape[1], shape[0]):
             if time.time() - T0 > budget:
@@ -142,8 +146,7 @@ def sweep(kind: str, budget: float, dtype: torch.dtype, shapes=SHAPES, layer=Fal
                 print("  fails:", cfg, type(e).__name__)
         _use(kind, None)
         results.sort(key=lambda r: -r[0])
-        op = "layer_norm" if layer else "rms_norm"
-        print(f"{op} {kind} {list(shape)} {dtype}: current table {base:.0f} GB/s; best:")
+        print(f"{op} {kind} {list(shape)} {dtype}: best:")
         for gbs, cfg in results[:5]:
             short = {k: v for k, v in cfg.items() if k not in L.LOOP_HINTS}
             print(f"   {gbs:7.0f}  {short}")
