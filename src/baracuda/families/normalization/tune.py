@@ -13,6 +13,7 @@ set from these measurements.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -37,6 +38,8 @@ from .plans import LayerNormBackwardPlan, LayerNormPlan, RMSNormBackwardPlan, RM
 
 SHAPES = [(32768, 1024), (16384, 4096), (4096, 16384), (1024, 65536), (16384, 2048)]
 PLAIN_ONLY = "plain" in sys.argv[5:]  # only plain grids (one row group per program)
+#: rows per tile to try (TUNE_BLOCK_R="2,4" narrows a sweep)
+BLOCK_RS = tuple(int(r) for r in os.environ.get("TUNE_BLOCK_R", "1,2,4,8,16").split(","))
 T0 = time.time()
 
 
@@ -55,7 +58,7 @@ def _configs(kind: str, m: int, rows: int) -> list[dict]:
     sms = sm_count()
     out = []
     if m <= 16384:
-        for block_r in (1, 2, 4, 8, 16):
+        for block_r in BLOCK_RS:
             if block_r * m > 16384 or (m > 4096 and block_r > 1):
                 continue
             for warps in (2, 4, 8, 16, 32):
