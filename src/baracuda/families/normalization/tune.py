@@ -40,6 +40,8 @@ SHAPES = [(32768, 1024), (16384, 4096), (4096, 16384), (1024, 65536), (16384, 20
 PLAIN_ONLY = "plain" in sys.argv[5:]  # only plain grids (one row group per program)
 #: rows per tile to try (TUNE_BLOCK_R="2,4" narrows a sweep)
 BLOCK_RS = tuple(int(r) for r in os.environ.get("TUNE_BLOCK_R", "1,2,4,8,16").split(","))
+#: rows per program of the long-row forward loop to try
+LOOP_RS = tuple(int(r) for r in os.environ.get("TUNE_LOOP_R", "1,2,4").split(","))
 T0 = time.time()
 
 
@@ -71,10 +73,13 @@ def _configs(kind: str, m: int, rows: int) -> list[dict]:
                         out.append(dict(BLOCK_R=block_r, BLOCK_N=m, SINGLE=True,
                                         num_warps=warps, PIPE=pipe, G=g))
     if kind == "fwd":
-        for block_n, warps in ((4096, 16), (4096, 32), (8192, 16), (8192, 32)):
+        # several rows per program share each gamma / beta block load of the second pass
+        loops = [(r, n // r, w) for r in LOOP_RS for n in (8192, 16384) for w in (16, 32)
+                 if r > 1 or n == 8192] + [(1, 4096, 16), (1, 4096, 32)]
+        for block_r, block_n, warps in loops:
             for per_sm in (1, 2, 4, 8):  # 8 per SM: about one program per row at 1024 rows
-                out.append(dict(BLOCK_R=1, BLOCK_N=block_n, SINGLE=False, num_warps=warps,
-                                PIPE=False, G=per_sm * sms, **L.LOOP_HINTS))
+                out.append(dict(BLOCK_R=block_r, BLOCK_N=block_n, SINGLE=False,
+                                num_warps=warps, PIPE=False, G=per_sm * sms, **L.LOOP_HINTS))
         return out
     for warps in (4, 8, 16):  # the column split: row-statistics warps, row chunks
         for chunks in (sms // 8, sms // 4, sms // 2, sms):
