@@ -172,10 +172,17 @@ def _fwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) ->
     # 1877 -> 2244 GB/s, [256, 262144] 1537 -> 1818 on the H100 (2026-11-22 sweep).
     # rms_norm halves: 32 warps and 4 programs per SM, 2332 -> 2421 GB/s at [1024, 65536]
     # (session-5 sweep); layer_norm's table stays the best there (2136).
-    block_n = 8192 if _is_half(element) else 2048
-    wide = _is_half(element) and not layer
-    return dict(BLOCK_R=1, BLOCK_N=block_n, SINGLE=False, num_warps=32 if wide else 16,
-                PIPE=False, G=min(rows, (4 if wide else 2) * sm_count()), **LOOP_HINTS)
+    # f32: 4096 x 32 warps, one program per SM, rms 1966 -> 2275 GB/s, layer 2008 -> 2058
+    # at [1024, 65536] (session-6 sweep); a second pass that re-reads the tile of several rows
+    # (shared gamma / beta loads) measured no better for halves.
+    if element is ElementKind.F32:
+        block_n, warps, per_sm = 4096, 32, 1
+    elif _is_half(element):
+        block_n, warps, per_sm = (8192, 16, 2) if layer else (8192, 32, 4)
+    else:
+        block_n, warps, per_sm = 2048, 16, 2
+    return dict(BLOCK_R=1, BLOCK_N=block_n, SINGLE=False, num_warps=warps,
+                PIPE=False, G=min(rows, per_sm * sm_count()), **LOOP_HINTS)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -200,6 +207,11 @@ def _bwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) ->
         warps = _clamp(block_r * block_n // (32 * per_thread), 1, 16)
         per_sm = 1 if block_n >= 16384 else 2
         pipe = block_r * block_n <= 4096
+        if not layer and _is_half(element) and PLAIN_ROWS[0] < m <= 1024:
+            # rms halves at 1024: 64 elements per thread on 2 warps, 4 programs per SM,
+            # 2096 -> 2496 GB/s at [32768, 1024] (session-6 sweep; layer_norm's dbeta
+            # partial keeps the table's 4 warps, 2 per SM: its best, 2175)
+            warps, per_sm = block_r * block_n // (32 * 64), 4
     else:
         # Long rows: the column-split backward (kernels_colsplit.py); G = row chunks.
         block_c, chunk_rows, chunks = colsplit_shape(m, rows, sm_count())
