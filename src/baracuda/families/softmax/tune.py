@@ -1,7 +1,7 @@
 # ruff: noqa: B023, F821  (lambdas are timed at once; loop tensors are freed at the end)
 """GPU tile sweep for softmax and the fused cross-entropy (not part of the package API).
 
-    python -m baracuda.families.softmax.tune [budget_s] [long | short] [noce]
+    python -m baracuda.families.softmax.tune [budget_s] [long | short] [noce] [f32]
 
 Prints GB/s per config (kernel only, best of do_bench) next to torch eager and the full
 frontend call, so the tables in plans.py can be set from measurements.
@@ -35,7 +35,7 @@ def configs(n: int, f32: bool):
         for rows in (1, 2, 4, 8, 16):
             if n * rows > 32768 or (rows > 1 and n > 4096):
                 continue
-            for w in (4, 8, 16, 32):
+            for w in (1, 2, 4, 8, 16, 32):
                 if n * rows // (32 * w) < 2 or n * rows // (32 * w) > 64:
                     continue
                 out.append(dict(MODE=TILE, BLOCK=n, ROWS=rows, num_warps=w, PARTS=1))
@@ -45,7 +45,8 @@ def configs(n: int, f32: bool):
             out.append(dict(MODE=EXCHANGE, BLOCK=b, ROWS=1, num_warps=w, SPIN=SPIN_LIMIT,
                             PARTS=triton.next_power_of_2(triton.cdiv(n, b))))
         hint = dict(KEEP="evict_last", STREAM="evict_first")
-        out.append(dict(MODE=LOOP, BLOCK=8192, ROWS=1, num_warps=16, PARTS=1, **hint))
+        for b, w in ((8192, 16), (8192, 32), (4096, 16), (4096, 32), (2048, 16)):
+            out.append(dict(MODE=LOOP, BLOCK=b, ROWS=1, num_warps=w, PARTS=1, **hint))
     return out
 
 
@@ -56,7 +57,10 @@ def sweep_softmax(budget: float, long_only: bool = False) -> None:
     if "short" in sys.argv[2:]:
         shapes = shapes[:1]
     one_dtype = long_only or "short" in sys.argv[2:]
-    for dtype in (torch.bfloat16,) if one_dtype else (torch.bfloat16, torch.float32):
+    dtypes = (torch.bfloat16,) if one_dtype else (torch.bfloat16, torch.float32)
+    if "f32" in sys.argv[2:]:
+        dtypes = (torch.float32,)
+    for dtype in dtypes:
         for shape in shapes:
             if time.time() - T0 > budget:
                 print("budget exhausted")
