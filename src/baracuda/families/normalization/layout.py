@@ -132,7 +132,7 @@ def _register_tile(block_n: int, element: ElementKind) -> int:
 
 
 #: Row lengths (exclusive, inclusive) whose forward takes the plain one-row grid.
-PLAIN_ROWS = (512, 2048)
+PLAIN_ROWS = (512, 4096)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -151,7 +151,9 @@ def _fwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) ->
         # One row per program on a plain grid, 16 elements per thread: many small programs
         # in flight hide DRAM latency better than the persistent prefetching tile here.
         # H100 sweep (session 6, CUDA-graph timed, x + y GB/s) at [32768, 1024]: rms bf16
-        # 2618 -> 2817, layer bf16 2555 -> 2803, rms f32 2715 -> 2914, layer f32 2665 -> 2895.
+        # 2618 -> 2817, layer bf16 2555 -> 2803, rms f32 2715 -> 2914, layer f32 2665 -> 2895;
+        # at [16384, 4096]: rms bf16 2838 -> 2930, layer bf16 2815 -> 2842, rms f32 2872 ->
+        # 2966, layer f32 2659 -> 2952; [16384, 2048] is the best of its sweep too.
         block_n = next_pow2(m)
         return dict(BLOCK_R=1, BLOCK_N=block_n, SINGLE=True, num_warps=block_n // 512,
                     PIPE=False, G=rows)
