@@ -45,7 +45,7 @@ def configs(n: int, f32: bool):
             out.append(dict(MODE=EXCHANGE, BLOCK=b, ROWS=1, num_warps=w, SPIN=SPIN_LIMIT,
                             PARTS=triton.next_power_of_2(triton.cdiv(n, b))))
         hint = dict(KEEP="evict_last", STREAM="evict_first")
-        for b, w in ((8192, 16), (8192, 32), (4096, 16), (4096, 32), (2048, 16)):
+        for b, w in ((8192, 16), (8192, 32), (16384, 32), (4096, 16), (4096, 32), (2048, 16)):
             out.append(dict(MODE=LOOP, BLOCK=b, ROWS=1, num_warps=w, PARTS=1, **hint))
     return out
 
