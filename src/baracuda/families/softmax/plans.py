@@ -86,6 +86,8 @@ def launch_config(extent: int, element: ElementKind, rows: int = 1 << 20,
         rows_per = max(1, min(16, 4096 // block)) if block <= 2048 else 1
         elems = block * rows_per
         warps = 4 if elems <= 1024 else 8 if elems <= 4096 else 16
+        if size == 4 and rows_per > 1:  # f32 short lines: 32 elements per thread, 2880 vs
+            warps = max(1, elems // 1024)  # 2829 GB/s at [32768, 1024] (session-6 sweep)
         return {"MODE": TILE, "BLOCK": block, "ROWS": rows_per, "num_warps": warps, "PARTS": 1}
     if not backward and rows >= LOOP_MIN_ROWS and size != 4:
         return dict(LOOP_CFG, BLOCK=LOOP_CFG["BLOCK"] * 2 // max(size, 2))
