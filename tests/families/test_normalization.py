@@ -200,6 +200,78 @@ def test_gpu_large_rows_against_torch(shape):
     assert_close(gb, eb, torch.bfloat16, "db", scale=2.0)
 
 
+def _long_row_plan_run(rms: bool, x, w, b, r, eps=1e-5):
+    """The plan API with a residual: (y, h, mean or None, rstd), outputs poisoned first."""
+    shape, stats = tuple(x.shape), tuple(x.shape[:-2]) + (1, 1)
+    nan = float("nan")
+    y, h = torch.full_like(x, nan), torch.full_like(x, nan)
+    rstd = torch.full(stats, nan, device=x.device)
+    mean = None if rms else torch.full(stats, nan, device=x.device)
+    if rms:
+        desc = bc.RMSNormDescriptor(shape, (2, 3), True, eps, x.dtype, has_residual=True)
+        args = bc.RMSNormArgs(x=x, y=y, rstd=rstd, gamma=w, residual=r, residual_out=h)
+        plan = bc.RMSNormPlan.select(desc)
+    else:
+        desc = bc.LayerNormDescriptor(shape, (2, 3), True, True, eps, x.dtype,
+                                      has_residual=True)
+        args = bc.LayerNormArgs(x=x, y=y, mean=mean, rstd=rstd, gamma=w, beta=b, residual=r,
+                                residual_out=h)
+        plan = bc.LayerNormPlan.select(desc)
+    ws = torch.empty(plan.workspace_size(), dtype=torch.uint8, device=x.device)
+    plan.run(args, ws)
+    return y, h, mean, rstd
+
+
+@pytest.mark.parametrize("rms", [True, False], ids=["rms", "layer"])
+def test_f32_long_rows_exchange_chunks(rms):
+    """f32 rows longer than a tile take the chunk exchange (kernels_exchange.py): a
+    two-dim normalized suffix of 20000 (not a multiple of any chunk), a strided input and
+    residual, |mean| >> std, against float64."""
+    from baracuda.families.normalization.layout import fwd_config
+
+    assert fwd_config(20000, 3, bc.ElementKind.F32).get("EXCHANGE")
+    base = _rand((3, 2, 100, 400), seed=4)
+    x = base[:, :, :, ::2] + 40.0  # [3, 2, 100, 200], strided
+    r = _rand((3, 2, 100, 200), seed=5)
+    w, b = _rand((100, 200), seed=6), _rand((100, 200), seed=7)
+    y, h, mean, rstd = _long_row_plan_run(rms, x, w, b, r)
+    want = R.row_norm_forward(x, 2, w, None if rms else b, 1e-5, rms, residual=r)
+    assert_bitwise_equal(h, x + r, "residual_out")
+    assert_close(y, want["y"], torch.float32, "y")
+    assert_close(rstd, want["rstd"], torch.float32, "rstd")
+    if not rms:
+        assert_close(mean, want["mean"], torch.float32, "mean")
+    again = _long_row_plan_run(rms, x, w, b, r)
+    for a, c, name in zip(again, (y, h, mean, rstd), ("y", "h", "mean", "rstd")):
+        if c is not None:
+            assert_bitwise_equal(a, c, name)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("rms", [True, False], ids=["rms", "layer"])
+def test_f32_exchange_matches_its_no_wait_path_gpu(rms, monkeypatch):
+    """At a real size: reruns are bit-identical, and so is the path where no program waits
+    (each recomputes its row's partials), so the merge order does not depend on timing."""
+    from baracuda.families.normalization import layout as L
+    from baracuda.families.normalization import plans as P
+
+    x = _rand((2, 256, 1, 65536), seed=8) * 3 + 1
+    r, w, b = _rand(x.shape, seed=9), _rand((1, 65536), seed=10), _rand((1, 65536), seed=11)
+    runs = [_long_row_plan_run(rms, x, w, b, r) for _ in range(2)]
+    monkeypatch.setattr(P, "fwd_config", lambda *a: dict(L.fwd_config(*a), SPIN=0))
+    P._fwd_exchange_recipe.cache_clear()
+    try:
+        runs.append(_long_row_plan_run(rms, x, w, b, r))
+    finally:
+        P._fwd_exchange_recipe.cache_clear()
+    for run in runs[1:]:
+        for a, c in zip(run, runs[0]):
+            if c is not None:
+                assert_bitwise_equal(a, c, "exchange output")
+    want = R.row_norm_forward(x, 2, w, None if rms else b, 1e-5, rms, residual=r)
+    assert_close(runs[0][0], want["y"], torch.float32, "y")
+
+
 # -- group_norm / batch_norm / instance_norm -------------------------------------------------------
 from baracuda.families.normalization.torch_api import (  # noqa: E402
     batch_norm,

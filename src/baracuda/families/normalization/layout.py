@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import torch
 import triton.language as tl
 
+from ...backends.triton_exchange import SPIN_LIMIT
 from ...backends.triton_support import INTERPRET, next_pow2, shifted_view, sm_count
 from ...core.errors import Unsupported
 from ...core.layout import collapse_dims
@@ -174,17 +175,35 @@ def _fwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) ->
     # 1877 -> 2244 GB/s, [256, 262144] 1537 -> 1818 on the H100 (2026-11-22 sweep).
     # rms_norm halves: 32 warps and 4 programs per SM, 2332 -> 2421 GB/s at [1024, 65536]
     # (session-5 sweep); layer_norm's table stays the best there (2136).
-    # f32: 4096 x 32 warps, one program per SM, rms 1966 -> 2275 GB/s, layer 2008 -> 2058
-    # at [1024, 65536] (session-6 sweep); a second pass that re-reads the tile of several rows
-    # (shared gamma / beta loads) measured no better for halves.
+    # A second pass that re-reads the tile of several rows (shared gamma / beta loads)
+    # measured no better for halves (session-6 sweep). f32 rows exchange chunks (below).
     if element is ElementKind.F32:
-        block_n, warps, per_sm = 4096, 32, 1
-    elif _is_half(element):
+        return _exchange_config(m, rows)
+    if _is_half(element):
         block_n, warps, per_sm = (8192, 16, 2) if layer else (8192, 32, 4)
     else:
         block_n, warps, per_sm = 2048, 16, 2
     return dict(BLOCK_R=1, BLOCK_N=block_n, SINGLE=False, num_warps=warps,
                 PIPE=False, G=min(rows, per_sm * sm_count()), **LOOP_HINTS)
+
+
+#: f32 rows longer than a tile: chunk exchange (kernels_exchange.py), chunks of this many
+#: columns, 32 per thread, as the f32 softmax forward (its LOOP: 4096 x 32 warps, rms 2275 /
+#: layer 2058 GB/s at [1024, 65536]; the f32 softmax exchange 2711 against its LOOP's 2053).
+EXCHANGE_BLOCK = 4096
+#: Chunks per row at most under the interpreter: its programs run one after another, so all
+#: but a row's last recompute the row's partials (quadratic in chunks).
+INTERPRET_MAX_CHUNKS = 4
+
+
+def _exchange_config(m: int, rows: int) -> dict:
+    block_n = EXCHANGE_BLOCK
+    if INTERPRET:
+        block_n = max(block_n, next_pow2(-(-m // INTERPRET_MAX_CHUNKS)))
+    n_chunks = -(-m // block_n)
+    return dict(EXCHANGE=True, BLOCK_N=block_n, num_warps=max(1, block_n // 1024),
+                PARTS=next_pow2(n_chunks), N_CHUNKS=n_chunks, G=rows * n_chunks,
+                SPIN=SPIN_LIMIT)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -15,8 +15,10 @@ beta / dgamma / dbeta have the normalized shape. Saved statistics (mean, rstd) h
 shape with the normalized axes set to 1 and are f32 (f64 for f64 inputs). Any non-negative
 strides: outer dims collapse to at most 3, the normalized suffix to at most 2.
 
-**Workspace**: forward none; backward (has_gamma + has_beta) * G * M accumulator floats for
-the per-program dgamma / dbeta partials (G = a few programs per SM, at most the row groups).
+**Workspace**: forward none, except f32 rows longer than a tile (chunk exchange: two
+partial sums per chunk and one arrival counter per row); backward (has_gamma + has_beta) *
+G * M accumulator floats for the per-program dgamma / dbeta partials (G = a few programs per
+SM, at most the row groups).
 
 **Precision**: f16/bf16 accumulate in f32, f64 in f64. Deterministic and bit-stable on the same
 hardware: each row is reduced by one program in a fixed order, dgamma / dbeta by fixed-order
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import functools
 
+from ...backends.triton_exchange import exchange_bytes, split_workspace, zero
 from ...backends.triton_support import split_f64
 from ...core import validate as V
 from ...core.errors import InvalidProblem
@@ -45,6 +48,7 @@ from .descriptors import (
 )
 from .kernels import cdiv, partial_sum_kernel, row_norm_bwd_kernel, row_norm_fwd_kernel
 from .kernels_colsplit import col_grad_kernel, row_grad_stats_kernel
+from .kernels_exchange import row_norm_fwd_exchange_kernel
 from .layout import (
     acc_dtype,
     acc_type,
@@ -206,7 +210,34 @@ def _fwd_recipe(desc, rms: bool, lay, n_rows, o1, o2, o):
     return (g,), scalars, kw
 
 
-def _launch_forward(desc, args, rms: bool) -> None:
+@functools.lru_cache(maxsize=2048)
+def _fwd_exchange_recipe(desc, rms: bool, lay, n_rows, o1, o2, o):
+    """Grid, scalar tail and constexprs of one chunk-exchange forward launch."""
+    m = desc.norm_total_extent
+    cfg = fwd_config(m, n_rows, desc.element, _layer(desc))
+    i = lay.inner
+    scalars = (n_rows, m, o1, o2, lay.in1, lay.in2, cfg["N_CHUNKS"], *split_f64(desc.eps),
+               *o[0], *i[0], *o[1], *i[1], *o[2], *i[2], *o[3], *i[3],
+               *i[4], *i[5], *o[4], *o[5])
+    kw = dict(RMS=rms, HAS_W=desc.has_gamma, HAS_B=getattr(desc, "has_beta", False),
+              HAS_RES=desc.has_residual, NI=lay.ni, COL64=lay.col64,
+              ACC=acc_type(desc.element), BLOCK_N=cfg["BLOCK_N"], PARTS=cfg["PARTS"],
+              SPIN=cfg["SPIN"], num_warps=cfg["num_warps"])
+    return (cfg["G"],), scalars, kw
+
+
+def forward_workspace(desc) -> int:
+    """Bytes: none, or (chunk exchange) two partial sums per chunk and one counter per row."""
+    m = desc.norm_total_extent
+    if m == 0 or desc.rows == 0:
+        return 0
+    cfg = fwd_config(m, desc.rows, desc.element, _layer(desc))
+    if not cfg.get("EXCHANGE"):
+        return 0
+    return exchange_bytes(acc_dtype(desc.element), 2 * cfg["G"], desc.rows)
+
+
+def _launch_forward(desc, args, rms: bool, workspace=None) -> None:
     m, rows = desc.norm_total_extent, desc.rows
     mean, beta = _forward_ops(args)
     if rows == 0:
@@ -218,11 +249,21 @@ def _launch_forward(desc, args, rms: bool) -> None:
         return
     lay = _fwd_layout("RMSNormPlan" if rms else "LayerNormPlan", desc, args)
     outer_ops = [args.x, args.residual, args.residual_out, args.y, mean, args.rstd]
+    cfg = fwd_config(m, rows, desc.element, _layer(desc))
+    exchange = cfg.get("EXCHANGE", False)
+    if exchange:
+        part, counters = split_workspace(workspace, acc_dtype(desc.element), 2 * cfg["G"],
+                                         rows)
     for views, n_rows, o1, o2, o in lay.launches(outer_ops):
-        grid, scalars, kw = _fwd_recipe(desc, rms, lay, n_rows, o1, o2, tuple(o))
         x, r, h, y, mu, rs = views
-        ptrs = [x, r, h, y, args.gamma, beta, mu, rs]
-        row_norm_fwd_kernel[grid](*[x if t is None else t for t in ptrs], *scalars, **kw)
+        ptrs = [x if t is None else t for t in (x, r, h, y, args.gamma, beta, mu, rs)]
+        if exchange:  # groups run one after another and reuse the partials and counters
+            grid, scalars, kw = _fwd_exchange_recipe(desc, rms, lay, n_rows, o1, o2, tuple(o))
+            zero(counters[:n_rows])
+            row_norm_fwd_exchange_kernel[grid](*ptrs, part, counters, *scalars, **kw)
+        else:
+            grid, scalars, kw = _fwd_recipe(desc, rms, lay, n_rows, o1, o2, tuple(o))
+            row_norm_fwd_kernel[grid](*ptrs, *scalars, **kw)
 
 
 def _layer(desc) -> bool:
@@ -344,7 +385,7 @@ class _RowNormCandidate(Candidate):
     backward: bool = False
 
     def workspace_size(self, desc) -> int:
-        return backward_workspace(desc) if self.backward else 0
+        return backward_workspace(desc) if self.backward else forward_workspace(desc)
 
     def can_implement(self, desc, args) -> None:
         who = type(self).__name__
@@ -356,7 +397,7 @@ class _RowNormCandidate(Candidate):
         if self.backward:
             _launch_backward(desc, args, workspace, self.rms)
         else:
-            _launch_forward(desc, args, self.rms)
+            _launch_forward(desc, args, self.rms, workspace)
 
 
 @register_candidate(RMSNormPlan)

@@ -27,6 +27,7 @@ from .descriptors import (
 )
 from .kernels import partial_sum_kernel, row_norm_bwd_kernel, row_norm_fwd_kernel
 from .kernels_colsplit import col_grad_kernel, row_grad_stats_kernel
+from .kernels_exchange import row_norm_fwd_exchange_kernel
 from .layout import acc_type, bwd_config, fwd_config, partial_config
 from .plans import LayerNormBackwardPlan, LayerNormPlan, RMSNormBackwardPlan, RMSNormPlan
 
@@ -182,18 +183,23 @@ class _FwdSpec(PlanSpec):
             cfg = fwd_config(extent, 16384, element, not self.rms)
             warps = cfg.pop("num_warps")
             cfg.pop("G")
+            kernel = row_norm_fwd_kernel
+            if cfg.pop("EXCHANGE", False):
+                kernel = row_norm_fwd_exchange_kernel
+                cfg = {k: cfg[k] for k in ("BLOCK_N", "PARTS", "SPIN")}
             t = "*" + triton_dtype(element.torch_dtype)
             s = "*" + triton_dtype(element.compute_kind.torch_dtype)
-            sig = {n: t for n in row_norm_fwd_kernel.arg_names[:6]}
-            sig.update(mean_ptr=s, rstd_ptr=s)
+            sig = {n: t for n in kernel.arg_names[:6]}
+            sig.update({n: v for n, v in (("mean_ptr", s), ("rstd_ptr", s), ("ws_ptr", s),
+                                          ("cnt_ptr", "*i32")) if n in kernel.arg_names})
             const = dict(cfg, RMS=self.rms, HAS_W=True, HAS_B=not self.rms, HAS_RES=False,
                          NI=1, COL64=False, ACC=acc_type(element), **_UNIT_FWD)
-            for n in row_norm_fwd_kernel.arg_names:
+            for n in kernel.arg_names:
                 if n not in sig and n not in const:
                     sig[n] = "fp32" if n.startswith("eps") else "i64"
             sig.update({n: "constexpr" for n in const})
             yield AotVariant(f"fwd {'rms' if self.rms else 'ln'} {element.value} N={extent}",
-                             row_norm_fwd_kernel, sig, const, num_warps=warps,
+                             kernel, sig, const, num_warps=warps,
                              divisible=_aligned_ints(sig))
 
 

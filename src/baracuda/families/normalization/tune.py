@@ -50,8 +50,8 @@ def _use(kind: str, cfg: dict | None) -> None:
     base = {"fwd": L.fwd_config, "bwd": L.bwd_config}[kind]
     fn = base if cfg is None else (lambda m, rows, element, layer=False: dict(cfg))
     setattr(P, f"{kind}_config", fn)
-    for c in (P._fwd_recipe, P._bwd_recipe, P._bwd_partials, P._colsplit_recipe,
-              _select_cached):
+    for c in (P._fwd_recipe, P._fwd_exchange_recipe, P._bwd_recipe, P._bwd_partials,
+              P._colsplit_recipe, _select_cached):
         c.cache_clear()  # plans keep the workspace size of the table they were selected with
 
 

@@ -1,0 +1,127 @@
+"""Row-norm forward of long rows by chunk exchange (backends/triton_exchange.py): a row longer
+than one program's tile is cut into n_chunks chunks of BLOCK_N columns, one program each
+(program id = row * n_chunks + chunk). Each program loads its chunk once, writes its partial
+sums to the workspace, waits at the row's counter for the row's other chunks, adds the row's
+partials in chunk order (every program of the row gets the same bits) and writes its chunk of
+y from the registers it holds: x is read from DRAM once, where the two-pass loop of
+kernels.py reads it twice.
+
+Partials are the sums of d and d^2 with d = x - k, k = the row's first element for LayerNorm
+(0 for RMSNorm): sums merge by addition, and the shift keeps the variance from cancelling when
+|mean| >> std, as in the loop. A program that stops waiting (SPIN polls) recomputes the other
+chunks' partials itself with the same code (`_chunk_sums`), so the result is bit-identical.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from ...backends.triton_exchange import arrive_and_wait
+from .kernels import _col_off, _cols, _row_off
+
+
+@triton.jit
+def _chunk_input(x_row, r_row, cols, mask, IN1, IN2, xsa, xsb, xsc, rsa, rsb, rsc,
+                 NI: tl.constexpr, HAS_RES: tl.constexpr, ACC: tl.constexpr,
+                 h_ty: tl.constexpr):
+    """The normalized input of a chunk as stored: x, or h = x + residual rounded to the
+    element type (what the fused residual variant writes and its backward sees)."""
+    x = tl.load(x_row + _col_off(cols, IN1, IN2, xsa, xsb, xsc, NI)[None, :], mask=mask,
+                other=0.0)
+    if HAS_RES:
+        r = tl.load(r_row + _col_off(cols, IN1, IN2, rsa, rsb, rsc, NI)[None, :], mask=mask,
+                    other=0.0)
+        x = (x.to(ACC) + r.to(ACC)).to(h_ty)
+    return x
+
+
+@triton.jit
+def _chunk_sums(x, k, mask, ACC: tl.constexpr):
+    """A chunk's partial: sum(d), sum(d^2) for d = x - k over its valid columns."""
+    d = tl.where(mask, x.to(ACC) - k[:, None], 0.0)
+    return tl.sum(d, 1), tl.sum(d * d, 1)
+
+
+@triton.jit
+def row_norm_fwd_exchange_kernel(
+    x_ptr, r_ptr, h_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, ws_ptr, cnt_ptr,
+    n_rows, M, O1, O2, IN1, IN2, n_chunks, eps, eps_lo,
+    xs0, xs1, xs2, xsa, xsb, xsc,
+    rs0, rs1, rs2, rsa, rsb, rsc,
+    hs0, hs1, hs2, hsa, hsb, hsc,
+    ys0, ys1, ys2, ysa, ysb, ysc,
+    wsa, wsb, wsc, bsa, bsb, bsc,
+    ms0, ms1, ms2, ts0, ts1, ts2,
+    RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr, HAS_RES: tl.constexpr,
+    NI: tl.constexpr, ACC: tl.constexpr, BLOCK_N: tl.constexpr, COL64: tl.constexpr,
+    PARTS: tl.constexpr, SPIN: tl.constexpr,
+):
+    pid = tl.program_id(0).to(tl.int64)
+    row = pid // n_chunks
+    chunk = pid - row * n_chunks
+    rows = row + tl.arange(0, 1).to(tl.int64)  # [1]: the row as a one-row tile
+    cols0 = _cols(BLOCK_N, COL64)
+    cols = chunk * BLOCK_N + cols0
+    mask = (cols < M)[None, :]
+    h_ty: tl.constexpr = h_ptr.dtype.element_ty
+    one = tl.full([], 1.0, ACC)
+    eps_a = eps * one + eps_lo * one  # eps arrives as two fp32 halves (f64 inputs)
+    x_row = x_ptr + _row_off(rows, O1, O2, xs0, xs1, xs2)[:, None]
+    r_row = r_ptr + _row_off(rows, O1, O2, rs0, rs1, rs2)[:, None]
+    x = _chunk_input(x_row, r_row, cols, mask, IN1, IN2, xsa, xsb, xsc, rsa, rsb, rsc,
+                     NI, HAS_RES, ACC, h_ty)
+    if HAS_RES:
+        h_row = h_ptr + _row_off(rows, O1, O2, hs0, hs1, hs2)[:, None]
+        tl.store(h_row + _col_off(cols, IN1, IN2, hsa, hsb, hsc, NI)[None, :], x, mask=mask)
+    if RMS:
+        k = tl.zeros([1], ACC)
+    else:
+        first = (cols0 < 1)[None, :]
+        x0 = _chunk_input(x_row, r_row, cols0, first, IN1, IN2, xsa, xsb, xsc, rsa, rsb, rsc,
+                          NI, HAS_RES, ACC, h_ty)
+        k = tl.sum(x0.to(ACC), 1)
+    s1, s2 = _chunk_sums(x, k, mask, ACC)
+    tl.store(ws_ptr + 2 * pid + tl.arange(0, 1), s1)
+    tl.store(ws_ptr + 2 * pid + 1 + tl.arange(0, 1), s2)
+    j = tl.arange(0, PARTS)
+    if arrive_and_wait(cnt_ptr + row, n_chunks, SPIN):
+        part = ws_ptr + 2 * (row * n_chunks + j)
+        p1 = tl.load(part, mask=j < n_chunks, other=0.0, volatile=True)
+        p2 = tl.load(part + 1, mask=j < n_chunks, other=0.0, volatile=True)
+    else:  # not every chunk ran: compute the row's partials here, the same bits
+        p1 = tl.zeros([PARTS], ACC)
+        p2 = tl.zeros([PARTS], ACC)
+        for kk in range(0, n_chunks):
+            c = kk * BLOCK_N + cols0
+            m_k = (c < M)[None, :]
+            xk = _chunk_input(x_row, r_row, c, m_k, IN1, IN2, xsa, xsb, xsc, rsa, rsb, rsc,
+                              NI, HAS_RES, ACC, h_ty)
+            a1, a2 = _chunk_sums(xk, k, m_k, ACC)
+            p1 = tl.where(j == kk, tl.sum(a1, 0), p1)
+            p2 = tl.where(j == kk, tl.sum(a2, 0), p2)
+    t1 = tl.sum(p1, 0) / M
+    if RMS:
+        mean = tl.zeros([1], ACC)
+        var = tl.zeros([1], ACC) + tl.sum(p2, 0) / M
+    else:
+        mean = k + t1
+        var = tl.maximum(tl.sum(p2, 0) / M - t1 * t1, 0.0) + tl.zeros([1], ACC)
+    rstd = 1.0 / tl.sqrt(var + eps_a)
+    y = (x.to(ACC) - mean[:, None]) * rstd[:, None]
+    cm = cols < M
+    if HAS_W:
+        w = tl.load(w_ptr + _col_off(cols, IN1, IN2, wsa, wsb, wsc, NI), mask=cm, other=0.0)
+        y = y * w.to(ACC)[None, :]
+    if HAS_B:
+        b = tl.load(b_ptr + _col_off(cols, IN1, IN2, bsa, bsb, bsc, NI), mask=cm, other=0.0)
+        y = y + b.to(ACC)[None, :]
+    y_row = y_ptr + _row_off(rows, O1, O2, ys0, ys1, ys2)[:, None]
+    tl.store(y_row + _col_off(cols, IN1, IN2, ysa, ysb, ysc, NI)[None, :],
+             y.to(y_ptr.dtype.element_ty), mask=mask)
+    first_chunk = chunk == 0
+    if not RMS:
+        tl.store(mean_ptr + _row_off(rows, O1, O2, ms0, ms1, ms2),
+                 mean.to(mean_ptr.dtype.element_ty), mask=first_chunk)
+    tl.store(rstd_ptr + _row_off(rows, O1, O2, ts0, ts1, ts2),
+             rstd.to(rstd_ptr.dtype.element_ty), mask=first_chunk)
