@@ -80,6 +80,11 @@ def _configs(kind: str, m: int, rows: int) -> list[dict]:
             for per_sm in (1, 2, 4, 8):  # 8 per SM: about one program per row at 1024 rows
                 out.append(dict(BLOCK_R=block_r, BLOCK_N=block_n, SINGLE=False,
                                 num_warps=warps, PIPE=False, G=per_sm * sms, **L.LOOP_HINTS))
+        for block_n, warps in ((4096, 4), (4096, 8), (8192, 4), (8192, 8), (16384, 16)):
+            n_chunks = -(-m // block_n)  # the chunk exchange (kernels_exchange.py)
+            out.append(dict(EXCHANGE=True, BLOCK_N=block_n, num_warps=warps,
+                            PARTS=L.next_pow2(n_chunks), N_CHUNKS=n_chunks, G=rows * n_chunks,
+                            SPIN=L.SPIN_LIMIT))
         return out
     for warps in (4, 8, 16):  # the column split: row-statistics warps, row chunks
         for chunks in (sms // 8, sms // 4, sms // 2, sms):
