@@ -188,9 +188,10 @@ def _fwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) ->
 
 
 #: f32 rows longer than a tile: chunk exchange (kernels_exchange.py), chunks of this many
-#: columns, 32 per thread, as the f32 softmax forward (its LOOP: 4096 x 32 warps, rms 2275 /
-#: layer 2058 GB/s at [1024, 65536]; the f32 softmax exchange 2711 against its LOOP's 2053).
-EXCHANGE_BLOCK = 4096
+#: columns, 32 per thread. H100 sweep at [1024, 65536] f32 (session 6, x + y GB/s): 8192 x 8
+#: warps rms 2810 / layer 2653, 4096 x 4 2727 / 2551, against the LOOP's 2275 / 2058
+#: (4096 x 32 warps, one per SM). bf16 keeps its LOOP: exchange 2452 / 2112 vs 2466 / 2159.
+EXCHANGE_BLOCK = 8192
 #: Chunks per row at most under the interpreter: its programs run one after another, so all
 #: but a row's last recompute the row's partials (quadratic in chunks).
 INTERPRET_MAX_CHUNKS = 4
