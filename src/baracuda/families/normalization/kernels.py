@@ -7,7 +7,8 @@ up to three collapsed dims [.., IN1, IN2].
 
 Forward: each program owns row groups of BLOCK_R rows (pid, pid + G, ...). SINGLE: the
 [BLOCK_R, BLOCK_N] tile stays in registers (one read of x, one write of y). Otherwise the row is
-streamed twice in blocks of BLOCK_N through a persistent grid, so the second pass hits L2.
+streamed twice in blocks of BLOCK_N through a persistent grid, so the second pass hits L2
+(long f32 rows take the chunk exchange of kernels_exchange.py instead).
 
 Backward (rows that fit registers; longer rows take kernels_colsplit.py): persistent
 programs (grid G) walk row groups pid, pid + G, ...; dx is written per row and each program

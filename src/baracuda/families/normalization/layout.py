@@ -138,11 +138,13 @@ PLAIN_ROWS = (512, 4096)
 
 @functools.lru_cache(maxsize=1024)
 def _fwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) -> dict:
-    """Tile table for the forward: the row in registers up to 16K elements (8K in f64),
-    several rows per program for short rows, prefetching the next row group on a persistent
-    grid when the tile leaves room (PIPE); longer rows stream twice through a persistent grid
-    of two 16-warp programs per SM, so the rows in flight stay inside L2 for the second pass.
-    Halves: 32 elements per thread, 4 programs per SM (2 for 8K tiles); H100 sweep
+    """Tile table for the forward: the row in registers up to 16K elements (8K in f64):
+    rows of 513..4096 elements one per program on a plain grid (PLAIN_ROWS), shorter rows
+    several per program, prefetching the next row group on a persistent grid when the tile
+    leaves room (PIPE); longer rows: f32 by chunk exchange (one DRAM read, EXCHANGE_BLOCK),
+    other types stream twice through a persistent grid, so that the rows in flight stay
+    inside L2 for the second pass. Halves: 32 elements per thread, 4 programs per SM (2 for
+    8K tiles); H100 sweep
     (normalization/tune.py, CUDA-graph timed, bf16 x + y GB/s) [32768, 1024] 2489 -> 2604,
     [16384, 4096] 2719 -> 2824, [4096, 16384] 2525 -> 2822. Other types: 16 elements per
     thread, 8 programs per SM. (sm_90a compiles: no spills.) `layer`: layer_norm, whose
