@@ -21,8 +21,9 @@ G * M accumulator floats for the per-program dgamma / dbeta partials (G = a few 
 SM, at most the row groups).
 
 **Precision**: f16/bf16 accumulate in f32, f64 in f64. Deterministic and bit-stable on the same
-hardware: each row is reduced by one program in a fixed order, dgamma / dbeta by fixed-order
-two-stage sums (partials in the workspace, no atomics).
+hardware: each row is reduced in a fixed order (by one program, or by its chunk programs, which
+add the row's partial sums in chunk order), dgamma / dbeta by fixed-order two-stage sums
+(partials in the workspace, no atomics).
 """
 
 from __future__ import annotations

@@ -52,15 +52,14 @@ from .kernels import (
 
 #: Longest line held in registers in one pass (TILE); longer lines LOOP or are chunked.
 MAX_SINGLE_BLOCK = 16384
-#: EXCHANGE chunk as (bytes of one tensor's chunk, warps), forward / backward; H100 sweep at
-#: [1024, 65536] and [256, 262144] bf16 (PERF_NOTES.md): backward 8192 x 4 warps 2657 / 2565
-#: GB/s (the LOOP / two-launch split it replaced: 2116 / 1794), forward 8192 x 8 warps
-#: 2288 / 2117 with an L2 flush before each call (the forward of many lines LOOPs, below).
-EXCHANGE_FWD = (16384, 8)
-EXCHANGE_BWD = (16384, 4)
-#: Forward exchange chunks give each thread this many elements (bf16: 8192 x 8 warps, f32:
-#: 4096 x 4 warps; f32 sweep, session 6: 2711 / 2700 GB/s at [1024, 65536] / [256, 262144]
-#: against 2053 / 1874 for its LOOP, so the f32 forward exchanges at any line count).
+#: EXCHANGE chunk: bytes of one tensor's chunk, and warps (backward) or elements per thread
+#: (forward). H100 sweep at [1024, 65536] and [256, 262144] (PERF_NOTES.md): backward bf16
+#: 8192 x 4 warps 2657 / 2565 GB/s (the LOOP / two-launch split it replaced: 2116 / 1794);
+#: forward bf16 8192 x 8 warps 2288 / 2117 with an L2 flush before each call (the bf16
+#: forward of many lines LOOPs, below), f32 4096 x 4 warps 2711 / 2700 against 2053 / 1874
+#: for its LOOP (session 6), so the f32 forward exchanges at any line count.
+EXCHANGE_BYTES = 16384
+EXCHANGE_BWD_WARPS = 4
 EXCHANGE_FWD_PER_THREAD = 32
 #: The forward LOOP (second read partly from L2, hints) stays ahead of the exchange when calls
 #: run back to back (the bench's timing; scripts/softmax_long_ab.py, H100 bf16, GB/s): LOOP
@@ -91,10 +90,8 @@ def launch_config(extent: int, element: ElementKind, rows: int = 1 << 20,
         return {"MODE": TILE, "BLOCK": block, "ROWS": rows_per, "num_warps": warps, "PARTS": 1}
     if not backward and rows >= LOOP_MIN_ROWS and size != 4:
         return dict(LOOP_CFG, BLOCK=LOOP_CFG["BLOCK"] * 2 // max(size, 2))
-    chunk_bytes, warps = EXCHANGE_BWD if backward else EXCHANGE_FWD
-    block = chunk_bytes // max(size, 2)
-    if not backward:
-        warps = max(1, block // (32 * EXCHANGE_FWD_PER_THREAD))
+    block = EXCHANGE_BYTES // max(size, 2)
+    warps = EXCHANGE_BWD_WARPS if backward else max(1, block // (32 * EXCHANGE_FWD_PER_THREAD))
     if INTERPRET:  # there every program but a line's last recomputes the line's partials
         # (no program waits): O(chunks^2) interpreted loads; a few wide chunks keep it cheap
         block = max(block, next_pow2(triton_cdiv(extent, INTERPRET_MAX_CHUNKS)))
