@@ -57,3 +57,17 @@ def test_bench_without_gpu_says_so(capsys):
         return
     assert main(["bench", "--quick"]) == 2
     assert "no CUDA device" in capsys.readouterr().out
+
+
+def test_bench_match_selects_cases():
+    """`bench --match` keeps the cases whose "name shape" contains the text (CPU: the list
+    only; running them needs a GPU)."""
+    from baracuda.tools.bench import select_cases
+
+    every = select_cases("softmax", quick=False)
+    f32 = select_cases("softmax", quick=False, match="float32")
+    quick = select_cases("softmax", quick=True)
+    assert f32 and len(f32) < len(every)
+    assert all("float32" in f"{c.name} {c.shape}" for _, c in f32)
+    assert not any("float32" in c.shape for _, c in quick)  # the quick set is bf16
+    assert select_cases("softmax", quick=False, match="no such case") == []

@@ -289,16 +289,23 @@ def overhead_cases() -> list[BenchCase]:
     ]
 
 
+def select_cases(family: str | None, quick: bool, match: str | None = None) -> list:
+    """[(family, BenchCase)] to run: the quick set or all, of one family or every one, only
+    those whose "name shape" contains `match` (the overhead rows only without a match)."""
+    work = [(fam, c) for fam, fn in registry.benches(family).items() for c in fn(quick)
+            if (c.quick or not quick) and (match is None or match in f"{c.name} {c.shape}")]
+    if family in (None, "overhead") and match is None:
+        work = [("overhead", c) for c in overhead_cases()] + work
+    return work
+
+
 def main(family: str | None, quick: bool, json_path: str | None, png_path: str | None,
          budget_s: float = 0.5, match: str | None = None) -> int:
     if not torch.cuda.is_available():
         print("baracuda bench: no CUDA device; benchmarks need a GPU (see scripts/gpu_run.sh)")
         return 2
     device = torch.device("cuda")
-    work = [(fam, c) for fam, fn in registry.benches(family).items() for c in fn(quick)
-            if (c.quick or not quick) and (match is None or match in f"{c.name} {c.shape}")]
-    if family in (None, "overhead") and match is None:
-        work = [("overhead", c) for c in overhead_cases()] + work
+    work = select_cases(family, quick, match)
     try:
         from tqdm import tqdm
     except ImportError:  # pragma: no cover
