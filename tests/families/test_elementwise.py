@@ -12,7 +12,7 @@ import torch.nn.functional as F
 import baracuda as bc
 import baracuda.torch as bt
 from baracuda.families.elementwise.table import UNARY
-from baracuda.families.elementwise.torch_api import _unary
+from baracuda.families.elementwise.torch_api import _unary, _unary_bw
 from conftest import DEVICE
 from helpers import assert_close
 
@@ -219,3 +219,20 @@ def test_gradient_at_kinks_matches_torch(name):
     # hardsigmoid's f64 derivative carries an f32-rounded 1/6 (known gap, see PERF/issue notes)
     atol = 1e-7 if name == "hardsigmoid" else 1e-12
     torch.testing.assert_close(g, gr, rtol=0, atol=atol)
+
+
+@pytest.mark.parametrize("kind", ["lgamma", "digamma"])
+def test_backward_near_the_pole_at_zero_stays_finite_when_the_product_is(kind):
+    """d lgamma = g * digamma(x), d digamma = g * trigamma(x): near x = 0 the factor
+    overflows f32 (digamma(1e-40) ~ -1e40) while the product with a small g does not. The
+    f64 reference is finite there, and so must we be (torch's f32 backward gives inf)."""
+    # |g * factor| below the f32 maximum at the first four points (the factor above it)
+    xs, gs = (([1e-40, -1e-40, 1e-30, -3e-9], [-0.025, 0.01, 2.0, 1.5]) if kind == "lgamma"
+              else ([1e-20, -1e-20, 3e-19, -3e-9], [1e-3, -2e-3, 0.5, 1.5]))
+    x = torch.tensor(xs + [0.0, -0.0], dtype=torch.float32, device=DEVICE)
+    g = torch.tensor(gs + [1.0, 1.0], dtype=torch.float32, device=DEVICE)
+    dx = _unary_bw(g, x, kind)
+    x64, g64 = x.double().cpu(), g.double().cpu()
+    want = g64 * (torch.digamma(x64) if kind == "lgamma" else torch.polygamma(1, x64))
+    assert_close(dx, want, torch.float32, "dx")
+    assert torch.isfinite(dx[:4]).all()

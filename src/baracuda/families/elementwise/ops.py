@@ -324,9 +324,9 @@ def grad_unary(x, g, p0, p1, OP: tl.constexpr):
         y = S.erfinv(x)
         dx = g * 0.886226925452758 * tl.exp(y * y)
     elif OP == 35:
-        dx = g * S.digamma(x)
+        dx = S.scaled_digamma(g, x)
     elif OP == 36:
-        dx = g * S.trigamma(x)
+        dx = S.scaled_trigamma(g, x)
     elif OP == 37:
         dx = g * S.bessel_i(x, 1)
     elif OP == 38:

@@ -189,6 +189,26 @@ def digamma(x):
     return tl.where(x == float("inf"), x, out)
 
 
+#: Below this |x| the pole term dominates digamma / trigamma to the last bit of f64:
+#: digamma(x) = -1/x - euler + pi^2/6 x + ..., trigamma(x) = 1/x^2 + pi^2/6 + O(x).
+POLE_TINY = tl.constexpr(1e-8)
+
+
+@triton.jit
+def scaled_digamma(g, x):
+    """g * digamma(x) (the lgamma backward) without overflowing where the product is finite:
+    near 0, g / x is formed directly (digamma(1e-40) overflows f32, g * digamma need not)."""
+    tiny = tl.abs(x) < POLE_TINY
+    return tl.where(tiny, -(g / x) - g * 0.5772156649015329, g * digamma(x))
+
+
+@triton.jit
+def scaled_trigamma(g, x):
+    """g * trigamma(x) (the digamma backward), near 0 as (g / x) / x: see scaled_digamma."""
+    tiny = tl.abs(x) < POLE_TINY
+    return tl.where(tiny, (g / x) / x + g * 1.6449340668482264, g * trigamma(x))
+
+
 @triton.jit
 def _trigamma_pos(z):
     small = z < 8.0
