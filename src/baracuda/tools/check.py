@@ -32,8 +32,9 @@ def main(family: str | None = None, scale: str | None = None, limit: int | None 
     failures = []
     for plan, case in tqdm(work, desc=f"check ({device.type}, {scale})", unit="case"):
         t0 = time.perf_counter()
+        seed = int(time.time()) % 10_000  # fresh inputs each run; a failure names its seed
         try:
-            res = run_case(plan, case, device, seed=int(time.time()) % 10_000)
+            res = run_case(plan, case, device, seed=seed)
             ok, why = res.ok, res.summary()
             selected = plan.select(case.desc, case.preference)
             if ok and selected.precision_guarantee.deterministic:
@@ -43,7 +44,7 @@ def main(family: str | None = None, scale: str | None = None, limit: int | None 
             ok, why = False, f"{type(exc).__name__}: {exc}"
         results.setdefault(plan.__name__, []).append((ok, time.perf_counter() - t0))
         if not ok:
-            failures.append(f"{plan.__name__} / {case.name}: {why}")
+            failures.append(f"{plan.__name__} / {case.name} (seed {seed}): {why}")
     print(f"\n{'plan':34} {'family':14} {'pass':>5} {'fail':>5} {'seconds':>8}")
     for name, rs in results.items():
         fam = registry.plan_named(name).family
