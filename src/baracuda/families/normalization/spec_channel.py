@@ -159,6 +159,17 @@ class _ChanFwdSpec(PlanSpec):
         yield Malformed("y aliases x", lambda: edit(y=lambda a: a.x), InvalidProblem)
 
 
+def _reduced_count(mode: str, d) -> int:
+    """Values behind each mean / rstd: a group's channels x spatial (group), a channel's
+    batch x spatial (batch), or spatial (instance)."""
+    n, c, spatial = d.input_shape[0], d.input_shape[1], 1
+    for s in d.input_shape[2:]:
+        spatial *= s
+    if mode == "group":
+        return c // d.num_groups * spatial
+    return n * spatial if mode == "batch" else spatial
+
+
 class _ChanBwdSpec(PlanSpec):
     mode = "group"
 
@@ -171,6 +182,12 @@ class _ChanBwdSpec(PlanSpec):
             # |dy| rstd, not |dx|, so the scaled-to-|dx| default is 16x too tight for it
             # (found by `baracuda check` with fresh seeds: 17x at a small group).
             tol = {"dx": tolerance_for(d.element).scaled(16)}
+            if _reduced_count(self.mode, d) == 2:
+                # two values per statistic: dx is the eps term alone (rstd (dy - mean dy)
+                # eps / (var + eps), ~1e-5 of the cancelling terms), so their f32 rounding is
+                # up to a few % of it (ratio 180 at 16x over 150 seeds): dx checked to 13% of
+                # its largest value
+                tol = {"dx": tolerance_for(d.element).scaled(16 * 4096)}
             yield Case(fw.name.replace(" ", " bwd ", 1), d, self._maker(fw, d), self._expect(d),
                        tol=tol)
 
