@@ -148,6 +148,17 @@ def test_compare_catches_nan_inf_and_scaled_error():
     assert not compare(torch.tensor([1, 2]), torch.tensor([1, 3]), Tolerance(0, 0)).ok
 
 
+def test_compare_error_scale_of_a_cancelling_result():
+    """A result that cancels (terms ~1, result ~1e-5) carries the terms' rounding: atol is
+    measured against the terms' size when the case gives it, else against the result's."""
+    ref = torch.tensor([1e-5, -2e-5], dtype=torch.float64)
+    got = ref + 1e-7  # f32 rounding of terms of size 1
+    tol = Tolerance(2e-6, 2e-5)
+    assert not compare(got, ref, tol).ok
+    assert compare(got, ref, tol, scale=1.0).ok
+    assert not compare(ref + 1e-4, ref, tol, scale=1.0).ok  # a real error still fails
+
+
 def test_select_validates_descriptor_type_and_caches():
     d = bc.SoftmaxDescriptor(bc.SoftmaxKind.SOFTMAX, [4, 8], -1, torch.bfloat16)
     assert d.input_shape == (4, 8) and d.element is bc.ElementKind.BF16  # normalized

@@ -32,6 +32,9 @@ class Case:
     #: Per-output tolerance overrides (a reason belongs in a comment where it is set).
     tol: dict[str, Tolerance] = dataclasses.field(default_factory=dict)
     preference: PlanPreference = dataclasses.field(default_factory=PlanPreference)
+    #: Args -> {output name: the size of the terms it is a cancelling sum of}: its rounding
+    #: error follows that, not its own size, so `atol` is scaled by it (see `compare`).
+    error_scale: Callable[[Args], dict[str, float]] | None = None
 
     def tolerance(self, output: str) -> Tolerance:
         return self.tol.get(output) or tolerance_for(self.desc.element)  # type: ignore[attr-defined]
@@ -68,8 +71,9 @@ def run_case(plan_cls: type[Plan], case: Case, device: torch.device, seed: int =
     expected = case.reference(args)
     execute(plan_cls, case, args)
     outs = args.outputs()
+    scales = case.error_scale(args) if case.error_scale else {}
     comparisons = {
-        name: compare(outs[name], ref, case.tolerance(name), name)
+        name: compare(outs[name], ref, case.tolerance(name), name, scales.get(name))
         for name, ref in expected.items()
     }
     return CaseResult(case, comparisons)

@@ -45,8 +45,11 @@ class Comparison:
     message: str
 
 
-def compare(got: torch.Tensor, ref: torch.Tensor, tol: Tolerance, name: str = "out") -> Comparison:
-    """Compare `got` (any dtype) with a float64 (or exact) reference."""
+def compare(got: torch.Tensor, ref: torch.Tensor, tol: Tolerance, name: str = "out",
+            scale: float | None = None) -> Comparison:
+    """Compare `got` (any dtype) with a float64 (or exact) reference. `atol` is relative to
+    `scale` when given (the size of the terms a cancelling result was summed from), else to
+    the largest finite reference value."""
     if tuple(got.shape) != tuple(ref.shape):
         msg = f"{name}: shape {tuple(got.shape)} != {tuple(ref.shape)}"
         return Comparison(False, float("inf"), msg)
@@ -73,7 +76,8 @@ def compare(got: torch.Tensor, ref: torch.Tensor, tol: Tolerance, name: str = "o
     if not bool(finite.any()):
         return Comparison(True, 0.0, f"{name}: all non-finite, matched")
     rf, gf = r[finite], g[finite]
-    scale = float(rf.abs().max())
+    if scale is None:
+        scale = float(rf.abs().max())
     allowed = tol.atol * scale + tol.rtol * rf.abs()
     err = (gf - rf).abs()
     if tol.atol == 0 and tol.rtol == 0:
