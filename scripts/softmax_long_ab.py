@@ -21,7 +21,8 @@ from baracuda.tools.bench import time_fn
 ORIG = P.launch_config
 
 
-def forced(mode, block, warps):
+def forced(mode, block, warps, seg=None):
+    """seg: the LOOP's segment length (None: one program per line)."""
     def cfg(extent, element, rows=1 << 20, backward=False):
         if backward:
             return ORIG(extent, element, rows, backward)
@@ -31,6 +32,8 @@ def forced(mode, block, warps):
             out["SPIN"] = SPIN_LIMIT
         if mode == LOOP:
             out.update(KEEP="evict_last", STREAM="evict_first", PARTS=1)
+            if seg:
+                out.update(SEG=seg, SPIN=SPIN_LIMIT)
         return out
     return cfg
 
@@ -41,7 +44,10 @@ def main() -> None:
         nbytes = 2 * sets[0]["x"].numel() * 2
         for name, cfg in (("default", ORIG), ("exchange 8192x8", forced(EXCHANGE, 8192, 8)),
                           ("exchange 4096x4", forced(EXCHANGE, 4096, 4)),
-                          ("loop 8192x16", forced(LOOP, 8192, 16))):
+                          ("loop 8192x16", forced(LOOP, 8192, 16)),
+                          *((f"loop {b}x{w} seg {seg}", forced(LOOP, b, w, seg))
+                            for b, w in ((8192, 16), (4096, 8)) for seg in (16384, 32768, 65536)
+                            if seg < shape[1])):
             P.launch_config = cfg
             P._STEPS.clear()
             _select_cached.cache_clear()

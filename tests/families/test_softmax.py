@@ -43,29 +43,32 @@ def test_half_and_float_inputs(dtype):
                                torch.log_softmax(x, 1, dtype=torch.float32))
 
 
-def _pass_cfg(mode, n):
-    """Launch config of one pass structure for lines of n f32 elements (tune.py's form)."""
+def _pass_cfg(mode, n, seg=None):
+    """Launch config of one pass structure for lines of n f32 elements (tune.py's form);
+    seg: the forward LOOP's segment length (None: one program per line)."""
     if mode == TILE:
         return None  # the default table picks TILE for short lines
-    block = 8192
-    cfg = dict(MODE=mode, BLOCK=block, ROWS=1, num_warps=8, PARTS=P.next_pow2(-(-n // block)))
-    if mode == EXCHANGE:
-        cfg["SPIN"] = SPIN_LIMIT
+    block = 4096 if seg else 8192
+    cfg = dict(MODE=mode, BLOCK=block, ROWS=1, num_warps=8, PARTS=P.next_pow2(-(-n // block)),
+               SPIN=SPIN_LIMIT)
+    if seg:
+        cfg["SEG"] = seg
     return cfg
 
 
-@pytest.mark.parametrize("mode,shape", [
-    (TILE, (3, 300)),
-    (LOOP, (3, 20001)),
-    (EXCHANGE, (3, 20001)),
-    (EXCHANGE, (2, 40000)),  # 5 chunks, the last one partial
+@pytest.mark.parametrize("mode,shape,seg", [
+    (TILE, (3, 300), None),
+    (LOOP, (3, 20001), None),
+    (LOOP, (3, 20001), 8192),  # 3 segments of 2 blocks, the last one partial
+    (EXCHANGE, (3, 20001), None),
+    (EXCHANGE, (2, 40000), None),  # 5 chunks, the last one partial
 ])
-def test_each_pass_structure(mode, shape):
+def test_each_pass_structure(mode, shape, seg):
     x = _x(*shape, dtype=torch.float32)
     x[0, ::5] = -float("inf")
     if shape[1] > 8192:
         x[1, :8192] = -float("inf")  # a whole chunk at -inf: its partial sum is 0, not NaN
-    cfg = _pass_cfg(mode, shape[1])
+    cfg = _pass_cfg(mode, shape[1], seg)
     if cfg is None:
         assert P.launch_config(shape[1], bc.ElementKind.F32, shape[0])["MODE"] == mode
     for log in (False, True):
@@ -85,7 +88,7 @@ def test_each_pass_structure(mode, shape):
         ref = gd - torch.exp(yd) * gd.sum(1, keepdim=True) if log else \
             yd * (gd - (yd * gd).sum(1, keepdim=True))
         torch.testing.assert_close(dx.double(), ref, rtol=2e-5, atol=2e-5)
-        if mode == EXCHANGE:  # the no-wait path (every program recomputes): the same bits
+        if mode == EXCHANGE or seg:  # the no-wait path (every program recomputes): same bits
             y2, dx2 = torch.full_like(y, float("nan")), torch.full_like(dx, float("nan"))
             P._launch(P.softmax_fwd_kernel, fd, [x, y2], ws, dict(cfg, SPIN=0))
             P._launch(P.softmax_bwd_kernel, bd, [dy, y, dx2], ws, dict(cfg, SPIN=0))
@@ -102,6 +105,13 @@ def test_long_lines_take_the_exchange():
     assert P.launch_config(262144, bf16, 256)["MODE"] == LOOP
     assert P.launch_config(65536, bf16, 64)["MODE"] == EXCHANGE
     assert P.launch_config(1 << 20, bf16, 1)["MODE"] == EXCHANGE
+    # a looped line longer than a segment is cut: its segments swap (max, sum) pairs
+    seg = P.launch_config(262144, bf16, 256)["SEG"]
+    assert seg * 2 == P.LOOP_SEGMENT_BYTES
+    fd = bc.SoftmaxDescriptor(bc.SoftmaxKind.SOFTMAX, (256, 262144), 1, torch.bfloat16)
+    assert bc.SoftmaxPlan.select(fd).workspace_size() == 256 * (262144 // seg) * 2 * 4 + 256 * 4
+    fd = bc.SoftmaxDescriptor(bc.SoftmaxKind.SOFTMAX, (1024, seg), 1, torch.bfloat16)
+    assert bc.SoftmaxPlan.select(fd).workspace_size() == 0  # one segment: nothing to swap
     d = bc.SoftmaxBackwardDescriptor(bc.SoftmaxKind.SOFTMAX, (1024, 65536), 1, torch.bfloat16)
     chunks = -(-65536 // P.launch_config(65536, bf16, 1024, backward=True)["BLOCK"])
     # per chunk one f32 partial dot, per line an int32 counter

@@ -52,6 +52,13 @@ def _cols(BLOCK_N: tl.constexpr, COL64: tl.constexpr):
 
 
 @triton.jit
+def _residual_sum(x, r, ACC: tl.constexpr, h_ty: tl.constexpr):
+    """h = x + r, added in ACC and rounded to the stored type first: the backward sees exactly
+    the h the fused residual variant writes. The one source for every forward path."""
+    return (x.to(ACC) + r.to(ACC)).to(h_ty)
+
+
+@triton.jit
 def _xhat(x, mean, rstd, mask, RMS: tl.constexpr):
     """Normalized input of the backward, 0 in masked lanes so they add nothing to the row
     sums. Shared with kernels_colsplit.py so both backward paths see the same xhat."""
@@ -137,7 +144,7 @@ def row_norm_fwd_kernel(
                     r = tl.load(r_row + ro, mask=mask, other=0.0)
             if HAS_RES:
                 # h is rounded to the storage type first: the backward sees exactly this h.
-                x = (x.to(ACC) + r.to(ACC)).to(h_ptr.dtype.element_ty)
+                x = _residual_sum(x, r, ACC, h_ptr.dtype.element_ty)
                 tl.store(h_row + _col_off(cols0, IN1, IN2, hsa, hsb, hsc, NI)[None, :], x,
                          mask=mask)
             xf = x.to(ACC)
@@ -168,12 +175,14 @@ def row_norm_fwd_kernel(
             if RMS:
                 k = tl.zeros([BLOCK_R], ACC)
             else:
-                m0 = row_ok[:, None] & (cols0 < 1)[None, :]
-                x0 = tl.load(x_row + 0 * cols0[None, :], mask=m0, other=0.0)
+                # one load per row (flat column 0 sits at offset 0), not a masked tile
+                x0 = tl.load(x_ptr + _row_off(rows, O1, O2, xs0, xs1, xs2), mask=row_ok,
+                             other=0.0)
                 if HAS_RES:
-                    r0 = tl.load(r_row + 0 * cols0[None, :], mask=m0, other=0.0)
-                    x0 = (x0.to(ACC) + r0.to(ACC)).to(h_ptr.dtype.element_ty)
-                k = tl.sum(x0.to(ACC), 1)
+                    r0 = tl.load(r_ptr + _row_off(rows, O1, O2, rs0, rs1, rs2), mask=row_ok,
+                                 other=0.0)
+                    x0 = _residual_sum(x0, r0, ACC, h_ptr.dtype.element_ty)
+                k = x0.to(ACC)
             s1 = tl.zeros([BLOCK_R, BLOCK_N], ACC)
             s2 = tl.zeros([BLOCK_R, BLOCK_N], ACC)
             for start in range(0, M, BLOCK_N):
@@ -184,7 +193,7 @@ def row_norm_fwd_kernel(
                 if HAS_RES:
                     r = tl.load(r_row + _col_off(cols, IN1, IN2, rsa, rsb, rsc, NI)[None, :],
                                 mask=mask, other=0.0, eviction_policy=STREAM)
-                    x = (x.to(ACC) + r.to(ACC)).to(h_ptr.dtype.element_ty)
+                    x = _residual_sum(x, r, ACC, h_ptr.dtype.element_ty)
                     tl.store(h_row + _col_off(cols, IN1, IN2, hsa, hsb, hsc, NI)[None, :], x,
                              mask=mask)
                 d = tl.where(mask, x.to(ACC) - k[:, None], 0.0)

@@ -3,9 +3,11 @@ constexprs (MODE):
 
 - MODE 0, TILE: each program owns ROWS whole lines as a [ROWS, BLOCK] register tile: read
   once, reduced in registers, written once (lines up to the single-block limit).
-- MODE 1, LOOP: one program per line, longer than a block: an online max/sum pass (per-lane
-  running max and sum, no cross-lane reduction inside the loop) and a second pass that
-  re-reads the line backwards, so that the blocks read last come from L2.
+- MODE 1, LOOP: one program per line (or, forward, per SEG-long segment of it), longer than a
+  block: an online max/sum pass (per-lane running max and sum, no cross-lane reduction inside
+  the loop) and a second pass that re-reads the segment backwards, so that the blocks read
+  last come from L2. A line's segments swap their (max, sum) as EXCHANGE's chunks do; short
+  segments keep what every SM reads at once small enough for L2 to hold for the re-read.
 - MODE 2, EXCHANGE: a line longer than a block is cut into BLOCK-wide chunks, one program
   each, that stay in registers: the programs of a line swap their partial (max, sum) —
   backward: partial dot — through the workspace inside the launch (backends/triton_exchange.py)
@@ -61,6 +63,25 @@ def _chunk_max_sum(x):
 
 
 @triton.jit
+def _loop_max_sum(x_row, lo, hi, N, stride, cols, BLOCK: tl.constexpr, ACC: tl.constexpr,
+                  KEEP: tl.constexpr):
+    """(max, sum of exp relative to it) of elements [lo, hi) of a line, BLOCK at a time:
+    per-lane running pairs (no cross-lane reduction inside the loop), merged at the end."""
+    NEG: tl.constexpr = -float("inf")
+    m_vec = tl.full([BLOCK], NEG, ACC)
+    s_vec = tl.zeros([BLOCK], ACC)
+    for start in range(lo, hi, BLOCK):
+        c = start + cols
+        x = tl.load(x_row + c * stride, mask=c < N, other=NEG, eviction_policy=KEEP).to(ACC)
+        m_new = tl.maximum(m_vec, x)
+        alive = m_new > NEG  # lanes still at -inf keep s = 0 (avoids -inf - -inf = NaN)
+        s_vec = s_vec * tl.where(alive, tl.exp(m_vec - m_new), 1.0) + tl.where(
+            alive, tl.exp(x - m_new), 0.0)
+        m_vec = m_new
+    return _merge_max_sum(m_vec, s_vec, 0)
+
+
+@triton.jit
 def _chunk_dot(g, y, LOG: tl.constexpr):
     """A chunk's backward partial: sum(dy) (log_softmax) or sum(y dy) (softmax)."""
     if LOG:
@@ -71,7 +92,7 @@ def _chunk_dot(g, y, LOG: tl.constexpr):
 
 @triton.jit
 def softmax_fwd_kernel(
-    x_ptr, y_ptr, ws_ptr, cnt_ptr, n_rows, N, n_chunks,
+    x_ptr, y_ptr, ws_ptr, cnt_ptr, n_rows, N, n_chunks, seg_len,
     S1, S2, S3,
     xs0, xs1, xs2, xs3, xsn,
     ys0, ys1, ys2, ys3, ysn,
@@ -100,23 +121,36 @@ def softmax_fwd_kernel(
         tl.store(y_ptr + y_off[:, None] + cols[None, :] * ysn, y.to(y_ptr.dtype.element_ty),
                  mask=mask)
     elif MODE == 1:
-        x_row = x_ptr + line_offset(pid, S1, S2, S3, xs0, xs1, xs2, xs3)
-        y_row = y_ptr + line_offset(pid, S1, S2, S3, ys0, ys1, ys2, ys3)
-        m_vec = tl.full([BLOCK], NEG, ACC)
-        s_vec = tl.zeros([BLOCK], ACC)
-        for start in range(0, N, BLOCK):
-            c = start + cols
-            x = tl.load(x_row + c * xsn, mask=c < N, other=NEG, eviction_policy=KEEP).to(ACC)
-            m_new = tl.maximum(m_vec, x)
-            alive = m_new > NEG  # lanes still at -inf keep s = 0 (avoids -inf - -inf = NaN)
-            s_vec = s_vec * tl.where(alive, tl.exp(m_vec - m_new), 1.0) + tl.where(
-                alive, tl.exp(x - m_new), 0.0)
-            m_vec = m_new
-        m, s = _merge_max_sum(m_vec, s_vec, 0)
+        row = pid // n_chunks
+        # the segment's first element, 32-bit like cols (64-bit offsets along the line held
+        # 91 registers against 64 in the sm_90a compile); WIDE lines widen it through cols
+        lo = (pid - row * n_chunks).to(tl.int32) * seg_len
+        hi = tl.minimum(lo + seg_len, N)
+        x_row = x_ptr + line_offset(row, S1, S2, S3, xs0, xs1, xs2, xs3)
+        m, s = _loop_max_sum(x_row, lo, hi, N, xsn, cols, BLOCK, ACC, KEEP)
+        if PARTS > 1:  # the line's segments swap their partials (as EXCHANGE's chunks do)
+            tl.store(ws_ptr + 2 * pid, m)
+            tl.store(ws_ptr + 2 * pid + 1, s)
+            j = tl.arange(0, PARTS)
+            if arrive_and_wait(cnt_ptr + row, n_chunks, SPIN):
+                part = ws_ptr + 2 * (row * n_chunks + j)
+                m_p = tl.load(part, mask=j < n_chunks, other=NEG, volatile=True)
+                s_p = tl.load(part + 1, mask=j < n_chunks, other=0.0, volatile=True)
+            else:  # not every segment ran: compute the line's partials here, the same bits
+                m_p = tl.full([PARTS], NEG, ACC)
+                s_p = tl.zeros([PARTS], ACC)
+                for k in range(0, n_chunks):
+                    k_lo = k * seg_len
+                    mk, sk = _loop_max_sum(x_row, k_lo, tl.minimum(k_lo + seg_len, N), N, xsn,
+                                           cols, BLOCK, ACC, KEEP)
+                    m_p = tl.where(j == k, mk, m_p)
+                    s_p = tl.where(j == k, sk, s_p)
+            m, s = _merge_max_sum(m_p, s_p, 0)
         inv = 1.0 / s
         shift = m + tl.log(s)
-        last = ((N - 1) // BLOCK) * BLOCK
-        for i in range(0, N, BLOCK):
+        y_row = y_ptr + line_offset(row, S1, S2, S3, ys0, ys1, ys2, ys3)
+        last = lo + ((hi - lo - 1) // BLOCK) * BLOCK
+        for i in range(0, hi - lo, BLOCK):
             c = (last - i) + cols  # backwards: the blocks read last are likeliest in L2
             x = tl.load(x_row + c * xsn, mask=c < N, other=NEG, eviction_policy=STREAM).to(ACC)
             if LOG:
@@ -167,7 +201,7 @@ def softmax_fwd_kernel(
 
 @triton.jit
 def softmax_bwd_kernel(
-    dy_ptr, y_ptr, dx_ptr, ws_ptr, cnt_ptr, n_rows, N, n_chunks,
+    dy_ptr, y_ptr, dx_ptr, ws_ptr, cnt_ptr, n_rows, N, n_chunks, seg_len,
     S1, S2, S3,
     gs0, gs1, gs2, gs3, gsn,
     ys0, ys1, ys2, ys3, ysn,

@@ -69,6 +69,10 @@ EXCHANGE_FWD_PER_THREAD = 32
 LOOP_MIN_ROWS = 256
 #: Chunks per line at most under the interpreter (see launch_config).
 INTERPRET_MAX_CHUNKS = 4
+#: Forward LOOP lines longer than this many bytes are cut into segments of it, one program
+#: each, that swap their (max, sum): what the SMs read at once then fits in L2 for the
+#: second read (a [256, 262144] bf16 line is 512 KB; 256 of them in flight overflow L2).
+LOOP_SEGMENT_BYTES = 131072
 LOOP_CFG = {"MODE": LOOP, "BLOCK": 8192, "ROWS": 1, "num_warps": 16, "PARTS": 1,
             "KEEP": "evict_last", "STREAM": "evict_first"}
 
@@ -89,7 +93,12 @@ def launch_config(extent: int, element: ElementKind, rows: int = 1 << 20,
             warps = max(1, elems // 1024)  # 2829 GB/s at [32768, 1024] (session-6 sweep)
         return {"MODE": TILE, "BLOCK": block, "ROWS": rows_per, "num_warps": warps, "PARTS": 1}
     if not backward and rows >= LOOP_MIN_ROWS and size != 4:
-        return dict(LOOP_CFG, BLOCK=LOOP_CFG["BLOCK"] * 2 // max(size, 2))
+        block = LOOP_CFG["BLOCK"] * 2 // max(size, 2)
+        seg = max(block, LOOP_SEGMENT_BYTES // size)
+        if INTERPRET:  # a few segments of a few blocks: the interpreter's loads stay cheap
+            seg = max(seg, block * next_pow2(triton_cdiv(extent, block * INTERPRET_MAX_CHUNKS)))
+        parts = next_pow2(triton_cdiv(extent, seg))
+        return dict(LOOP_CFG, BLOCK=block, SEG=seg, PARTS=parts, SPIN=SPIN_LIMIT)
     block = EXCHANGE_BYTES // max(size, 2)
     warps = EXCHANGE_BWD_WARPS if backward else max(1, block // (32 * EXCHANGE_FWD_PER_THREAD))
     if INTERPRET:  # there every program but a line's last recomputes the line's partials
@@ -98,6 +107,21 @@ def launch_config(extent: int, element: ElementKind, rows: int = 1 << 20,
     parts = next_pow2(triton_cdiv(extent, block))
     return {"MODE": EXCHANGE, "BLOCK": block, "ROWS": 1, "num_warps": warps, "PARTS": parts,
             "SPIN": SPIN_LIMIT}
+
+
+def _chunk_len(extent: int, cfg: dict, backward: bool) -> int:
+    """Elements of a line per program: EXCHANGE's chunk, the forward LOOP's segment (SEG),
+    else the whole line."""
+    if cfg["MODE"] == EXCHANGE:
+        return cfg["BLOCK"]
+    if cfg["MODE"] == LOOP and not backward and cfg.get("SEG"):
+        return cfg["SEG"]
+    return max(extent, 1)
+
+
+def _chunks(extent: int, cfg: dict, backward: bool) -> int:
+    """Programs per line; more than one swap partials through the workspace."""
+    return triton_cdiv(extent, _chunk_len(extent, cfg, backward))
 
 
 def _partials_per_chunk(desc) -> int:
@@ -114,11 +138,12 @@ def workspace_bytes(desc) -> int:
         if i != desc.axis:
             rows *= d
     cfg = launch_config(extent, desc.element, rows, desc_is_backward(desc))
-    if cfg["MODE"] != EXCHANGE or rows == 0:
+    chunks = _chunks(extent, cfg, desc_is_backward(desc))
+    if chunks == 1 or rows == 0:
         return 0
     acc = torch.float64 if desc.element is ElementKind.F64 else torch.float32
     # groups of outer dims are launched one after another and reuse the same partials
-    n_partials = rows * triton_cdiv(extent, cfg["BLOCK"]) * _partials_per_chunk(desc)
+    n_partials = rows * chunks * _partials_per_chunk(desc)
     return exchange_bytes(acc, n_partials, rows)
 
 
@@ -169,8 +194,12 @@ _STEPS = RecipeCache()
 def _steps(kernel, desc, tensors, cfg):
     """[(tensors or None, grid, int args, mode, constexprs)] for one call."""
     view = axis_view(desc.input_shape, tensors, desc.axis)
-    cfg = dict(cfg or launch_config(view.extent, desc.element, view.rows,
-                                    desc_is_backward(desc)))
+    backward = desc_is_backward(desc)
+    cfg = dict(cfg or launch_config(view.extent, desc.element, view.rows, backward))
+    seg_len = _chunk_len(view.extent, cfg, backward)
+    n_chunks = triton_cdiv(view.extent, seg_len)
+    if cfg.pop("SEG", None) is not None or cfg["MODE"] == LOOP:
+        cfg["PARTS"] = next_pow2(n_chunks)  # LOOP swaps partials only between segments
     rows_per_prog = cfg.pop("ROWS")
     warps = cfg.pop("num_warps")
     mode = cfg.pop("MODE")
@@ -186,13 +215,11 @@ def _steps(kernel, desc, tensors, cfg):
         stride_args = []
         for k, st in enumerate(strides):
             stride_args += [*st, view.axis_strides[k]]
-        n_chunks = triton_cdiv(view.extent, cfg["BLOCK"])
-        ints = (n_rows, view.extent, n_chunks, *shape[1:], *stride_args)
+        ints = (n_rows, view.extent, n_chunks, seg_len, *shape[1:], *stride_args)
         views = None if single else group
-        if mode == EXCHANGE:
-            out.append((views, (n_rows * n_chunks,), ints, mode, common))
-        else:
-            out.append((views, (triton_cdiv(n_rows, rows_per_prog),), ints, mode, common))
+        # TILE: ROWS lines per program; else n_chunks programs per line
+        grid = (n_rows * n_chunks,) if mode != TILE else (triton_cdiv(n_rows, rows_per_prog),)
+        out.append((views, grid, ints, mode, common))
     return out, single
 
 
@@ -216,7 +243,7 @@ def _launch(kernel, desc, tensors: list[torch.Tensor], workspace, cfg: dict | No
         n_partials = n_rows * steps[0][2][2] * _partials_per_chunk(desc)
         ws, counters = split_workspace(workspace, acc_t, n_partials, n_rows)
     for views, grid, ints, mode, common in steps:
-        if mode == EXCHANGE:
+        if mode == EXCHANGE or ints[2] > 1:  # chunked lines count their programs in
             zero(counters)
         kernel[grid](*(tensors if views is None else views), ws, counters, *ints, MODE=mode,
                      **common)

@@ -41,12 +41,17 @@ def configs(n: int, f32: bool):
                 out.append(dict(MODE=TILE, BLOCK=n, ROWS=rows, num_warps=w, PARTS=1))
     else:
         from ...backends.triton_exchange import SPIN_LIMIT
-        for b, w in ((16384, 8), (8192, 2), (8192, 4), (8192, 8), (4096, 2), (4096, 4), (2048, 2)):
+        for b, w in ((16384, 8), (8192, 4), (8192, 8), (4096, 4)):
             out.append(dict(MODE=EXCHANGE, BLOCK=b, ROWS=1, num_warps=w, SPIN=SPIN_LIMIT,
                             PARTS=triton.next_power_of_2(triton.cdiv(n, b))))
         hint = dict(KEEP="evict_last", STREAM="evict_first")
-        for b, w in ((8192, 16), (8192, 32), (16384, 32), (4096, 16), (4096, 32), (2048, 16)):
+        for b, w in ((8192, 16), (8192, 32), (4096, 8), (4096, 16)):
             out.append(dict(MODE=LOOP, BLOCK=b, ROWS=1, num_warps=w, PARTS=1, **hint))
+            # segments of a line, one program each, swapping (max, sum): forward only
+            for seg in (16384, 32768, 65536):
+                if b < seg < n:
+                    out.append(dict(MODE=LOOP, BLOCK=b, ROWS=1, num_warps=w, SEG=seg,
+                                    SPIN=SPIN_LIMIT, PARTS=1, **hint))
     return out
 
 
@@ -85,7 +90,7 @@ def sweep_softmax(budget: float, long_only: bool = False) -> None:
                   flush=True)
             for cfg in configs(shape[1], dtype == torch.float32):
                 try:
-                    if cfg["MODE"] == EXCHANGE:  # the fallback path gives the same bits
+                    if cfg.get("SPIN"):  # chunked lines: the fallback path gives the same bits
                         P._launch(softmax_fwd_kernel, fd, [x, y], ws, cfg)
                         y0 = y.clone()
                         P._launch(softmax_fwd_kernel, fd, [x, y], ws, dict(cfg, SPIN=0))
