@@ -105,13 +105,13 @@ def test_long_lines_take_the_exchange():
     assert P.launch_config(262144, bf16, 256)["MODE"] == LOOP
     assert P.launch_config(65536, bf16, 64)["MODE"] == EXCHANGE
     assert P.launch_config(1 << 20, bf16, 1)["MODE"] == EXCHANGE
-    # a looped line longer than a segment is cut: its segments swap (max, sum) pairs
+    # a looped line longer than LOOP_LINE_BYTES is cut: its segments swap (max, sum) pairs
     seg = P.launch_config(262144, bf16, 256)["SEG"]
-    assert seg * 2 == P.LOOP_SEGMENT_BYTES
+    assert seg < 262144 and "SEG" not in P.launch_config(65536, bf16, 1024)
     fd = bc.SoftmaxDescriptor(bc.SoftmaxKind.SOFTMAX, (256, 262144), 1, torch.bfloat16)
     assert bc.SoftmaxPlan.select(fd).workspace_size() == 256 * (262144 // seg) * 2 * 4 + 256 * 4
-    fd = bc.SoftmaxDescriptor(bc.SoftmaxKind.SOFTMAX, (1024, seg), 1, torch.bfloat16)
-    assert bc.SoftmaxPlan.select(fd).workspace_size() == 0  # one segment: nothing to swap
+    fd = bc.SoftmaxDescriptor(bc.SoftmaxKind.SOFTMAX, (1024, 65536), 1, torch.bfloat16)
+    assert bc.SoftmaxPlan.select(fd).workspace_size() == 0  # whole lines: nothing to swap
     d = bc.SoftmaxBackwardDescriptor(bc.SoftmaxKind.SOFTMAX, (1024, 65536), 1, torch.bfloat16)
     chunks = -(-65536 // P.launch_config(65536, bf16, 1024, backward=True)["BLOCK"])
     # per chunk one f32 partial dot, per line an int32 counter

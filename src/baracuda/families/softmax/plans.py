@@ -69,12 +69,19 @@ EXCHANGE_FWD_PER_THREAD = 32
 LOOP_MIN_ROWS = 256
 #: Chunks per line at most under the interpreter (see launch_config).
 INTERPRET_MAX_CHUNKS = 4
-#: Forward LOOP lines longer than this many bytes are cut into segments of it, one program
-#: each, that swap their (max, sum): what the SMs read at once then fits in L2 for the
-#: second read (a [256, 262144] bf16 line is 512 KB; 256 of them in flight overflow L2).
-LOOP_SEGMENT_BYTES = 131072
+#: Forward LOOP lines up to this many bytes loop whole, one program each (LOOP_CFG); longer
+#: lines are cut into segments of LOOP_SEGMENT_BYTES (LOOP_SEGMENT_CFG), one program each,
+#: that swap their (max, sum): what the SMs read at once then stays in L2 for the second read
+#: (256 lines of 512 KB in flight overflow it). H100 bf16 GB/s, bench timing / do_bench
+#: (session 7, scripts/softmax_long_ab.py): [256, 262144] whole-line 8192 x 16 warps 1946 /
+#: 1928, segments of 16384 on 4096 x 8 2235 / 2193 (of 32768: 1843 / 2037; 8192 x 16 with
+#: 32768 / 65536: 1851-2095); at [1024, 65536] every segmentation loses (2476 whole against
+#: 1852-2147).
+LOOP_LINE_BYTES = 131072
+LOOP_SEGMENT_BYTES = 32768
 LOOP_CFG = {"MODE": LOOP, "BLOCK": 8192, "ROWS": 1, "num_warps": 16, "PARTS": 1,
             "KEEP": "evict_last", "STREAM": "evict_first"}
+LOOP_SEGMENT_CFG = dict(LOOP_CFG, BLOCK=4096, num_warps=8, SPIN=SPIN_LIMIT)
 
 
 def launch_config(extent: int, element: ElementKind, rows: int = 1 << 20,
@@ -93,12 +100,15 @@ def launch_config(extent: int, element: ElementKind, rows: int = 1 << 20,
             warps = max(1, elems // 1024)  # 2829 GB/s at [32768, 1024] (session-6 sweep)
         return {"MODE": TILE, "BLOCK": block, "ROWS": rows_per, "num_warps": warps, "PARTS": 1}
     if not backward and rows >= LOOP_MIN_ROWS and size != 4:
-        block = LOOP_CFG["BLOCK"] * 2 // max(size, 2)
-        seg = max(block, LOOP_SEGMENT_BYTES // size)
+        whole = extent * size <= LOOP_LINE_BYTES
+        cfg = LOOP_CFG if whole else LOOP_SEGMENT_CFG
+        block = cfg["BLOCK"] * 2 // max(size, 2)  # (block sizes are set in bf16 elements)
+        if whole:
+            return dict(cfg, BLOCK=block)
+        seg = LOOP_SEGMENT_BYTES // size
         if INTERPRET:  # a few segments of a few blocks: the interpreter's loads stay cheap
             seg = max(seg, block * next_pow2(triton_cdiv(extent, block * INTERPRET_MAX_CHUNKS)))
-        parts = next_pow2(triton_cdiv(extent, seg))
-        return dict(LOOP_CFG, BLOCK=block, SEG=seg, PARTS=parts, SPIN=SPIN_LIMIT)
+        return dict(cfg, BLOCK=block, SEG=seg, PARTS=next_pow2(triton_cdiv(extent, seg)))
     block = EXCHANGE_BYTES // max(size, 2)
     warps = EXCHANGE_BWD_WARPS if backward else max(1, block // (32 * EXCHANGE_FWD_PER_THREAD))
     if INTERPRET:  # there every program but a line's last recomputes the line's partials
