@@ -310,10 +310,14 @@ def _direct_launch(compiled):
     return run.launch, run.launch_cooperative_grid, run.launch_pdl
 
 
-def enable_fast_launch(module_prefix: str = "baracuda.families") -> int:
+def enable_fast_launch(module_prefix: str = "baracuda.") -> int:
     """Give every Triton kernel defined in the loaded modules under `module_prefix` the cached
     launch path above (per instance; Triton's class and other code are untouched). Returns
-    how many kernels were switched. No-op under the interpreter."""
+    how many kernels were switched. No-op under the interpreter.
+
+    The prefix covers the backends' shared kernels too (triton_exchange's counter fill): a
+    kernel left on Triton's path is not recorded, so every call that launches it would be
+    refused a replay (session 7: chunked softmax lines had been taking the slow path)."""
     if INTERPRET:
         return 0
     import sys
