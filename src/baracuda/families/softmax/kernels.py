@@ -82,6 +82,24 @@ def _loop_max_sum(x_row, lo, hi, N, stride, cols, BLOCK: tl.constexpr, ACC: tl.c
 
 
 @triton.jit
+def _publish_pair(ws_ptr, cnt_ptr, pid, row, n_chunks, m, s, SPIN: tl.constexpr):
+    """Store this program's partial (max, sum) and arrive at its line's counter: True when
+    every program of the line arrived (their pairs are then visible, `_line_pairs`)."""
+    tl.store(ws_ptr + 2 * pid, m)
+    tl.store(ws_ptr + 2 * pid + 1, s)
+    return arrive_and_wait(cnt_ptr + row, n_chunks, SPIN)
+
+
+@triton.jit
+def _line_pairs(ws_ptr, row, n_chunks, PARTS: tl.constexpr):
+    """The (max, sum) pairs of a line's programs in order, padded to PARTS with (-inf, 0)."""
+    j = tl.arange(0, PARTS)
+    part = ws_ptr + 2 * (row * n_chunks + j)
+    return (tl.load(part, mask=j < n_chunks, other=-float("inf"), volatile=True),
+            tl.load(part + 1, mask=j < n_chunks, other=0.0, volatile=True))
+
+
+@triton.jit
 def _chunk_dot(g, y, LOG: tl.constexpr):
     """A chunk's backward partial: sum(dy) (log_softmax) or sum(y dy) (softmax)."""
     if LOG:
@@ -129,14 +147,10 @@ def softmax_fwd_kernel(
         x_row = x_ptr + line_offset(row, S1, S2, S3, xs0, xs1, xs2, xs3)
         m, s = _loop_max_sum(x_row, lo, hi, N, xsn, cols, BLOCK, ACC, KEEP)
         if PARTS > 1:  # the line's segments swap their partials (as EXCHANGE's chunks do)
-            tl.store(ws_ptr + 2 * pid, m)
-            tl.store(ws_ptr + 2 * pid + 1, s)
-            j = tl.arange(0, PARTS)
-            if arrive_and_wait(cnt_ptr + row, n_chunks, SPIN):
-                part = ws_ptr + 2 * (row * n_chunks + j)
-                m_p = tl.load(part, mask=j < n_chunks, other=NEG, volatile=True)
-                s_p = tl.load(part + 1, mask=j < n_chunks, other=0.0, volatile=True)
+            if _publish_pair(ws_ptr, cnt_ptr, pid, row, n_chunks, m, s, SPIN):
+                m_p, s_p = _line_pairs(ws_ptr, row, n_chunks, PARTS)
             else:  # not every segment ran: compute the line's partials here, the same bits
+                j = tl.arange(0, PARTS)
                 m_p = tl.full([PARTS], NEG, ACC)
                 s_p = tl.zeros([PARTS], ACC)
                 for k in range(0, n_chunks):
@@ -170,14 +184,10 @@ def softmax_fwd_kernel(
             held = x
         else:  # softmax keeps exp(x - chunk max): one exp per chunk after the merge, not per x
             held = e
-        tl.store(ws_ptr + 2 * pid, m_c)
-        tl.store(ws_ptr + 2 * pid + 1, s_c)
-        j = tl.arange(0, PARTS)
-        if arrive_and_wait(cnt_ptr + row, n_chunks, SPIN):
-            part = ws_ptr + 2 * (row * n_chunks + j)
-            m_p = tl.load(part, mask=j < n_chunks, other=NEG, volatile=True)
-            s_p = tl.load(part + 1, mask=j < n_chunks, other=0.0, volatile=True)
+        if _publish_pair(ws_ptr, cnt_ptr, pid, row, n_chunks, m_c, s_c, SPIN):
+            m_p, s_p = _line_pairs(ws_ptr, row, n_chunks, PARTS)
         else:  # not every chunk ran: compute the line's partials here, the same bits
+            j = tl.arange(0, PARTS)
             m_p = tl.full([PARTS], NEG, ACC)
             s_p = tl.zeros([PARTS], ACC)
             for k in range(0, n_chunks):

@@ -20,7 +20,7 @@ from .descriptors import (
     SoftmaxDescriptor,
     SoftmaxKind,
 )
-from .kernels import LOOP, softmax_bwd_kernel, softmax_fwd_kernel
+from .kernels import softmax_bwd_kernel, softmax_fwd_kernel
 from .plans import SoftmaxBackwardPlan, SoftmaxPlan, launch_config
 
 FLOATS = (ElementKind.F32, ElementKind.F16, ElementKind.BF16, ElementKind.F64)
@@ -137,14 +137,9 @@ class SoftmaxSpec(PlanSpec):
                     sig.update({n: "i32" for n in kernel.arg_names
                                 if n not in sig and n not in const})
                     sig.update({n: "constexpr" for n in const})
-                    # a segmented LOOP line (forward, PARTS > 1) keeps five words in local
-                    # memory over the exchange, stored before the first loop and loaded
-                    # after the wait (SASS: no STL / LDL inside either loop)
-                    segmented = mode == LOOP and cfg["PARTS"] > 1
                     yield AotVariant(f"{kernel.__name__} {element.value} N={extent} mode={mode}",
                                      kernel, sig, const, num_warps=warps,
-                                     divisible=tuple(n for n in sig if sig[n] == "i32"),
-                                     max_spill_bytes=40 if segmented else 0)
+                                     divisible=tuple(n for n in sig if sig[n] == "i32"))
 
 
 def _acc_name(element):
