@@ -217,6 +217,19 @@ def test_wide_offsets_variant(monkeypatch, mode_shape):
     torch.testing.assert_close(g, gr)
 
 
+def test_wide_offsets_segmented_loop(monkeypatch):
+    # the segmented forward LOOP with 64-bit offsets, forced on a small bf16 problem
+    monkeypatch.setattr(P, "WIDE_LIMIT", 0)
+    monkeypatch.setattr(P, "LOOP_MIN_ROWS", 1)
+    monkeypatch.setattr(P, "LOOP_LINE_BYTES", 1024)
+    monkeypatch.setattr(P, "_STEPS", P.RecipeCache())
+    x = _x(20003, 2, dtype=torch.bfloat16).t()  # strided softmax axis
+    cfg = P.launch_config(20003, bc.ElementKind.BF16, 2)
+    assert cfg["MODE"] == LOOP and cfg["SEG"] < 20003
+    for fn, ref in ((bt.softmax, torch.softmax), (bt.log_softmax, torch.log_softmax)):
+        torch.testing.assert_close(fn(x, 1).float(), ref(x.float(), 1), rtol=2e-2, atol=1e-5)
+
+
 def test_f64_long_lines_through_the_frontend():
     x = _x(2, 9000)  # past the f64 single-block limit (8192): chunked
     assert P.launch_config(9000, bc.ElementKind.F64, 2)["MODE"] == EXCHANGE

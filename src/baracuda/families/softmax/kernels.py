@@ -141,8 +141,11 @@ def softmax_fwd_kernel(
     elif MODE == 1:
         row = pid // n_chunks
         # the segment's first element, 32-bit like cols (64-bit offsets along the line held
-        # 91 registers against 64 in the sm_90a compile); WIDE lines widen it through cols
-        lo = (pid - row * n_chunks).to(tl.int32) * seg_len
+        # 91 registers against 64 in the sm_90a compile), 64-bit for WIDE lines
+        seg = (pid - row * n_chunks).to(tl.int32)
+        if WIDE:
+            seg = seg.to(tl.int64)
+        lo = seg * seg_len
         hi = tl.minimum(lo + seg_len, N)
         x_row = x_ptr + line_offset(row, S1, S2, S3, xs0, xs1, xs2, xs3)
         m, s = _loop_max_sum(x_row, lo, hi, N, xsn, cols, BLOCK, ACC, KEEP)
