@@ -213,8 +213,9 @@ def _exchange_config(m: int, rows: int) -> dict:
 def _bwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) -> dict:
     """Tile table for the backward: a persistent grid G (one or two programs per SM); each
     program's dgamma/dbeta partial covers many rows, so the second stage reads only G * M
-    floats. Rows up to 16K elements (4K in f32, 2K in f64) stay in registers, 32 elements per
-    thread, in tiles of 4K elements (several short rows) or 8K; longer rows take the
+    floats. Rows up to 16K elements (RMSNorm f32 too, 16 per thread; LayerNorm 8K, f32 4K; f64
+    2K) stay in registers, 32 elements per thread, in tiles of 4K elements (several short
+    rows) or 8K; longer rows take the
     column-split backward (kernels_colsplit.py: row statistics, then column blocks over row
     chunks; G is the number of chunks). H100 sweep (normalization/tune.py, bf16, dy + x + dx GB/s):
     [32768, 1024] 556 -> 1950 (4 rows x 4 warps, prefetching, 2 per SM; the old 16-warp
@@ -222,13 +223,16 @@ def _bwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) ->
     [4096, 16384] 1517 -> 2490 (the row in registers, 16 warps, 1 per SM; was a loop).
     `layer`: layer_norm, whose second partial (dbeta) makes a 16K row spill: it splits."""
     halves = 8192 if layer else 16384
-    single_max = {ElementKind.F64: 2048, ElementKind.F32: 4096}.get(element, halves)
+    f32_max = 4096 if layer else 16384
+    single_max = {ElementKind.F64: 2048, ElementKind.F32: f32_max}.get(element, halves)
     if m <= single_max:
         block_n = next_pow2(m)
         block_r = _clamp(_register_tile(block_n, ElementKind.BF16) // block_n, 1, 64)
-        # f64 values take two registers
-        per_thread = 16 if element is ElementKind.F64 else 32
-        warps = _clamp(block_r * block_n // (32 * per_thread), 1, 16)
+        # f64 values take two registers; f32 rows past 4K take 16 per thread: rms f32
+        # [4096, 16384] 2575 GB/s on 32 warps, 2478 on 16, the column split 1747 (session 7)
+        wide_f32 = element is ElementKind.F32 and block_n > 4096
+        per_thread = 16 if element is ElementKind.F64 or wide_f32 else 32
+        warps = _clamp(block_r * block_n // (32 * per_thread), 1, 32)
         per_sm = 1 if block_n >= 16384 else 2
         pipe = block_r * block_n <= 4096
         if not layer and _is_half(element) and PLAIN_ROWS[0] < m <= 1024:

@@ -331,9 +331,12 @@ class _BwdSpec(PlanSpec):
                 if n not in sig and n not in const:
                     sig[n] = "i64"
             sig.update({n: "constexpr" for n in const})
-            # rms bf16 16K rows in registers spill 16 B (gamma re-read per row already); the
-            # spill-free loop measured 1517 vs 2490 GB/s on the H100 (normalization/tune.py)
-            allowed = 16 if self.rms and extent == 16384 and element is not ElementKind.F32 else 0
+            # rms 16K rows in registers spill (gamma re-read per row already), with these
+            # 64-bit ints: bf16 16 B (0 with the 32-bit ints the JIT usually picks), f32
+            # 392 B (40 B). Measured on the H100 (normalization/tune.py): bf16 2490 GB/s
+            # against 1517 for the spill-free loop; f32 2575 against 1747 (column split)
+            allowed = {ElementKind.BF16: 16, ElementKind.F32: 392}.get(element, 0) \
+                if self.rms and extent == 16384 else 0
             yield AotVariant(f"bwd {'rms' if self.rms else 'ln'} {element.value} N={extent}",
                              row_norm_bwd_kernel, sig, const, num_warps=warps,
                              divisible=_aligned_ints(sig), max_spill_bytes=allowed)

@@ -36,7 +36,8 @@ from .descriptors import (
 )
 from .plans import LayerNormBackwardPlan, LayerNormPlan, RMSNormBackwardPlan, RMSNormPlan
 
-SHAPES = [(32768, 1024), (16384, 4096), (4096, 16384), (1024, 65536), (16384, 2048)]
+SHAPES = [(32768, 1024), (16384, 4096), (4096, 16384), (1024, 65536), (16384, 2048),
+          (8192, 8192)]
 PLAIN_ONLY = "plain" in sys.argv[5:]  # only plain grids (one row group per program)
 #: rows per tile to try (TUNE_BLOCK_R="2,4" narrows a sweep)
 BLOCK_RS = tuple(int(r) for r in os.environ.get("TUNE_BLOCK_R", "1,2,4,8,16").split(","))
