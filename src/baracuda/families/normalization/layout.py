@@ -240,6 +240,11 @@ def _bwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) ->
             # 2096 -> 2496 GB/s at [32768, 1024] (session-6 sweep; layer_norm's dbeta
             # partial keeps the table's 4 warps, 2 per SM: its best, 2175)
             warps, per_sm = block_r * block_n // (32 * 64), 4
+        if layer and _is_half(element) and block_n == 4096:
+            # layer halves at 4096: one row per tile on 4 warps, the next row prefetched,
+            # 2 per SM: 2220 -> 2493 GB/s at [16384, 4096] (session-7 sweep; the dbeta
+            # partial makes the table's 2-row tile of 8 warps slower than for rms, 2688)
+            block_r, warps, pipe, per_sm = 1, 4, True, 2
     else:
         # Long rows: the column-split backward (kernels_colsplit.py); G = row chunks.
         block_c, chunk_rows, chunks = colsplit_shape(m, rows, sm_count())
