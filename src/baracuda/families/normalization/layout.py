@@ -213,11 +213,11 @@ def _exchange_config(m: int, rows: int) -> dict:
 def _bwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) -> dict:
     """Tile table for the backward: a persistent grid G (one or two programs per SM); each
     program's dgamma/dbeta partial covers many rows, so the second stage reads only G * M
-    floats. Rows up to 16K elements (RMSNorm f32 too, 16 per thread; LayerNorm 8K, f32 4K; f64
-    2K) stay in registers, 32 elements per thread, in tiles of 4K elements (several short
-    rows) or 8K; longer rows take the
-    column-split backward (kernels_colsplit.py: row statistics, then column blocks over row
-    chunks; G is the number of chunks). H100 sweep (normalization/tune.py, bf16, dy + x + dx GB/s):
+    floats. Rows up to 16K elements stay in registers (LayerNorm: 8K, in f32 4K; f64 2K), 32
+    elements per thread (f32 rows past 4K: 16), in tiles of 4K elements (several short rows)
+    or 8K; longer rows take the column-split backward (kernels_colsplit.py: row statistics,
+    then column blocks over row chunks; G is the number of chunks). H100 sweep
+    (normalization/tune.py, bf16, dy + x + dx GB/s):
     [32768, 1024] 556 -> 1950 (4 rows x 4 warps, prefetching, 2 per SM; the old 16-warp
     tile had 8 elements per thread), [16384, 4096] 2567 -> 2688 (2 rows x 8 warps),
     [4096, 16384] 1517 -> 2490 (the row in registers, 16 warps, 1 per SM; was a loop).
