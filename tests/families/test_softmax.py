@@ -271,3 +271,17 @@ def test_exchange_is_deterministic_and_matches_its_no_wait_path_gpu(shape):
                                atol=1e-6)
     for y, dx in outs[1:]:
         assert torch.equal(y, outs[0][0]) and torch.equal(dx, outs[0][1])
+
+
+def test_interpreter_chunk_length_rule():
+    """Under the interpreter (CPU tests) chunked lines are widened to at most
+    INTERPRET_MAX_CHUNKS chunks, a power of two times the unit; on a GPU nothing changes."""
+    from baracuda.backends import triton_exchange as X
+
+    if not X.INTERPRET:
+        assert X.chunk_length(8192, 1 << 20, 4096) == 8192
+        return
+    for extent, chunk, unit in ((20001, 8192, 1), (1 << 20, 16384, 4096), (100, 8192, 1)):
+        got = X.chunk_length(chunk, extent, unit)
+        assert got >= chunk and got % unit == 0 and (got // unit) & (got // unit - 1) == 0
+        assert -(-extent // got) <= X.INTERPRET_MAX_CHUNKS

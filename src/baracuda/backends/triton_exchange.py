@@ -36,6 +36,10 @@ from .triton_support import INTERPRET
 #: Polls of a line's counter before a program computes the other chunks' partials itself.
 SPIN_LIMIT = 0 if INTERPRET else 1 << 16
 
+#: Chunks per line at most under the interpreter: its programs run one after another, so all
+#: but a line's last recompute the line's partials (SPIN_LIMIT 0), quadratic in chunks.
+INTERPRET_MAX_CHUNKS = 4
+
 #: Block of the zero fill.
 ZERO_BLOCK = 4096
 
@@ -70,6 +74,16 @@ def arrive_and_wait(count_ptr, n_chunks, SPIN: tl.constexpr):
         seen = tl.atomic_add(count_ptr, 0, sem="acquire")
         polls += 1
     return seen >= n_chunks
+
+
+def chunk_length(chunk: int, extent: int, unit: int = 1) -> int:
+    """Elements of a line per chunk program: `chunk` on a GPU; under the interpreter widened
+    (a power of two times `unit`) to at most INTERPRET_MAX_CHUNKS chunks per line, so CPU
+    tests of chunked lines stay cheap. The one rule for every family that exchanges."""
+    if not INTERPRET:
+        return chunk
+    per = -(-extent // (unit * INTERPRET_MAX_CHUNKS))
+    return max(chunk, unit * (1 << max(per - 1, 0).bit_length()))
 
 
 def split_workspace(workspace: torch.Tensor, acc: torch.dtype, n_partials: int,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 import triton.language as tl
 
-from ...backends.triton_exchange import SPIN_LIMIT
+from ...backends.triton_exchange import SPIN_LIMIT, chunk_length
 from ...backends.triton_support import INTERPRET, next_pow2, shifted_view, sm_count
 from ...core.errors import Unsupported
 from ...core.layout import collapse_dims
@@ -194,19 +194,27 @@ def _fwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) ->
 #: warps rms 2810 / layer 2653, 4096 x 4 2727 / 2551, against the LOOP's 2275 / 2058
 #: (4096 x 32 warps, one per SM). bf16 keeps its LOOP: exchange 2452 / 2112 vs 2466 / 2159.
 EXCHANGE_BLOCK = 8192
-#: Chunks per row at most under the interpreter: its programs run one after another, so all
-#: but a row's last recompute the row's partials (quadratic in chunks).
-INTERPRET_MAX_CHUNKS = 4
 
 
 def _exchange_config(m: int, rows: int) -> dict:
-    block_n = EXCHANGE_BLOCK
-    if INTERPRET:
-        block_n = max(block_n, next_pow2(-(-m // INTERPRET_MAX_CHUNKS)))
+    block_n = chunk_length(EXCHANGE_BLOCK, m)
     n_chunks = -(-m // block_n)
     return dict(EXCHANGE=True, BLOCK_N=block_n, num_warps=max(1, block_n // 1024),
                 PARTS=next_pow2(n_chunks), N_CHUNKS=n_chunks, G=rows * n_chunks,
                 SPIN=SPIN_LIMIT)
+
+
+#: Measured exceptions to the backward rule below for f16 / bf16 rows, keyed by (layer_norm,
+#: BLOCK_N): (rows per tile, warps, next-row prefetch, programs per SM). H100 sweeps
+#: (normalization/tune.py, dy + x + dx GB/s):
+#: - rms at 1024: 64 elements per thread on 2 warps, 4 per SM, 2096 -> 2496 at [32768, 1024]
+#:   (session 6; layer_norm's dbeta partial keeps the rule's 4 warps, 2 per SM: 2175);
+#: - layer at 4096: one row per tile on 4 warps, prefetched, 2 per SM, 2220 -> 2493 at
+#:   [16384, 4096] (session 7; the rule's 2-row tile of 8 warps is rms's best, 2688).
+_HALF_BWD_TILES = {
+    (False, 1024): (4, 2, True, 4),
+    (True, 4096): (1, 4, True, 2),
+}
 
 
 @functools.lru_cache(maxsize=1024)
@@ -235,16 +243,9 @@ def _bwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) ->
         warps = _clamp(block_r * block_n // (32 * per_thread), 1, 32)
         per_sm = 1 if block_n >= 16384 else 2
         pipe = block_r * block_n <= 4096
-        if not layer and _is_half(element) and PLAIN_ROWS[0] < m <= 1024:
-            # rms halves at 1024: 64 elements per thread on 2 warps, 4 programs per SM,
-            # 2096 -> 2496 GB/s at [32768, 1024] (session-6 sweep; layer_norm's dbeta
-            # partial keeps the table's 4 warps, 2 per SM: its best, 2175)
-            warps, per_sm = block_r * block_n // (32 * 64), 4
-        if layer and _is_half(element) and block_n == 4096:
-            # layer halves at 4096: one row per tile on 4 warps, the next row prefetched,
-            # 2 per SM: 2220 -> 2493 GB/s at [16384, 4096] (session-7 sweep; the dbeta
-            # partial makes the table's 2-row tile of 8 warps slower than for rms, 2688)
-            block_r, warps, pipe, per_sm = 1, 4, True, 2
+        if _is_half(element) and block_n > PLAIN_ROWS[0]:
+            block_r, warps, pipe, per_sm = _HALF_BWD_TILES.get(
+                (layer, block_n), (block_r, warps, pipe, per_sm))
     else:
         # Long rows: the column-split backward (kernels_colsplit.py); G = row chunks.
         block_c, chunk_rows, chunks = colsplit_shape(m, rows, sm_count())

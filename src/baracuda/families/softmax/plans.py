@@ -22,9 +22,14 @@ from __future__ import annotations
 import torch
 import triton.language as tl
 
-from ...backends.triton_exchange import SPIN_LIMIT, exchange_bytes, split_workspace, zero
+from ...backends.triton_exchange import (
+    SPIN_LIMIT,
+    chunk_length,
+    exchange_bytes,
+    split_workspace,
+    zero,
+)
 from ...backends.triton_support import (
-    INTERPRET,
     MAX_OUTER_DIMS,
     RecipeCache,
     next_pow2,
@@ -67,8 +72,6 @@ EXCHANGE_FWD_PER_THREAD = 32
 #: exchange is ahead at [256, 262144] when each call follows an L2 flush (2098 vs 1929). The
 #: exchange takes the forward of lines too few to fill the GPU one program per line.
 LOOP_MIN_ROWS = 256
-#: Chunks per line at most under the interpreter (see launch_config).
-INTERPRET_MAX_CHUNKS = 4
 #: Forward LOOP lines up to this many bytes loop whole, one program each (LOOP_CFG); longer
 #: lines are cut into segments of LOOP_SEGMENT_BYTES (LOOP_SEGMENT_CFG), one program each,
 #: that swap their (max, sum): what the SMs read at once then stays in L2 for the second read
@@ -105,15 +108,11 @@ def launch_config(extent: int, element: ElementKind, rows: int = 1 << 20,
         block = cfg["BLOCK"] * 2 // max(size, 2)  # (block sizes are set in bf16 elements)
         if whole:
             return dict(cfg, BLOCK=block)
-        seg = LOOP_SEGMENT_BYTES // size
-        if INTERPRET:  # a few segments of a few blocks: the interpreter's loads stay cheap
-            seg = max(seg, block * next_pow2(triton_cdiv(extent, block * INTERPRET_MAX_CHUNKS)))
+        seg = chunk_length(LOOP_SEGMENT_BYTES // size, extent, block)
         return dict(cfg, BLOCK=block, SEG=seg, PARTS=next_pow2(triton_cdiv(extent, seg)))
     block = EXCHANGE_BYTES // max(size, 2)
     warps = EXCHANGE_BWD_WARPS if backward else max(1, block // (32 * EXCHANGE_FWD_PER_THREAD))
-    if INTERPRET:  # there every program but a line's last recomputes the line's partials
-        # (no program waits): O(chunks^2) interpreted loads; a few wide chunks keep it cheap
-        block = max(block, next_pow2(triton_cdiv(extent, INTERPRET_MAX_CHUNKS)))
+    block = chunk_length(block, extent)
     parts = next_pow2(triton_cdiv(extent, block))
     return {"MODE": EXCHANGE, "BLOCK": block, "ROWS": 1, "num_warps": warps, "PARTS": parts,
             "SPIN": SPIN_LIMIT}
