@@ -296,6 +296,119 @@ def test_f32_exchange_matches_its_no_wait_path_gpu(rms, monkeypatch):
     assert_close(runs[0][0], want["y"], torch.float32, "y")
 
 
+def _long_row_backward(rms: bool, x, dy, w, dh):
+    """The backward plan on the last dim (stats from the float64 forward): (dx, dgamma,
+    dbeta or None), outputs poisoned first, and the float64 reference."""
+    stats = R.row_norm_forward(x, 1, None, None, 1e-5, rms)
+    rstd = stats["rstd"].to(x.device, torch.float32)
+    mean = None if rms else stats["mean"].to(x.device, torch.float32)
+    nan = float("nan")
+    dx, dg = torch.full_like(x, nan), torch.full_like(w, nan)
+    shape, axes = tuple(x.shape), (x.dim() - 1,)
+    if rms:
+        desc = bc.RMSNormBackwardDescriptor(shape, axes, True, x.dtype, has_residual=True)
+        args = bc.RMSNormBackwardArgs(dy=dy, x=x, rstd=rstd, dx=dx, gamma=w, dgamma=dg,
+                                      dresidual_out=dh)
+        plan, db = bc.RMSNormBackwardPlan.select(desc), None
+    else:
+        db = torch.full_like(w, nan)
+        desc = bc.LayerNormBackwardDescriptor(shape, axes, True, True, x.dtype,
+                                              has_residual=True)
+        args = bc.LayerNormBackwardArgs(dy=dy, x=x, mean=mean, rstd=rstd, dx=dx, gamma=w,
+                                        dgamma=dg, dbeta=db, dresidual_out=dh)
+        plan = bc.LayerNormBackwardPlan.select(desc)
+    ws = torch.empty(plan.workspace_size(), dtype=torch.uint8, device=x.device)
+    plan.run(args, ws)
+    want = R.row_norm_backward(dy, x, rstd, 1, mean, w, not rms, dh)
+    return (dx, dg, db), (want["dx"], want["dgamma"], want.get("dbeta"))
+
+
+def _with_bwd_config(monkeypatch, **override):
+    """Route the backward's tile table through `override` (e.g. SPIN=0, PIPE=False)."""
+    from baracuda.core.plan import _select_cached
+    from baracuda.families.normalization import layout as L
+    from baracuda.families.normalization import plans as P
+
+    monkeypatch.setattr(P, "bwd_config", lambda *a: dict(L.bwd_config(*a), **override))
+    for cache in (P._bwd_exchange_recipe, P._bwd_partials, _select_cached):
+        cache.cache_clear()
+
+
+def _clear_bwd_caches():
+    from baracuda.core.plan import _select_cached
+    from baracuda.families.normalization import plans as P
+
+    for cache in (P._bwd_exchange_recipe, P._bwd_partials, _select_cached):
+        cache.cache_clear()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("rms", [True, False], ids=["rms", "layer"])
+def test_long_rows_backward_exchange(rms, dtype, monkeypatch):
+    """Rows longer than a register tile exchange chunk partials in the backward
+    (kernels_exchange.row_norm_bwd_exchange_kernel): 16 rows of 20000 (not a multiple of a
+    chunk) over four non-collapsible outer dims (two launches accumulating dgamma), groups of
+    several rows, against float64; the same bits again, and without the next-row prefetch."""
+    from baracuda.families.normalization.layout import bwd_config
+
+    assert bwd_config(20000, 16, bc.ElementKind.of(dtype), not rms).get("EXCHANGE")
+    base = _rand((2, 2, 2, 2, 20000), dtype, seed=12) * 2 + 3
+    x = base.permute(3, 2, 1, 0, 4)
+    dy = _rand((2, 2, 2, 2, 20000), dtype, seed=13).permute(2, 3, 1, 0, 4)
+    dh = _rand(x.shape, dtype, seed=14)
+    w = _rand((20000,), dtype, seed=15)
+    got, want = _long_row_backward(rms, x, dy, w, dh)
+    for name, a, e in zip(("dx", "dgamma", "dbeta"), got, want):
+        if a is not None:
+            assert_close(a, e, dtype, name, scale=2.0)
+    again, _ = _long_row_backward(rms, x, dy, w, dh)
+    _with_bwd_config(monkeypatch, PIPE=False)
+    try:
+        unpiped, _ = _long_row_backward(rms, x, dy, w, dh)
+    finally:
+        monkeypatch.undo()
+        _clear_bwd_caches()
+    for run in (again, unpiped):
+        for a, c in zip(run, got):
+            if c is not None:
+                assert_bitwise_equal(a, c, "exchange backward")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape,dtype", [((1024, 65536), torch.bfloat16),
+                                         ((777, 65536), torch.float32),
+                                         ((2048, 16384), torch.bfloat16),
+                                         ((300, 262144), torch.bfloat16)])
+@pytest.mark.parametrize("rms", [True, False], ids=["rms", "layer"])
+def test_gpu_backward_exchange_matches_its_no_wait_path(rms, shape, dtype, monkeypatch):
+    """At real sizes: against float64, reruns bit for bit, and the path where no program
+    waits (each recomputes its row's partials) gives the same bits, so the merge order does
+    not depend on timing."""
+    from baracuda.families.normalization.layout import bwd_config
+
+    if not bwd_config(shape[1], shape[0], bc.ElementKind.of(dtype), not rms).get(
+            "EXCHANGE"):
+        pytest.skip(f"{shape} {dtype} does not take the exchange backward (by the table)")
+    x = _rand(shape, dtype, seed=16) * 2 + 1
+    dy, dh, w = _rand(shape, dtype, seed=17), _rand(shape, dtype, seed=18), \
+        _rand(shape[-1:], dtype, seed=19)
+    got, want = _long_row_backward(rms, x, dy, w, dh)
+    for name, a, e in zip(("dx", "dgamma", "dbeta"), got, want):
+        if a is not None:
+            assert_close(a, e, dtype, name, scale=2.0)
+    runs = [_long_row_backward(rms, x, dy, w, dh)[0]]
+    _with_bwd_config(monkeypatch, SPIN=0)
+    try:
+        runs.append(_long_row_backward(rms, x, dy, w, dh)[0])
+    finally:
+        monkeypatch.undo()
+        _clear_bwd_caches()
+    for run in runs:
+        for a, c in zip(run, got):
+            if c is not None:
+                assert_bitwise_equal(a, c, "exchange backward")
+
+
 # -- group_norm / batch_norm / instance_norm -------------------------------------------------------
 from baracuda.families.normalization.torch_api import (  # noqa: E402
     batch_norm,

@@ -126,6 +126,8 @@ class AotVariant:
     #: Spill bytes (stores + loads) accepted for this variant; non-zero only with a measured
     #: reason in the spec (the spill-free alternative timed slower on the H100).
     max_spill_bytes: int = 0
+    #: Register cap per thread (Triton's `maxnreg`) where the plan launches with one.
+    maxnreg: int | None = None
 
     def attrs(self) -> dict[tuple[int, ...], list]:
         """Specialization hints as the JIT gives them (tt.divisibility 16), so the AOT compile

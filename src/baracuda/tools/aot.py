@@ -45,6 +45,14 @@ def _ptxas() -> str:
     return os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
 
 
+def _options(variant) -> dict:
+    """Compile options of a variant as the plan launches it."""
+    opts = {"num_warps": variant.num_warps, "num_stages": variant.num_stages}
+    if variant.maxnreg is not None:
+        opts["maxnreg"] = variant.maxnreg
+    return opts
+
+
 def _resource_usage(ptx: str) -> tuple[int, int]:
     """(registers, spill bytes) from `ptxas -v` on the PTX (the same assembler triton uses)."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -72,7 +80,7 @@ def compile_variant(variant) -> tuple[int, int, int]:
     src = ASTSource(fn=variant.kernel, signature=variant.signature, constexprs=variant.constexprs,
                     attrs=variant.attrs())
     ck = triton.compile(src, target=GPUTarget("cuda", 90, 32),
-                        options={"num_warps": variant.num_warps, "num_stages": variant.num_stages})
+                        options=_options(variant))
     regs, spills = _resource_usage(ck.asm["ptx"])
     return int(ck.metadata.shared), regs, spills
 

@@ -1,15 +1,19 @@
-"""Row-norm forward of long rows by chunk exchange (backends/triton_exchange.py): a row longer
-than one program's tile is cut into n_chunks chunks of BLOCK_N columns, one program each
-(program id = row * n_chunks + chunk). Each program loads its chunk once, writes its partial
-sums to the workspace, waits at the row's counter for the row's other chunks, adds the row's
-partials in chunk order (every program of the row gets the same bits) and writes its chunk of
-y from the registers it holds: x is read from DRAM once, where the two-pass loop of
+"""Row norms of long rows by chunk exchange (backends/triton_exchange.py): a row longer
+than one program's tile is cut into n_chunks chunks of BLOCK_N columns, one program each.
+
+Forward (program id = row * n_chunks + chunk): each program loads its chunk once, writes its
+partial sums to the workspace, waits at the row's counter for the row's other chunks, adds
+the row's partials in chunk order (every program of the row gets the same bits) and writes its
+chunk of y from the registers it holds: x is read from DRAM once, where the two-pass loop of
 kernels.py reads it twice.
 
 Partials are the sums of d and d^2 with d = x - k, k = the row's first element for LayerNorm
 (0 for RMSNorm): sums merge by addition, and the shift keeps the variance from cancelling when
 |mean| >> std, as in the loop. A program that stops waiting (SPIN polls) recomputes the other
 chunks' partials itself with the same code (`_chunk_sums`), so the result is bit-identical.
+
+Backward (`row_norm_bwd_exchange_kernel`): the same exchange of sum(w dy xhat) and sum(w dy)
+per row, by groups of rows so that dgamma / dbeta stay in registers over many rows.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import triton
 import triton.language as tl
 
 from ...backends.triton_exchange import arrive_and_wait
-from .kernels import _col_off, _cols, _residual_sum, _row_off
+from .kernels import _col_off, _cols, _dx, _residual_sum, _row_off, _xhat
 
 
 @triton.jit
@@ -127,3 +131,138 @@ def row_norm_fwd_exchange_kernel(
                  mean.to(mean_ptr.dtype.element_ty), mask=first_chunk)
     tl.store(rstd_ptr + _row_off(rows, O1, O2, ts0, ts1, ts2),
              rstd.to(rstd_ptr.dtype.element_ty), mask=first_chunk)
+
+
+@triton.jit
+def _grad_terms(dy, x, w, mean, rstd, mask, RMS: tl.constexpr, HAS_W: tl.constexpr):
+    """(xhat, w dy) of a backward chunk and its partials sum(w dy xhat), sum(w dy): the one
+    computation of both the exchanging and the no-wait path, so they give the same bits."""
+    xhat = _xhat(x, mean, rstd, mask, RMS)
+    if HAS_W:
+        wdy = dy * w
+    else:
+        wdy = dy
+    return xhat, wdy, tl.sum(wdy * xhat, 0), tl.sum(wdy, 0)
+
+
+@triton.jit
+def row_norm_bwd_exchange_kernel(
+    dy_ptr, x_ptr, w_ptr, mean_ptr, rstd_ptr, dh_ptr, dx_ptr, part_ptr, ws_ptr, cnt_ptr,
+    n_rows, M, O1, O2, IN1, IN2, G, n_chunks, group_rows,
+    gs0, gs1, gs2, gsa, gsb, gsc,
+    xs0, xs1, xs2, xsa, xsb, xsc,
+    hs0, hs1, hs2, hsa, hsb, hsc,
+    ds0, ds1, ds2, dsa, dsb, dsc,
+    wsa, wsb, wsc, ms0, ms1, ms2, ts0, ts1, ts2,
+    RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_DB: tl.constexpr, HAS_RES: tl.constexpr,
+    ACCUM: tl.constexpr, NI: tl.constexpr, ACC: tl.constexpr, BLOCK_N: tl.constexpr,
+    COL64: tl.constexpr, PARTS: tl.constexpr, SPIN: tl.constexpr, PIPE: tl.constexpr,
+):
+    """Backward of long rows: program id = group * n_chunks + chunk. A group's n_chunks
+    programs walk its group_rows rows together; per row each loads its chunk of dy and x
+    once, publishes sum(w dy xhat) (and sum(w dy)), waits for the row's other chunks and
+    writes its chunk of dx from registers. dgamma / dbeta of the chunk's columns accumulate
+    in registers over the group's rows and are stored once into row `group` of the
+    [G, M] partials (then [G, M] dbeta), summed in a fixed order by partial_sum_kernel.
+    dy and x are read from DRAM once (the column split reads them twice). PIPE: the next
+    row's chunk is loaded before this row's exchange, so the wait overlaps a load."""
+    pid = tl.program_id(0)
+    group = (pid // n_chunks).to(tl.int64)
+    chunk = pid - (pid // n_chunks) * n_chunks
+    cols0 = _cols(BLOCK_N, COL64)
+    cols = chunk * BLOCK_N + cols0
+    cm = cols < M
+    go = _col_off(cols, IN1, IN2, gsa, gsb, gsc, NI)
+    xo = _col_off(cols, IN1, IN2, xsa, xsb, xsc, NI)
+    w = 1.0
+    if HAS_W:
+        w = tl.load(w_ptr + _col_off(cols, IN1, IN2, wsa, wsb, wsc, NI), mask=cm,
+                    other=0.0).to(ACC)
+    dg = tl.zeros([BLOCK_N], ACC)
+    db = tl.zeros([BLOCK_N], ACC)
+    r0 = group * group_rows
+    r1 = tl.minimum(r0 + group_rows, n_rows)
+    j = tl.arange(0, PARTS)
+    if PIPE:
+        dy_n = tl.load(dy_ptr + _row_off(r0, O1, O2, gs0, gs1, gs2) + go,
+                       mask=cm & (r0 < r1), other=0.0)
+        x_n = tl.load(x_ptr + _row_off(r0, O1, O2, xs0, xs1, xs2) + xo,
+                      mask=cm & (r0 < r1), other=0.0)
+    for row in range(r0, r1):
+        rstd = tl.load(rstd_ptr + _row_off(row, O1, O2, ts0, ts1, ts2)).to(ACC)
+        if RMS:
+            mean = rstd  # unused by _xhat (RMSNorm: no mean row)
+        else:
+            mean = tl.load(mean_ptr + _row_off(row, O1, O2, ms0, ms1, ms2)).to(ACC)
+        if PIPE:
+            dy = dy_n.to(ACC)
+            x = x_n.to(ACC)
+            nxt = row + 1
+            dy_n = tl.load(dy_ptr + _row_off(nxt, O1, O2, gs0, gs1, gs2) + go,
+                           mask=cm & (nxt < r1), other=0.0)
+            x_n = tl.load(x_ptr + _row_off(nxt, O1, O2, xs0, xs1, xs2) + xo,
+                          mask=cm & (nxt < r1), other=0.0)
+        else:
+            dy = tl.load(dy_ptr + _row_off(row, O1, O2, gs0, gs1, gs2) + go, mask=cm,
+                         other=0.0).to(ACC)
+            x = tl.load(x_ptr + _row_off(row, O1, O2, xs0, xs1, xs2) + xo, mask=cm,
+                        other=0.0).to(ACC)
+        xhat, wdy, a1, a2 = _grad_terms(dy, x, w, mean, rstd, cm, RMS, HAS_W)
+        if HAS_W:  # before the wait: dy is not held across it
+            dg += dy * xhat
+        if HAS_DB:
+            db += dy
+        slot = ws_ptr + 2 * (row * n_chunks + chunk)
+        tl.store(slot, a1)
+        if not RMS:
+            tl.store(slot + 1, a2)
+        if arrive_and_wait(cnt_ptr + row, n_chunks, SPIN):
+            part = ws_ptr + 2 * (row * n_chunks + j)
+            p1 = tl.load(part, mask=j < n_chunks, other=0.0, volatile=True)
+            if not RMS:
+                p2 = tl.load(part + 1, mask=j < n_chunks, other=0.0, volatile=True)
+        else:  # not every chunk arrived: compute the row's partials here, the same bits
+            p1 = tl.zeros([PARTS], ACC)
+            p2 = tl.zeros([PARTS], ACC)
+            for kk in range(0, n_chunks):
+                c = kk * BLOCK_N + cols0
+                m_k = c < M
+                dy_k = tl.load(dy_ptr + _row_off(row, O1, O2, gs0, gs1, gs2)
+                               + _col_off(c, IN1, IN2, gsa, gsb, gsc, NI), mask=m_k,
+                               other=0.0).to(ACC)
+                x_k = tl.load(x_ptr + _row_off(row, O1, O2, xs0, xs1, xs2)
+                              + _col_off(c, IN1, IN2, xsa, xsb, xsc, NI), mask=m_k,
+                              other=0.0).to(ACC)
+                w_k = 1.0
+                if HAS_W:
+                    w_k = tl.load(w_ptr + _col_off(c, IN1, IN2, wsa, wsb, wsc, NI), mask=m_k,
+                                  other=0.0).to(ACC)
+                _, _, b1, b2 = _grad_terms(dy_k, x_k, w_k, mean, rstd, m_k, RMS, HAS_W)
+                p1 = tl.where(j == kk, b1, p1)
+                p2 = tl.where(j == kk, b2, p2)
+        c1 = tl.sum(p1, 0) / M
+        if RMS:
+            c2 = c1  # unused by _dx: RMSNorm has no mean term
+        else:
+            c2 = tl.sum(p2, 0) / M
+        dx = _dx(wdy, xhat, c1, c2, rstd, RMS)
+        if HAS_RES:
+            dx += tl.load(dh_ptr + _row_off(row, O1, O2, hs0, hs1, hs2)
+                          + _col_off(cols, IN1, IN2, hsa, hsb, hsc, NI), mask=cm,
+                          other=0.0).to(ACC)
+        tl.store(dx_ptr + _row_off(row, O1, O2, ds0, ds1, ds2)
+                 + _col_off(cols, IN1, IN2, dsa, dsb, dsc, NI),
+                 dx.to(dx_ptr.dtype.element_ty), mask=cm)
+    if HAS_W:
+        dg_row = part_ptr + group * M + cols
+        if ACCUM:
+            dg += tl.load(dg_row, mask=cm, other=0.0)
+        tl.store(dg_row, dg, mask=cm)
+    if HAS_DB:
+        if HAS_W:
+            db_row = part_ptr + (G + group) * M + cols
+        else:
+            db_row = part_ptr + group * M + cols
+        if ACCUM:
+            db += tl.load(db_row, mask=cm, other=0.0)
+        tl.store(db_row, db, mask=cm)

@@ -247,13 +247,39 @@ def _bwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) ->
             block_r, warps, pipe, per_sm = _HALF_BWD_TILES.get(
                 (layer, block_n), (block_r, warps, pipe, per_sm))
     else:
-        # Long rows: the column-split backward (kernels_colsplit.py); G = row chunks.
+        exchange = _bwd_exchange_config(m, rows, element)
+        if exchange is not None:
+            return exchange
+        # Rows of more chunks than exchange (1M elements): the column-split backward
+        # (kernels_colsplit.py); G = row chunks.
         block_c, chunk_rows, chunks = colsplit_shape(m, rows, sm_count())
         return dict(SINGLE=False, BLOCK_N=2048 if element is ElementKind.F64 else 4096,
                     num_warps=8, BLOCK_C=block_c, G=chunks)
     groups = -(-rows // block_r)
     return dict(BLOCK_R=block_r, BLOCK_N=block_n, SINGLE=True, num_warps=warps, PIPE=pipe,
                 G=min(groups, per_sm * sm_count()), HOLD_W=block_n < 16384)
+
+
+#: Long rows' backward by chunk exchange (kernels_exchange.row_norm_bwd_exchange_kernel):
+#: chunk columns per element size, warps, programs per SM, next-row prefetch. A row of more
+#: than BWD_EXCHANGE_MAX_CHUNKS chunks takes the column split: a group's chunks must all be
+#: resident at once.
+BWD_EXCHANGE_TILE = {2: (2048, 8, 2, True), 4: (2048, 8, 2, True), 8: (1024, 8, 2, True)}
+BWD_EXCHANGE_MAX_CHUNKS = 64
+
+
+def _bwd_exchange_config(m: int, rows: int, element: ElementKind) -> dict | None:
+    """Groups of rows, each walked by one program per chunk; G = groups, so that about
+    `per_sm` programs per SM run at once (their dgamma partials are G rows of M floats)."""
+    block_n, warps, per_sm, pipe = BWD_EXCHANGE_TILE[element.itemsize]
+    block_n = chunk_length(block_n, m)
+    n_chunks = -(-m // block_n)
+    if n_chunks > BWD_EXCHANGE_MAX_CHUNKS:
+        return None
+    groups = max(1, min(rows, per_sm * sm_count() // n_chunks))
+    return dict(SINGLE=False, EXCHANGE=True, BLOCK_N=block_n, num_warps=warps,
+                N_CHUNKS=n_chunks, PARTS=next_pow2(n_chunks), G=groups, PIPE=pipe,
+                SPIN=SPIN_LIMIT)
 
 
 @functools.lru_cache(maxsize=1024)

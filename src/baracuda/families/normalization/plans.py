@@ -49,7 +49,7 @@ from .descriptors import (
 )
 from .kernels import cdiv, partial_sum_kernel, row_norm_bwd_kernel, row_norm_fwd_kernel
 from .kernels_colsplit import col_grad_kernel, row_grad_stats_kernel
-from .kernels_exchange import row_norm_fwd_exchange_kernel
+from .kernels_exchange import row_norm_bwd_exchange_kernel, row_norm_fwd_exchange_kernel
 from .layout import (
     acc_dtype,
     acc_type,
@@ -274,16 +274,21 @@ def _layer(desc) -> bool:
 
 
 def backward_workspace(desc) -> int:
-    """Bytes: the [G, M] dgamma / dbeta partials, then (column split) the [2, rows] row
-    coefficients, in the accumulator type."""
+    """Bytes: the [G, M] dgamma / dbeta partials in the accumulator type, then (column
+    split) the [2, rows] row coefficients, or (chunk exchange) two partial sums per chunk of
+    a row and one arrival counter per row."""
     if desc.norm_total_extent == 0:
         return 0
     n_part = int(desc.has_gamma) + int(getattr(desc, "has_beta", False))
     cfg = bwd_config(desc.norm_total_extent, desc.rows, desc.element, _layer(desc))
+    acc = acc_dtype(desc.element)
     n = n_part * cfg["G"] * desc.norm_total_extent
+    if cfg.get("EXCHANGE"):
+        return n * acc.itemsize + exchange_bytes(acc, 2 * desc.rows * cfg["N_CHUNKS"],
+                                                 desc.rows)
     if not cfg["SINGLE"]:
         n += 2 * desc.rows
-    return n * acc_dtype(desc.element).itemsize
+    return n * acc.itemsize
 
 
 @functools.lru_cache(maxsize=2048)
@@ -303,15 +308,35 @@ def _bwd_recipe(desc, rms: bool, lay, n_rows, o1, o2, o, accum: bool):
 
 
 @functools.lru_cache(maxsize=2048)
+def _bwd_exchange_recipe(desc, rms: bool, lay, n_rows, o1, o2, o, accum: bool):
+    """Grid, scalar tail and constexprs of one chunk-exchange backward launch: the G groups
+    of the whole problem (the workspace holds G partial rows) share this launch's rows."""
+    m = desc.norm_total_extent
+    cfg = bwd_config(m, desc.rows, desc.element, _layer(desc))
+    g, n_chunks = cfg["G"], cfg["N_CHUNKS"]
+    i = lay.inner
+    scalars = (n_rows, m, o1, o2, lay.in1, lay.in2, g, n_chunks, cdiv(n_rows, g),
+               *o[0], *i[0], *o[1], *i[1], *o[2], *i[2], *o[3], *i[3], *i[4], *o[4], *o[5])
+    kw = dict(RMS=rms, HAS_W=desc.has_gamma, HAS_DB=getattr(desc, "has_beta", False),
+              HAS_RES=desc.has_residual, ACCUM=accum, NI=lay.ni, COL64=lay.col64,
+              ACC=acc_type(desc.element), BLOCK_N=cfg["BLOCK_N"], PARTS=cfg["PARTS"],
+              SPIN=cfg["SPIN"], PIPE=cfg["PIPE"], num_warps=cfg["num_warps"])
+    return (g * n_chunks,), scalars, kw
+
+
+@functools.lru_cache(maxsize=2048)
 def _bwd_partials(desc, n_part: int):
-    """(G, partial-buffer elements, partial-sum grid, its constexprs, rows in registers) of
-    one backward problem. G and the tile come from the whole problem (the workspace was sized
-    from it); a problem split over several launches accumulates into the same partial rows."""
+    """(G, partial-buffer elements, partial-sum grid, its constexprs, path) of one backward
+    problem, path "single" (rows in registers), "exchange" or "colsplit". G and the tile
+    come from the whole problem (the workspace was sized from it); a problem split over
+    several launches accumulates into the same partial rows."""
     m = desc.norm_total_extent
     cfg = bwd_config(m, desc.rows, desc.element, _layer(desc))
     g = cfg["G"]
     pcfg = partial_config(m, g)
-    return g, n_part * g * m, (cdiv(m, pcfg["BLOCK_C"]),), pcfg, cfg["SINGLE"]
+    path = ("single" if cfg["SINGLE"] else "exchange" if cfg.get("EXCHANGE")
+            else "colsplit")
+    return g, n_part * g * m, (cdiv(m, pcfg["BLOCK_C"]),), pcfg, path
 
 
 def _launch_backward(desc, args, workspace, rms: bool) -> None:
@@ -321,23 +346,35 @@ def _launch_backward(desc, args, workspace, rms: bool) -> None:
     if m == 0:
         return
     n_part = int(args.dgamma is not None) + int(dbeta is not None)
-    g, n_elems, pgrid, pcfg, single = _bwd_partials(desc, n_part)
+    g, n_elems, pgrid, pcfg, path = _bwd_partials(desc, n_part)
     part = args.dx
     acc = acc_dtype(desc.element)
-    if workspace is not None:  # sized by backward_workspace: partials, then coefficients
+    if workspace is not None:  # sized by backward_workspace: partials, then the rest
         flat = workspace[: workspace.numel() // acc.itemsize * acc.itemsize].view(acc)
         if n_part and g:
             part = flat[:n_elems]
     lay = _bwd_layout("RMSNormBackwardPlan" if rms else "LayerNormBackwardPlan", desc, args)
     if rows > 0:
         outer_ops = [args.dy, args.x, args.dresidual_out, args.dx, mean, args.rstd]
+        if path == "exchange":
+            n_chunks = bwd_config(m, rows, desc.element, _layer(desc))["N_CHUNKS"]
+            sums, counters = split_workspace(workspace[n_elems * acc.itemsize:], acc,
+                                             2 * rows * n_chunks, rows)
         for n, (views, n_rows, o1, o2, o) in enumerate(lay.launches(outer_ops)):
             dy, x, dh, dx, mu, rs = views
-            if single:
+            if path == "single":
                 scalars, kw = _bwd_recipe(desc, rms, lay, n_rows, o1, o2, tuple(o), n > 0)
                 ptrs = [dy, x, args.gamma, mu, rs, dh, dx]
                 row_norm_bwd_kernel[(g,)](*[x if t is None else t for t in ptrs], part,
                                           *scalars, **kw)
+                continue
+            if path == "exchange":  # launches run one after another: counters zeroed each
+                grid, scalars, kw = _bwd_exchange_recipe(desc, rms, lay, n_rows, o1, o2,
+                                                         tuple(o), n > 0)
+                zero(counters[:n_rows])
+                ptrs = [dy, x, args.gamma, mu, rs, dh, dx]
+                row_norm_bwd_exchange_kernel[grid](*[x if t is None else t for t in ptrs],
+                                                   part, sums, counters, *scalars, **kw)
                 continue
             coef = flat[n_elems:n_elems + 2 * n_rows]
             stats, cols = _colsplit_recipe(desc, rms, lay, n_rows, o1, o2, tuple(o), n > 0)

@@ -27,7 +27,7 @@ from .descriptors import (
 )
 from .kernels import partial_sum_kernel, row_norm_bwd_kernel, row_norm_fwd_kernel
 from .kernels_colsplit import col_grad_kernel, row_grad_stats_kernel
-from .kernels_exchange import row_norm_fwd_exchange_kernel
+from .kernels_exchange import row_norm_bwd_exchange_kernel, row_norm_fwd_exchange_kernel
 from .layout import acc_type, bwd_config, fwd_config, partial_config
 from .plans import LayerNormBackwardPlan, LayerNormPlan, RMSNormBackwardPlan, RMSNormPlan
 
@@ -311,11 +311,28 @@ class _BwdSpec(PlanSpec):
             yield AotVariant(f"bwd {kernel.__name__.split('_kernel')[0]} {name}", kernel, sig,
                              const, num_warps=warps, divisible=_aligned_ints(sig))
 
+    def _exchange_variant(self, cfg, element, extent, t, s):
+        """The chunk-exchange backward of long rows."""
+        kernel = row_norm_bwd_exchange_kernel
+        const = dict(RMS=self.rms, HAS_W=True, HAS_DB=not self.rms, HAS_RES=False,
+                     ACCUM=False, NI=1, COL64=False, ACC=acc_type(element),
+                     **{k: cfg[k] for k in ("BLOCK_N", "PARTS", "SPIN", "PIPE")},
+                     **{k: v for k, v in _UNIT_BWD.items() if k in kernel.arg_names})
+        sig = {"dy_ptr": t, "x_ptr": t, "w_ptr": t, "mean_ptr": s, "rstd_ptr": s, "dh_ptr": t,
+               "dx_ptr": t, "part_ptr": s, "ws_ptr": s, "cnt_ptr": "*i32"}
+        sig = {n: sig.get(n, "constexpr" if n in const else "i64") for n in kernel.arg_names}
+        return AotVariant(f"bwd exchange {'rms' if self.rms else 'ln'} {element.value} "
+                          f"N={extent}", kernel, sig, const, num_warps=cfg["num_warps"],
+                          divisible=_aligned_ints(sig))
+
     def aot_variants(self):
         for element, extent in itertools.product(F32_BF16, (1024, 4096, 16384, 65536)):
             cfg = bwd_config(extent, 16384, element, not self.rms)
             t = "*" + triton_dtype(element.torch_dtype)
             s = "*" + triton_dtype(element.compute_kind.torch_dtype)
+            if cfg.get("EXCHANGE"):
+                yield self._exchange_variant(cfg, element, extent, t, s)
+                continue
             if not cfg["SINGLE"]:
                 yield from self._colsplit_variants(cfg, element, extent, t, s)
                 continue

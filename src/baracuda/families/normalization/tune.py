@@ -43,6 +43,10 @@ PLAIN_ONLY = "plain" in sys.argv[5:]  # only plain grids (one row group per prog
 BLOCK_RS = tuple(int(r) for r in os.environ.get("TUNE_BLOCK_R", "1,2,4,8,16").split(","))
 #: rows per program of the long-row forward loop to try
 LOOP_RS = tuple(int(r) for r in os.environ.get("TUNE_LOOP_R", "1,2,4").split(","))
+#: chunk columns and warps of the exchange backward to try; TUNE_EXCHANGE_ONLY=1 skips the
+#: register tiles and the column split
+EXCHANGE_BWD_TILES = ((1024, 4), (2048, 8), (4096, 16), (4096, 8), (2048, 4))
+EXCHANGE_ONLY = os.environ.get("TUNE_EXCHANGE_ONLY") == "1"
 T0 = time.time()
 
 
@@ -51,7 +55,8 @@ def _use(kind: str, cfg: dict | None) -> None:
     base = {"fwd": L.fwd_config, "bwd": L.bwd_config}[kind]
     fn = base if cfg is None else (lambda m, rows, element, layer=False: dict(cfg))
     setattr(P, f"{kind}_config", fn)
-    for c in (P._fwd_recipe, P._fwd_exchange_recipe, P._bwd_recipe, P._bwd_partials,
+    for c in (P._fwd_recipe, P._fwd_exchange_recipe, P._bwd_recipe, P._bwd_exchange_recipe,
+              P._bwd_partials,
               P._colsplit_recipe, _select_cached):
         c.cache_clear()  # plans keep the workspace size of the table they were selected with
 
@@ -60,7 +65,7 @@ def _configs(kind: str, m: int, rows: int) -> list[dict]:
     """Candidate tiles; per_sm 0 is a plain grid (one row group per program, no prefetch)."""
     sms = sm_count()
     out = []
-    if m <= 16384:
+    if m <= 16384 and not (kind == "bwd" and EXCHANGE_ONLY):
         for block_r in BLOCK_RS:
             if block_r * m > 16384 or (m > 4096 and block_r > 1):
                 continue
@@ -86,6 +91,19 @@ def _configs(kind: str, m: int, rows: int) -> list[dict]:
             out.append(dict(EXCHANGE=True, BLOCK_N=block_n, num_warps=warps,
                             PARTS=L.next_pow2(n_chunks), N_CHUNKS=n_chunks, G=rows * n_chunks,
                             SPIN=L.SPIN_LIMIT))
+        return out
+    for block_n, warps in EXCHANGE_BWD_TILES:  # chunk exchange (kernels_exchange.py)
+        n_chunks = -(-m // block_n)
+        if n_chunks < 2 or n_chunks > L.BWD_EXCHANGE_MAX_CHUNKS:
+            continue
+        for per_sm in (1, 2, 4):
+            for pipe in (False, True):
+                out.append(dict(SINGLE=False, EXCHANGE=True, BLOCK_N=block_n,
+                                num_warps=warps, N_CHUNKS=n_chunks,
+                                PARTS=L.next_pow2(n_chunks),
+                                G=max(1, min(rows, per_sm * sms // n_chunks)), PIPE=pipe,
+                                SPIN=L.SPIN_LIMIT))
+    if EXCHANGE_ONLY:
         return out
     for warps in (4, 8, 16):  # the column split: row-statistics warps, row chunks
         for chunks in (sms // 8, sms // 4, sms // 2, sms):
