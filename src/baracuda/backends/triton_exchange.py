@@ -76,6 +76,29 @@ def arrive_and_wait(count_ptr, n_chunks, SPIN: tl.constexpr):
     return seen >= n_chunks
 
 
+@triton.jit
+def arrive(count_ptr):
+    """The first half of `arrive_and_wait`, for a program that has loads to issue before it
+    waits: count in with release semantics only, so loads issued after the arrival are not
+    held back by it (an acquire would order them after the atomic's round trip; a release
+    orders only what came before). Returns the count seen."""
+    tl.debug_barrier()  # every thread's partial store is issued before the arrival (release)
+    return tl.atomic_add(count_ptr, 1, sem="release") + 1
+
+
+@triton.jit
+def wait_all(count_ptr, n_chunks, SPIN: tl.constexpr):
+    """The second half: poll (acquire) until the line's chunks all arrived; True when they
+    did (their partials are visible), False after SPIN polls. Polls at least once, so the
+    last arrival also acquires the others' partials."""
+    seen = tl.atomic_add(count_ptr, 0, sem="acquire")
+    polls = 0
+    while (seen < n_chunks) & (polls < SPIN):
+        seen = tl.atomic_add(count_ptr, 0, sem="acquire")
+        polls += 1
+    return seen >= n_chunks
+
+
 def chunk_length(chunk: int, extent: int, unit: int = 1) -> int:
     """Elements of a line per chunk program: `chunk` on a GPU; under the interpreter widened
     (a power of two times `unit`) to at most INTERPRET_MAX_CHUNKS chunks per line, so CPU

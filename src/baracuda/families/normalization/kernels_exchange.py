@@ -21,7 +21,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ...backends.triton_exchange import arrive_and_wait
+from ...backends.triton_exchange import arrive, arrive_and_wait, wait_all
 from .kernels import _col_off, _cols, _dx, _residual_sum, _row_off, _xhat
 
 
@@ -165,7 +165,8 @@ def row_norm_bwd_exchange_kernel(
     in registers over the group's rows and are stored once into row `group` of the
     [G, M] partials (then [G, M] dbeta), summed in a fixed order by partial_sum_kernel.
     dy and x are read from DRAM once (the column split reads them twice). PIPE: the next
-    row's chunk is loaded before this row's exchange, so the wait overlaps a load."""
+    row's chunk is loaded between this row's arrival and its wait, so the wait overlaps
+    the load."""
     pid = tl.program_id(0)
     group = (pid // n_chunks).to(tl.int64)
     chunk = pid - (pid // n_chunks) * n_chunks
@@ -197,11 +198,6 @@ def row_norm_bwd_exchange_kernel(
         if PIPE:
             dy = dy_n.to(ACC)
             x = x_n.to(ACC)
-            nxt = row + 1
-            dy_n = tl.load(dy_ptr + _row_off(nxt, O1, O2, gs0, gs1, gs2) + go,
-                           mask=cm & (nxt < r1), other=0.0)
-            x_n = tl.load(x_ptr + _row_off(nxt, O1, O2, xs0, xs1, xs2) + xo,
-                          mask=cm & (nxt < r1), other=0.0)
         else:
             dy = tl.load(dy_ptr + _row_off(row, O1, O2, gs0, gs1, gs2) + go, mask=cm,
                          other=0.0).to(ACC)
@@ -216,7 +212,14 @@ def row_norm_bwd_exchange_kernel(
         tl.store(slot, a1)
         if not RMS:
             tl.store(slot + 1, a2)
-        if arrive_and_wait(cnt_ptr + row, n_chunks, SPIN):
+        arrive(cnt_ptr + row)
+        if PIPE:  # after the arrival, whose release waits for every earlier load
+            nxt = row + 1
+            dy_n = tl.load(dy_ptr + _row_off(nxt, O1, O2, gs0, gs1, gs2) + go,
+                           mask=cm & (nxt < r1), other=0.0)
+            x_n = tl.load(x_ptr + _row_off(nxt, O1, O2, xs0, xs1, xs2) + xo,
+                          mask=cm & (nxt < r1), other=0.0)
+        if wait_all(cnt_ptr + row, n_chunks, SPIN):
             part = ws_ptr + 2 * (row * n_chunks + j)
             p1 = tl.load(part, mask=j < n_chunks, other=0.0, volatile=True)
             if not RMS:

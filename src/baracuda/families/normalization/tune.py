@@ -45,7 +45,7 @@ BLOCK_RS = tuple(int(r) for r in os.environ.get("TUNE_BLOCK_R", "1,2,4,8,16").sp
 LOOP_RS = tuple(int(r) for r in os.environ.get("TUNE_LOOP_R", "1,2,4").split(","))
 #: chunk columns and warps of the exchange backward to try; TUNE_EXCHANGE_ONLY=1 skips the
 #: register tiles and the column split
-EXCHANGE_BWD_TILES = ((1024, 4), (2048, 8), (4096, 16), (4096, 8), (2048, 4))
+EXCHANGE_BWD_TILES = ((1024, 4), (2048, 8), (4096, 8), (2048, 4), (1024, 2))
 EXCHANGE_ONLY = os.environ.get("TUNE_EXCHANGE_ONLY") == "1"
 T0 = time.time()
 
@@ -96,7 +96,7 @@ def _configs(kind: str, m: int, rows: int) -> list[dict]:
         n_chunks = -(-m // block_n)
         if n_chunks < 2 or n_chunks > L.BWD_EXCHANGE_MAX_CHUNKS:
             continue
-        for per_sm in (1, 2, 4):
+        for per_sm in (2, 4, 8):
             for pipe in (False, True):
                 out.append(dict(SINGLE=False, EXCHANGE=True, BLOCK_N=block_n,
                                 num_warps=warps, N_CHUNKS=n_chunks,
