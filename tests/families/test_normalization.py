@@ -348,7 +348,8 @@ def test_long_rows_backward_exchange(rms, dtype, monkeypatch):
     """Rows longer than a register tile exchange chunk partials in the backward
     (kernels_exchange.row_norm_bwd_exchange_kernel): 16 rows of 20000 (not a multiple of a
     chunk) over four non-collapsible outer dims (two launches accumulating dgamma), groups of
-    several rows, against float64; the same bits again, and without the next-row prefetch."""
+    several rows, against float64; the same bits again, and with 0 / 1 / 3 rows published
+    ahead (dx from held registers, or re-read after later rows published)."""
     from baracuda.families.normalization.layout import bwd_config
 
     assert bwd_config(20000, 16, bc.ElementKind.of(dtype), not rms).get("EXCHANGE")
@@ -362,13 +363,15 @@ def test_long_rows_backward_exchange(rms, dtype, monkeypatch):
         if a is not None:
             assert_close(a, e, dtype, name, scale=2.0)
     again, _ = _long_row_backward(rms, x, dy, w, dh)
-    _with_bwd_config(monkeypatch, PIPE=False)
-    try:
-        unpiped, _ = _long_row_backward(rms, x, dy, w, dh)
-    finally:
-        monkeypatch.undo()
-        _clear_bwd_caches()
-    for run in (again, unpiped):
+    runs = [again]
+    for ahead in (0, 1, 3):
+        _with_bwd_config(monkeypatch, AHEAD=ahead)
+        try:
+            runs.append(_long_row_backward(rms, x, dy, w, dh)[0])
+        finally:
+            monkeypatch.undo()
+            _clear_bwd_caches()
+    for run in runs:
         for a, c in zip(run, got):
             if c is not None:
                 assert_bitwise_equal(a, c, "exchange backward")
@@ -383,7 +386,7 @@ def test_long_rows_backward_exchange(rms, dtype, monkeypatch):
 def test_gpu_backward_exchange_matches_its_no_wait_path(rms, shape, dtype, monkeypatch):
     """At real sizes: against float64, reruns bit for bit, and the path where no program
     waits (each recomputes its row's partials) gives the same bits, so the merge order does
-    not depend on timing."""
+    not depend on timing; so does finishing each row from held registers (AHEAD = 0)."""
     from baracuda.families.normalization.layout import bwd_config
 
     if not bwd_config(shape[1], shape[0], bc.ElementKind.of(dtype), not rms).get(
@@ -397,12 +400,13 @@ def test_gpu_backward_exchange_matches_its_no_wait_path(rms, shape, dtype, monke
         if a is not None:
             assert_close(a, e, dtype, name, scale=2.0)
     runs = [_long_row_backward(rms, x, dy, w, dh)[0]]
-    _with_bwd_config(monkeypatch, SPIN=0)
-    try:
-        runs.append(_long_row_backward(rms, x, dy, w, dh)[0])
-    finally:
-        monkeypatch.undo()
-        _clear_bwd_caches()
+    for override in (dict(SPIN=0), dict(AHEAD=0)):
+        _with_bwd_config(monkeypatch, **override)
+        try:
+            runs.append(_long_row_backward(rms, x, dy, w, dh)[0])
+        finally:
+            monkeypatch.undo()
+            _clear_bwd_caches()
     for run in runs:
         for a, c in zip(run, got):
             if c is not None:

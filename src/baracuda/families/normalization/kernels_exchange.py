@@ -146,6 +146,64 @@ def _grad_terms(dy, x, w, mean, rstd, mask, RMS: tl.constexpr, HAS_W: tl.constex
 
 
 @triton.jit
+def _row_stats(mean_ptr, rstd_ptr, row, O1, O2, ms0, ms1, ms2, ts0, ts1, ts2,
+               RMS: tl.constexpr, ACC: tl.constexpr):
+    """(mean, rstd) of a row; RMSNorm has no mean (rstd stands in, unused by _xhat)."""
+    rstd = tl.load(rstd_ptr + _row_off(row, O1, O2, ts0, ts1, ts2)).to(ACC)
+    if RMS:
+        return rstd, rstd
+    return tl.load(mean_ptr + _row_off(row, O1, O2, ms0, ms1, ms2)).to(ACC), rstd
+
+
+@triton.jit
+def _grad_chunk(dy_ptr, x_ptr, row, cols, mask, O1, O2, IN1, IN2, gs0, gs1, gs2, gsa, gsb,
+                gsc, xs0, xs1, xs2, xsa, xsb, xsc, NI: tl.constexpr, ACC: tl.constexpr,
+                POLICY: tl.constexpr):
+    """dy and x of one chunk of a row, in ACC."""
+    dy = tl.load(dy_ptr + _row_off(row, O1, O2, gs0, gs1, gs2)
+                 + _col_off(cols, IN1, IN2, gsa, gsb, gsc, NI), mask=mask, other=0.0,
+                 eviction_policy=POLICY).to(ACC)
+    x = tl.load(x_ptr + _row_off(row, O1, O2, xs0, xs1, xs2)
+                + _col_off(cols, IN1, IN2, xsa, xsb, xsc, NI), mask=mask, other=0.0,
+                eviction_policy=POLICY).to(ACC)
+    return dy, x
+
+
+@triton.jit
+def _row_coefs(ws_ptr, cnt_ptr, row, n_chunks, dy_ptr, x_ptr, w_ptr, mean, rstd, cols0, M,
+               O1, O2, IN1, IN2, gs0, gs1, gs2, gsa, gsb, gsc, xs0, xs1, xs2, xsa, xsb, xsc,
+               wsa, wsb, wsc, RMS: tl.constexpr, HAS_W: tl.constexpr, NI: tl.constexpr,
+               ACC: tl.constexpr, BLOCK_N: tl.constexpr, PARTS: tl.constexpr,
+               SPIN: tl.constexpr):
+    """c1 = mean(w dy xhat), c2 = mean(w dy) of a row whose chunks all arrived (or, after
+    SPIN polls, recomputed here from every chunk with the same code: the same bits)."""
+    j = tl.arange(0, PARTS)
+    if wait_all(cnt_ptr + row, n_chunks, SPIN):
+        part = ws_ptr + 2 * (row * n_chunks + j)
+        p1 = tl.load(part, mask=j < n_chunks, other=0.0, volatile=True)
+        p2 = p1
+        if not RMS:
+            p2 = tl.load(part + 1, mask=j < n_chunks, other=0.0, volatile=True)
+    else:
+        p1 = tl.zeros([PARTS], ACC)
+        p2 = tl.zeros([PARTS], ACC)
+        for kk in range(0, n_chunks):
+            c = kk * BLOCK_N + cols0
+            m_k = c < M
+            dy_k, x_k = _grad_chunk(dy_ptr, x_ptr, row, c, m_k, O1, O2, IN1, IN2, gs0, gs1,
+                                    gs2, gsa, gsb, gsc, xs0, xs1, xs2, xsa, xsb, xsc, NI, ACC,
+                                    "")
+            w_k = 1.0
+            if HAS_W:
+                w_k = tl.load(w_ptr + _col_off(c, IN1, IN2, wsa, wsb, wsc, NI), mask=m_k,
+                              other=0.0).to(ACC)
+            _, _, b1, b2 = _grad_terms(dy_k, x_k, w_k, mean, rstd, m_k, RMS, HAS_W)
+            p1 = tl.where(j == kk, b1, p1)
+            p2 = tl.where(j == kk, b2, p2)
+    return tl.sum(p1, 0) / M, tl.sum(p2, 0) / M
+
+
+@triton.jit
 def row_norm_bwd_exchange_kernel(
     dy_ptr, x_ptr, w_ptr, mean_ptr, rstd_ptr, dh_ptr, dx_ptr, part_ptr, ws_ptr, cnt_ptr,
     n_rows, M, O1, O2, IN1, IN2, G, n_chunks, group_rows,
@@ -156,25 +214,27 @@ def row_norm_bwd_exchange_kernel(
     wsa, wsb, wsc, ms0, ms1, ms2, ts0, ts1, ts2,
     RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_DB: tl.constexpr, HAS_RES: tl.constexpr,
     ACCUM: tl.constexpr, NI: tl.constexpr, ACC: tl.constexpr, BLOCK_N: tl.constexpr,
-    COL64: tl.constexpr, PARTS: tl.constexpr, SPIN: tl.constexpr, PIPE: tl.constexpr,
+    COL64: tl.constexpr, PARTS: tl.constexpr, SPIN: tl.constexpr, AHEAD: tl.constexpr,
 ):
     """Backward of long rows: program id = group * n_chunks + chunk. A group's n_chunks
-    programs walk its group_rows rows together; per row each loads its chunk of dy and x
-    once, publishes sum(w dy xhat) (and sum(w dy)), waits for the row's other chunks and
-    writes its chunk of dx from registers. dgamma / dbeta of the chunk's columns accumulate
-    in registers over the group's rows and are stored once into row `group` of the
-    [G, M] partials (then [G, M] dbeta), summed in a fixed order by partial_sum_kernel.
-    dy and x are read from DRAM once (the column split reads them twice). PIPE: the next
-    row's chunk is loaded between this row's arrival and its wait, so the wait overlaps
-    the load."""
+    programs walk its group_rows rows together. Per row each program loads its chunk of dy
+    and x, adds dy xhat (dy) to its dgamma (dbeta) partial, publishes sum(w dy xhat) (and
+    sum(w dy)) and arrives at the row's counter; once the row's chunks all arrived it writes
+    its chunk of dx. dgamma / dbeta stay in registers over the group's rows and are stored
+    once into row `group` of the [G, M] partials (then [G, M] dbeta), summed in a fixed order
+    by partial_sum_kernel.
+
+    AHEAD = 0: the program waits right after publishing and writes dx from the registers it
+    holds (one read of dy and x), so every row pays the exchange's round trips in turn.
+    AHEAD = k: it publishes row r + k before finishing row r, whose partials have had k rows'
+    time to arrive, and re-reads row r's chunk for dx (an L2 hit: first reads keep the line,
+    the second read streams): the wait leaves the critical path for a second, cheap read."""
     pid = tl.program_id(0)
     group = (pid // n_chunks).to(tl.int64)
     chunk = pid - (pid // n_chunks) * n_chunks
     cols0 = _cols(BLOCK_N, COL64)
     cols = chunk * BLOCK_N + cols0
     cm = cols < M
-    go = _col_off(cols, IN1, IN2, gsa, gsb, gsc, NI)
-    xo = _col_off(cols, IN1, IN2, xsa, xsb, xsc, NI)
     w = 1.0
     if HAS_W:
         w = tl.load(w_ptr + _col_off(cols, IN1, IN2, wsa, wsb, wsc, NI), mask=cm,
@@ -183,79 +243,50 @@ def row_norm_bwd_exchange_kernel(
     db = tl.zeros([BLOCK_N], ACC)
     r0 = group * group_rows
     r1 = tl.minimum(r0 + group_rows, n_rows)
-    j = tl.arange(0, PARTS)
-    if PIPE:
-        dy_n = tl.load(dy_ptr + _row_off(r0, O1, O2, gs0, gs1, gs2) + go,
-                       mask=cm & (r0 < r1), other=0.0)
-        x_n = tl.load(x_ptr + _row_off(r0, O1, O2, xs0, xs1, xs2) + xo,
-                      mask=cm & (r0 < r1), other=0.0)
-    for row in range(r0, r1):
-        rstd = tl.load(rstd_ptr + _row_off(row, O1, O2, ts0, ts1, ts2)).to(ACC)
-        if RMS:
-            mean = rstd  # unused by _xhat (RMSNorm: no mean row)
-        else:
-            mean = tl.load(mean_ptr + _row_off(row, O1, O2, ms0, ms1, ms2)).to(ACC)
-        if PIPE:
-            dy = dy_n.to(ACC)
-            x = x_n.to(ACC)
-        else:
-            dy = tl.load(dy_ptr + _row_off(row, O1, O2, gs0, gs1, gs2) + go, mask=cm,
-                         other=0.0).to(ACC)
-            x = tl.load(x_ptr + _row_off(row, O1, O2, xs0, xs1, xs2) + xo, mask=cm,
-                        other=0.0).to(ACC)
-        xhat, wdy, a1, a2 = _grad_terms(dy, x, w, mean, rstd, cm, RMS, HAS_W)
-        if HAS_W:  # before the wait: dy is not held across it
-            dg += dy * xhat
-        if HAS_DB:
-            db += dy
-        slot = ws_ptr + 2 * (row * n_chunks + chunk)
-        tl.store(slot, a1)
-        if not RMS:
-            tl.store(slot + 1, a2)
-        arrive(cnt_ptr + row)
-        if PIPE:  # after the arrival, whose release waits for every earlier load
-            nxt = row + 1
-            dy_n = tl.load(dy_ptr + _row_off(nxt, O1, O2, gs0, gs1, gs2) + go,
-                           mask=cm & (nxt < r1), other=0.0)
-            x_n = tl.load(x_ptr + _row_off(nxt, O1, O2, xs0, xs1, xs2) + xo,
-                          mask=cm & (nxt < r1), other=0.0)
-        if wait_all(cnt_ptr + row, n_chunks, SPIN):
-            part = ws_ptr + 2 * (row * n_chunks + j)
-            p1 = tl.load(part, mask=j < n_chunks, other=0.0, volatile=True)
+    keep: tl.constexpr = "evict_last" if AHEAD > 0 else ""
+    for step in range(r0, r1 + AHEAD):
+        # defined before the runtime `if` so that AHEAD = 0 can finish from what it published
+        mean = tl.full([], 0.0, ACC)
+        rstd = tl.full([], 0.0, ACC)
+        xhat = tl.zeros([BLOCK_N], ACC)
+        wdy = tl.zeros([BLOCK_N], ACC)
+        if step < r1:  # publish row `step`
+            mean, rstd = _row_stats(mean_ptr, rstd_ptr, step, O1, O2, ms0, ms1, ms2, ts0, ts1,
+                                    ts2, RMS, ACC)
+            dy, x = _grad_chunk(dy_ptr, x_ptr, step, cols, cm, O1, O2, IN1, IN2, gs0, gs1,
+                                gs2, gsa, gsb, gsc, xs0, xs1, xs2, xsa, xsb, xsc, NI, ACC,
+                                keep)
+            xhat, wdy, a1, a2 = _grad_terms(dy, x, w, mean, rstd, cm, RMS, HAS_W)
+            if HAS_W:
+                dg += dy * xhat
+            if HAS_DB:
+                db += dy
+            slot = ws_ptr + 2 * (step * n_chunks + chunk)
+            tl.store(slot, a1)
             if not RMS:
-                p2 = tl.load(part + 1, mask=j < n_chunks, other=0.0, volatile=True)
-        else:  # not every chunk arrived: compute the row's partials here, the same bits
-            p1 = tl.zeros([PARTS], ACC)
-            p2 = tl.zeros([PARTS], ACC)
-            for kk in range(0, n_chunks):
-                c = kk * BLOCK_N + cols0
-                m_k = c < M
-                dy_k = tl.load(dy_ptr + _row_off(row, O1, O2, gs0, gs1, gs2)
-                               + _col_off(c, IN1, IN2, gsa, gsb, gsc, NI), mask=m_k,
-                               other=0.0).to(ACC)
-                x_k = tl.load(x_ptr + _row_off(row, O1, O2, xs0, xs1, xs2)
-                              + _col_off(c, IN1, IN2, xsa, xsb, xsc, NI), mask=m_k,
+                tl.store(slot + 1, a2)
+            arrive(cnt_ptr + step)
+        done = step - AHEAD
+        if done >= r0:  # finish row `done`
+            if AHEAD > 0:
+                mean, rstd = _row_stats(mean_ptr, rstd_ptr, done, O1, O2, ms0, ms1, ms2, ts0,
+                                        ts1, ts2, RMS, ACC)
+                dy, x = _grad_chunk(dy_ptr, x_ptr, done, cols, cm, O1, O2, IN1, IN2, gs0,
+                                    gs1, gs2, gsa, gsb, gsc, xs0, xs1, xs2, xsa, xsb, xsc, NI,
+                                    ACC, "evict_first")
+                xhat, wdy, _, _ = _grad_terms(dy, x, w, mean, rstd, cm, RMS, HAS_W)
+            c1, c2 = _row_coefs(ws_ptr, cnt_ptr, done, n_chunks, dy_ptr, x_ptr, w_ptr, mean,
+                                rstd, cols0, M, O1, O2, IN1, IN2, gs0, gs1, gs2, gsa, gsb, gsc,
+                                xs0, xs1, xs2, xsa, xsb, xsc, wsa, wsb, wsc, RMS, HAS_W, NI,
+                                ACC, BLOCK_N, PARTS, SPIN)
+            dx = _dx(wdy, xhat, c1, c2, rstd, RMS)
+            if HAS_RES:
+                dx += tl.load(dh_ptr + _row_off(done, O1, O2, hs0, hs1, hs2)
+                              + _col_off(cols, IN1, IN2, hsa, hsb, hsc, NI), mask=cm,
                               other=0.0).to(ACC)
-                w_k = 1.0
-                if HAS_W:
-                    w_k = tl.load(w_ptr + _col_off(c, IN1, IN2, wsa, wsb, wsc, NI), mask=m_k,
-                                  other=0.0).to(ACC)
-                _, _, b1, b2 = _grad_terms(dy_k, x_k, w_k, mean, rstd, m_k, RMS, HAS_W)
-                p1 = tl.where(j == kk, b1, p1)
-                p2 = tl.where(j == kk, b2, p2)
-        c1 = tl.sum(p1, 0) / M
-        if RMS:
-            c2 = c1  # unused by _dx: RMSNorm has no mean term
-        else:
-            c2 = tl.sum(p2, 0) / M
-        dx = _dx(wdy, xhat, c1, c2, rstd, RMS)
-        if HAS_RES:
-            dx += tl.load(dh_ptr + _row_off(row, O1, O2, hs0, hs1, hs2)
-                          + _col_off(cols, IN1, IN2, hsa, hsb, hsc, NI), mask=cm,
-                          other=0.0).to(ACC)
-        tl.store(dx_ptr + _row_off(row, O1, O2, ds0, ds1, ds2)
-                 + _col_off(cols, IN1, IN2, dsa, dsb, dsc, NI),
-                 dx.to(dx_ptr.dtype.element_ty), mask=cm)
+            tl.store(dx_ptr + _row_off(done, O1, O2, ds0, ds1, ds2)
+                     + _col_off(cols, IN1, IN2, dsa, dsb, dsc, NI),
+                     dx.to(dx_ptr.dtype.element_ty), mask=cm, eviction_policy="evict_first")
     if HAS_W:
         dg_row = part_ptr + group * M + cols
         if ACCUM:

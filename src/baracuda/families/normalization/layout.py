@@ -261,24 +261,24 @@ def _bwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) ->
 
 
 #: Long rows' backward by chunk exchange (kernels_exchange.row_norm_bwd_exchange_kernel):
-#: chunk columns per element size, warps, programs per SM, next-row prefetch. A row of more
-#: than BWD_EXCHANGE_MAX_CHUNKS chunks takes the column split: a group's chunks must all be
-#: resident at once.
-BWD_EXCHANGE_TILE = {2: (2048, 8, 2, True), 4: (2048, 8, 2, True), 8: (1024, 8, 2, True)}
+#: chunk columns per element size, warps, programs per SM, rows published ahead. A row of
+#: more than BWD_EXCHANGE_MAX_CHUNKS chunks takes the column split: a group's chunks must all
+#: be resident at once.
+BWD_EXCHANGE_TILE = {2: (2048, 4, 4, 2), 4: (2048, 4, 4, 2), 8: (1024, 4, 4, 2)}
 BWD_EXCHANGE_MAX_CHUNKS = 64
 
 
 def _bwd_exchange_config(m: int, rows: int, element: ElementKind) -> dict | None:
     """Groups of rows, each walked by one program per chunk; G = groups, so that about
     `per_sm` programs per SM run at once (their dgamma partials are G rows of M floats)."""
-    block_n, warps, per_sm, pipe = BWD_EXCHANGE_TILE[element.itemsize]
+    block_n, warps, per_sm, ahead = BWD_EXCHANGE_TILE[element.itemsize]
     block_n = chunk_length(block_n, m)
     n_chunks = -(-m // block_n)
     if n_chunks > BWD_EXCHANGE_MAX_CHUNKS:
         return None
     groups = max(1, min(rows, per_sm * sm_count() // n_chunks))
     return dict(SINGLE=False, EXCHANGE=True, BLOCK_N=block_n, num_warps=warps,
-                N_CHUNKS=n_chunks, PARTS=next_pow2(n_chunks), G=groups, PIPE=pipe,
+                N_CHUNKS=n_chunks, PARTS=next_pow2(n_chunks), G=groups, AHEAD=ahead,
                 SPIN=SPIN_LIMIT)
 
 

@@ -320,7 +320,7 @@ def _bwd_exchange_recipe(desc, rms: bool, lay, n_rows, o1, o2, o, accum: bool):
     kw = dict(RMS=rms, HAS_W=desc.has_gamma, HAS_DB=getattr(desc, "has_beta", False),
               HAS_RES=desc.has_residual, ACCUM=accum, NI=lay.ni, COL64=lay.col64,
               ACC=acc_type(desc.element), BLOCK_N=cfg["BLOCK_N"], PARTS=cfg["PARTS"],
-              SPIN=cfg["SPIN"], PIPE=cfg["PIPE"], num_warps=cfg["num_warps"])
+              SPIN=cfg["SPIN"], AHEAD=cfg["AHEAD"], num_warps=cfg["num_warps"])
     return (g * n_chunks,), scalars, kw
 
 

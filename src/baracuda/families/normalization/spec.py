@@ -316,7 +316,7 @@ class _BwdSpec(PlanSpec):
         kernel = row_norm_bwd_exchange_kernel
         const = dict(RMS=self.rms, HAS_W=True, HAS_DB=not self.rms, HAS_RES=False,
                      ACCUM=False, NI=1, COL64=False, ACC=acc_type(element),
-                     **{k: cfg[k] for k in ("BLOCK_N", "PARTS", "SPIN", "PIPE")},
+                     **{k: cfg[k] for k in ("BLOCK_N", "PARTS", "SPIN", "AHEAD")},
                      **{k: v for k, v in _UNIT_BWD.items() if k in kernel.arg_names})
         sig = {"dy_ptr": t, "x_ptr": t, "w_ptr": t, "mean_ptr": s, "rstd_ptr": s, "dh_ptr": t,
                "dx_ptr": t, "part_ptr": s, "ws_ptr": s, "cnt_ptr": "*i32"}
