@@ -215,6 +215,7 @@ def row_norm_bwd_exchange_kernel(
     RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_DB: tl.constexpr, HAS_RES: tl.constexpr,
     ACCUM: tl.constexpr, NI: tl.constexpr, ACC: tl.constexpr, BLOCK_N: tl.constexpr,
     COL64: tl.constexpr, PARTS: tl.constexpr, SPIN: tl.constexpr, AHEAD: tl.constexpr,
+    WAIT_FIRST: tl.constexpr = False,
 ):
     """Backward of long rows: program id = group * n_chunks + chunk. A group's n_chunks
     programs walk its group_rows rows together. Per row each program loads its chunk of dy
@@ -271,14 +272,21 @@ def row_norm_bwd_exchange_kernel(
             if AHEAD > 0:
                 mean, rstd = _row_stats(mean_ptr, rstd_ptr, done, O1, O2, ms0, ms1, ms2, ts0,
                                         ts1, ts2, RMS, ACC)
-                dy, x = _grad_chunk(dy_ptr, x_ptr, done, cols, cm, O1, O2, IN1, IN2, gs0,
-                                    gs1, gs2, gsa, gsb, gsc, xs0, xs1, xs2, xsa, xsb, xsc, NI,
-                                    ACC, "evict_first")
-                xhat, wdy, _, _ = _grad_terms(dy, x, w, mean, rstd, cm, RMS, HAS_W)
+                if not WAIT_FIRST:
+                    dy, x = _grad_chunk(dy_ptr, x_ptr, done, cols, cm, O1, O2, IN1, IN2, gs0,
+                                        gs1, gs2, gsa, gsb, gsc, xs0, xs1, xs2, xsa, xsb, xsc,
+                                        NI, ACC, "evict_first")
+                    xhat, wdy, _, _ = _grad_terms(dy, x, w, mean, rstd, cm, RMS, HAS_W)
             c1, c2 = _row_coefs(ws_ptr, cnt_ptr, done, n_chunks, dy_ptr, x_ptr, w_ptr, mean,
                                 rstd, cols0, M, O1, O2, IN1, IN2, gs0, gs1, gs2, gsa, gsb, gsc,
                                 xs0, xs1, xs2, xsa, xsb, xsc, wsa, wsb, wsc, RMS, HAS_W, NI,
                                 ACC, BLOCK_N, PARTS, SPIN)
+            if AHEAD > 0:
+                if WAIT_FIRST:
+                    dy, x = _grad_chunk(dy_ptr, x_ptr, done, cols, cm, O1, O2, IN1, IN2, gs0,
+                                        gs1, gs2, gsa, gsb, gsc, xs0, xs1, xs2, xsa, xsb, xsc,
+                                        NI, ACC, "evict_first")
+                    xhat, wdy, _, _ = _grad_terms(dy, x, w, mean, rstd, cm, RMS, HAS_W)
             dx = _dx(wdy, xhat, c1, c2, rstd, RMS)
             if HAS_RES:
                 dx += tl.load(dh_ptr + _row_off(done, O1, O2, hs0, hs1, hs2)
