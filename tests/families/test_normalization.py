@@ -348,8 +348,8 @@ def test_long_rows_backward_exchange(rms, dtype, monkeypatch):
     """Rows longer than a register tile exchange chunk partials in the backward
     (kernels_exchange.row_norm_bwd_exchange_kernel): 16 rows of 20000 (not a multiple of a
     chunk) over four non-collapsible outer dims (two launches accumulating dgamma), groups of
-    several rows, against float64; the same bits again, and with 0 / 1 / 3 rows published
-    ahead (dx from held registers, or re-read after later rows published)."""
+    several rows, against float64; the same bits again, and with 1 / 2 / 5 rows published
+    ahead of the one finished (5: more than a launch's group holds)."""
     from baracuda.families.normalization.layout import bwd_config
 
     assert bwd_config(20000, 16, bc.ElementKind.of(dtype), not rms).get("EXCHANGE")
@@ -364,7 +364,7 @@ def test_long_rows_backward_exchange(rms, dtype, monkeypatch):
             assert_close(a, e, dtype, name, scale=2.0)
     again, _ = _long_row_backward(rms, x, dy, w, dh)
     runs = [again]
-    for ahead in (0, 1, 3):
+    for ahead in (1, 2, 5):
         _with_bwd_config(monkeypatch, AHEAD=ahead)
         try:
             runs.append(_long_row_backward(rms, x, dy, w, dh)[0])
@@ -386,7 +386,7 @@ def test_long_rows_backward_exchange(rms, dtype, monkeypatch):
 def test_gpu_backward_exchange_matches_its_no_wait_path(rms, shape, dtype, monkeypatch):
     """At real sizes: against float64, reruns bit for bit, and the path where no program
     waits (each recomputes its row's partials) gives the same bits, so the merge order does
-    not depend on timing; so does finishing each row from held registers (AHEAD = 0)."""
+    not depend on timing; so does publishing 3 rows ahead of the one finished."""
     from baracuda.families.normalization.layout import bwd_config
 
     if not bwd_config(shape[1], shape[0], bc.ElementKind.of(dtype), not rms).get(
@@ -400,7 +400,7 @@ def test_gpu_backward_exchange_matches_its_no_wait_path(rms, shape, dtype, monke
         if a is not None:
             assert_close(a, e, dtype, name, scale=2.0)
     runs = [_long_row_backward(rms, x, dy, w, dh)[0]]
-    for override in (dict(SPIN=0), dict(AHEAD=0)):
+    for override in (dict(SPIN=0), dict(AHEAD=3)):
         _with_bwd_config(monkeypatch, **override)
         try:
             runs.append(_long_row_backward(rms, x, dy, w, dh)[0])
