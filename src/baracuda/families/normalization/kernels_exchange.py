@@ -146,15 +146,13 @@ def _grad_terms(dy, x, w, mean, rstd, mask, RMS: tl.constexpr, HAS_W: tl.constex
 
 
 @triton.jit
-def _row_stats(mean_ptr, rstd_ptr, row, ok, O1, O2, ms0, ms1, ms2, ts0, ts1, ts2,
+def _row_stats(mean_ptr, rstd_ptr, row, O1, O2, ms0, ms1, ms2, ts0, ts1, ts2,
                RMS: tl.constexpr, ACC: tl.constexpr):
-    """(mean, rstd) of a row (0 where not `ok`); RMSNorm has no mean (rstd stands in, unused
-    by _xhat)."""
-    rstd = tl.load(rstd_ptr + _row_off(row, O1, O2, ts0, ts1, ts2), mask=ok, other=0.0)
+    """(mean, rstd) of a row; RMSNorm has no mean (rstd stands in, unused by _xhat)."""
+    rstd = tl.load(rstd_ptr + _row_off(row, O1, O2, ts0, ts1, ts2)).to(ACC)
     if RMS:
-        return rstd.to(ACC), rstd.to(ACC)
-    mean = tl.load(mean_ptr + _row_off(row, O1, O2, ms0, ms1, ms2), mask=ok, other=0.0)
-    return mean.to(ACC), rstd.to(ACC)
+        return rstd, rstd
+    return tl.load(mean_ptr + _row_off(row, O1, O2, ms0, ms1, ms2)).to(ACC), rstd
 
 
 @triton.jit
@@ -221,19 +219,21 @@ def row_norm_bwd_exchange_kernel(
     """Backward of long rows: program id = group * n_chunks + chunk. A group's n_chunks
     programs walk its group_rows rows together, AHEAD rows apart in two roles per step:
 
-    - publish row r: load its chunk of dy and x from DRAM (kept in L2), add dy xhat (dy) to
-      the chunk's dgamma (dbeta) partial, write sum(w dy xhat) (and sum(w dy)) to the
-      workspace and arrive at the row's counter;
+    - publish row r: load its chunk of dy and x from DRAM (asking L2 to keep it), add
+      dy xhat (dy) to the chunk's dgamma (dbeta) partial, write sum(w dy xhat) (and
+      sum(w dy)) to the workspace and arrive at the row's counter;
     - finish row r - AHEAD, published AHEAD steps earlier, so its chunks have usually all
       arrived by now: gather the row's partials in chunk order (every program of the row gets
-      the same bits; after SPIN polls a program recomputes them itself, the same bits),
-      re-read its chunk from L2 and write dx.
+      the same bits; after SPIN polls a program recomputes them itself, the same bits), then
+      re-read its chunk (an L2 hit) and write dx.
 
-    The publish loads are issued before the finishing row's poll and re-read, so the
-    exchange's round trips overlap a DRAM read instead of following one. dgamma / dbeta stay
-    in registers over the group's rows and are stored once into row `group` of the [G, M]
-    partials (then [G, M] dbeta), summed in a fixed order by partial_sum_kernel. DRAM
-    traffic: dy and x read once, dx written once (the column split reads dy and x twice)."""
+    Finishing right after publishing (dx from the registers just loaded) paid the exchange's
+    round trips on every row; a second, cheap read takes them off the critical path. The
+    re-read comes after the poll, so nothing larger than gamma and the dgamma / dbeta
+    partials is live across it (more programs per SM). Those partials stay in registers over
+    the group's rows and are stored once into row `group` of the [G, M] partials (then
+    [G, M] dbeta), summed in a fixed order by partial_sum_kernel. DRAM traffic: dy and x
+    read once, dx written once (the column split reads dy and x twice)."""
     tl.static_assert(AHEAD >= 1)  # a row is finished only after its own arrival
     pid = tl.program_id(0)
     group = (pid // n_chunks).to(tl.int64)
@@ -250,46 +250,42 @@ def row_norm_bwd_exchange_kernel(
     r0 = group * group_rows
     r1 = tl.minimum(r0 + group_rows, n_rows)
     for step in range(r0, r1 + AHEAD):
-        done = step - AHEAD
-        pub = step < r1
-        fin = done >= r0
-        mean_p, rstd_p = _row_stats(mean_ptr, rstd_ptr, step, pub, O1, O2, ms0, ms1, ms2, ts0,
-                                    ts1, ts2, RMS, ACC)
-        dy_p, x_p = _grad_chunk(dy_ptr, x_ptr, step, cols, cm & pub, O1, O2, IN1, IN2, gs0,
-                                gs1, gs2, gsa, gsb, gsc, xs0, xs1, xs2, xsa, xsb, xsc, NI, ACC,
+        if step < r1:  # publish row `step`
+            mean, rstd = _row_stats(mean_ptr, rstd_ptr, step, O1, O2, ms0, ms1, ms2,
+                                    ts0, ts1, ts2, RMS, ACC)
+            dy, x = _grad_chunk(dy_ptr, x_ptr, step, cols, cm, O1, O2, IN1, IN2, gs0, gs1,
+                                gs2, gsa, gsb, gsc, xs0, xs1, xs2, xsa, xsb, xsc, NI, ACC,
                                 "evict_last")
-        mean_f, rstd_f = _row_stats(mean_ptr, rstd_ptr, done, fin, O1, O2, ms0, ms1, ms2, ts0,
-                                    ts1, ts2, RMS, ACC)
-        c1 = tl.full([], 0.0, ACC)
-        c2 = tl.full([], 0.0, ACC)
-        if fin:
-            c1, c2 = _row_coefs(ws_ptr, cnt_ptr, done, n_chunks, dy_ptr, x_ptr, w_ptr, mean_f,
-                                rstd_f, cols0, M, O1, O2, IN1, IN2, gs0, gs1, gs2, gsa, gsb,
-                                gsc, xs0, xs1, xs2, xsa, xsb, xsc, wsa, wsb, wsc, RMS, HAS_W,
-                                NI, ACC, BLOCK_N, PARTS, SPIN)
-        dy_f, x_f = _grad_chunk(dy_ptr, x_ptr, done, cols, cm & fin, O1, O2, IN1, IN2, gs0,
-                                gs1, gs2, gsa, gsb, gsc, xs0, xs1, xs2, xsa, xsb, xsc, NI, ACC,
-                                "evict_first")
-        xhat, _, a1, a2 = _grad_terms(dy_p, x_p, w, mean_p, rstd_p, cm, RMS, HAS_W)
-        if HAS_W:  # a row not published has dy = 0 here: it adds nothing
-            dg += dy_p * xhat
-        if HAS_DB:
-            db += dy_p
-        if pub:
+            xhat, _, a1, a2 = _grad_terms(dy, x, w, mean, rstd, cm, RMS, HAS_W)
+            if HAS_W:
+                dg += dy * xhat
+            if HAS_DB:
+                db += dy
             slot = ws_ptr + 2 * (step * n_chunks + chunk)
             tl.store(slot, a1)
             if not RMS:
                 tl.store(slot + 1, a2)
             arrive(cnt_ptr + step)
-        xhat, wdy, _, _ = _grad_terms(dy_f, x_f, w, mean_f, rstd_f, cm, RMS, HAS_W)
-        dx = _dx(wdy, xhat, c1, c2, rstd_f, RMS)
-        if HAS_RES:
-            dx += tl.load(dh_ptr + _row_off(done, O1, O2, hs0, hs1, hs2)
-                          + _col_off(cols, IN1, IN2, hsa, hsb, hsc, NI), mask=cm & fin,
-                          other=0.0).to(ACC)
-        tl.store(dx_ptr + _row_off(done, O1, O2, ds0, ds1, ds2)
-                 + _col_off(cols, IN1, IN2, dsa, dsb, dsc, NI),
-                 dx.to(dx_ptr.dtype.element_ty), mask=cm & fin, eviction_policy="evict_first")
+        done = step - AHEAD
+        if done >= r0:  # finish row `done`
+            mean, rstd = _row_stats(mean_ptr, rstd_ptr, done, O1, O2, ms0, ms1, ms2,
+                                    ts0, ts1, ts2, RMS, ACC)
+            c1, c2 = _row_coefs(ws_ptr, cnt_ptr, done, n_chunks, dy_ptr, x_ptr, w_ptr, mean,
+                                rstd, cols0, M, O1, O2, IN1, IN2, gs0, gs1, gs2, gsa, gsb, gsc,
+                                xs0, xs1, xs2, xsa, xsb, xsc, wsa, wsb, wsc, RMS, HAS_W, NI,
+                                ACC, BLOCK_N, PARTS, SPIN)
+            dy, x = _grad_chunk(dy_ptr, x_ptr, done, cols, cm, O1, O2, IN1, IN2, gs0, gs1,
+                                gs2, gsa, gsb, gsc, xs0, xs1, xs2, xsa, xsb, xsc, NI, ACC,
+                                "evict_first")
+            xhat, wdy, _, _ = _grad_terms(dy, x, w, mean, rstd, cm, RMS, HAS_W)
+            dx = _dx(wdy, xhat, c1, c2, rstd, RMS)
+            if HAS_RES:
+                dx += tl.load(dh_ptr + _row_off(done, O1, O2, hs0, hs1, hs2)
+                              + _col_off(cols, IN1, IN2, hsa, hsb, hsc, NI), mask=cm,
+                              other=0.0).to(ACC)
+            tl.store(dx_ptr + _row_off(done, O1, O2, ds0, ds1, ds2)
+                     + _col_off(cols, IN1, IN2, dsa, dsb, dsc, NI),
+                     dx.to(dx_ptr.dtype.element_ty), mask=cm, eviction_policy="evict_first")
     if HAS_W:
         dg_row = part_ptr + group * M + cols
         if ACCUM:

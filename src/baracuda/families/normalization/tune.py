@@ -45,9 +45,9 @@ BLOCK_RS = tuple(int(r) for r in os.environ.get("TUNE_BLOCK_R", "1,2,4,8,16").sp
 LOOP_RS = tuple(int(r) for r in os.environ.get("TUNE_LOOP_R", "1,2,4").split(","))
 #: chunk columns and warps of the exchange backward to try; TUNE_EXCHANGE_ONLY=1 skips the
 #: register tiles and the column split
-EXCHANGE_BWD_TILES = ((1024, 4), (2048, 4), (2048, 8), (4096, 8))
+EXCHANGE_BWD_TILES = ((1024, 4), (2048, 4))
 #: (programs per SM, rows published ahead, register cap)
-EXCHANGE_BWD_VARIANTS = [(p, a, r) for p in (4, 8) for a in (1, 2, 3) for r in (None, 128)]
+EXCHANGE_BWD_VARIANTS = [(p, a, r) for p in (4, 8) for a in (1, 2) for r in (None, 128)]
 EXCHANGE_ONLY = os.environ.get("TUNE_EXCHANGE_ONLY") == "1"
 T0 = time.time()
 
