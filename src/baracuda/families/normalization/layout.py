@@ -223,13 +223,15 @@ def _bwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) ->
     program's dgamma/dbeta partial covers many rows, so the second stage reads only G * M
     floats. Rows up to 16K elements stay in registers (LayerNorm: 8K, in f32 4K; f64 2K), 32
     elements per thread (f32 rows past 4K: 16), in tiles of 4K elements (several short rows)
-    or 8K; longer rows take the column-split backward (kernels_colsplit.py: row statistics,
-    then column blocks over row chunks; G is the number of chunks). H100 sweep
+    or 8K; longer rows exchange chunk partials (kernels_exchange.py, BWD_EXCHANGE_TILE; G is
+    the number of row groups), rows of more than 64 chunks take the column split
+    (kernels_colsplit.py: row statistics, then column blocks over row chunks; G is the number
+    of chunks). H100 sweep
     (normalization/tune.py, bf16, dy + x + dx GB/s):
     [32768, 1024] 556 -> 1950 (4 rows x 4 warps, prefetching, 2 per SM; the old 16-warp
     tile had 8 elements per thread), [16384, 4096] 2567 -> 2688 (2 rows x 8 warps),
     [4096, 16384] 1517 -> 2490 (the row in registers, 16 warps, 1 per SM; was a loop).
-    `layer`: layer_norm, whose second partial (dbeta) makes a 16K row spill: it splits."""
+    `layer`: layer_norm, whose second partial (dbeta) makes a 16K row spill: it exchanges."""
     halves = 8192 if layer else 16384
     f32_max = 4096 if layer else 16384
     single_max = {ElementKind.F64: 2048, ElementKind.F32: f32_max}.get(element, halves)
@@ -247,10 +249,10 @@ def _bwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) ->
             block_r, warps, pipe, per_sm = _HALF_BWD_TILES.get(
                 (layer, block_n), (block_r, warps, pipe, per_sm))
     else:
-        exchange = _bwd_exchange_config(m, rows, element)
+        exchange = _bwd_exchange_config(m, rows, element, layer)
         if exchange is not None:
             return exchange
-        # Rows of more chunks than exchange (1M elements): the column-split backward
+        # Rows of more chunks than the exchange takes: the column-split backward
         # (kernels_colsplit.py); G = row chunks.
         block_c, chunk_rows, chunks = colsplit_shape(m, rows, sm_count())
         return dict(SINGLE=False, BLOCK_N=2048 if element is ElementKind.F64 else 4096,
@@ -260,18 +262,29 @@ def _bwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) ->
                 G=min(groups, per_sm * sm_count()), HOLD_W=block_n < 16384)
 
 
-#: Long rows' backward by chunk exchange (kernels_exchange.row_norm_bwd_exchange_kernel):
-#: chunk columns per element size, warps, programs per SM, rows published ahead. A row of
-#: more than BWD_EXCHANGE_MAX_CHUNKS chunks takes the column split: a group's chunks must all
-#: be resident at once.
-BWD_EXCHANGE_TILE = {2: (2048, 4, 4, 2), 4: (2048, 4, 4, 2), 8: (1024, 4, 4, 2)}
+#: Long rows' backward by chunk exchange (kernels_exchange.row_norm_bwd_exchange_kernel),
+#: keyed by (element bytes, layer_norm): chunk columns, warps, programs per SM, rows published
+#: ahead of the one finished, register cap. H100 sweeps (normalization/tune.py with
+#: TUNE_EXCHANGE_ONLY=1, session 8, dy + x + dx GB/s; the column split it replaces in ()):
+#: rms bf16 [1024, 65536] 1943-1963 (1718); layer bf16 [1024, 65536] 1749-1789 (1667),
+#: [4096, 16384] 1746-1797 (1671); rms f32 [1024, 65536] 2471-2489 (~1730); layer f32
+#: [1024, 65536] 2382-2421 (~1680), [4096, 16384] 2298-2319 (~1690). 2048 x 4 warps beat
+#: 1024 x 4, 2048 x 8 and 4096 x 8; 4 programs per SM beat 2 and 8; one row ahead beat 2
+#: and 3. The cap of 128 registers fits 4 programs per SM: layer f32 2382 with it (352 B
+#: spilled in the sm_90a compile), at most 2010 without.
+BWD_EXCHANGE_TILE = {
+    (2, False): (2048, 4, 4, 1, 128), (2, True): (2048, 4, 4, 1, 128),
+    (4, False): (2048, 4, 4, 1, None), (4, True): (2048, 4, 4, 1, 128),
+    (8, False): (1024, 4, 4, 1, None), (8, True): (1024, 4, 4, 1, None),
+}
+#: A row of more chunks takes the column split: a group's chunks must all be resident at once.
 BWD_EXCHANGE_MAX_CHUNKS = 64
 
 
-def _bwd_exchange_config(m: int, rows: int, element: ElementKind) -> dict | None:
+def _bwd_exchange_config(m: int, rows: int, element: ElementKind, layer: bool) -> dict | None:
     """Groups of rows, each walked by one program per chunk; G = groups, so that about
     `per_sm` programs per SM run at once (their dgamma partials are G rows of M floats)."""
-    block_n, warps, per_sm, ahead = BWD_EXCHANGE_TILE[element.itemsize]
+    block_n, warps, per_sm, ahead, maxnreg = BWD_EXCHANGE_TILE[element.itemsize, layer]
     block_n = chunk_length(block_n, m)
     n_chunks = -(-m // block_n)
     if n_chunks > BWD_EXCHANGE_MAX_CHUNKS:
@@ -279,7 +292,7 @@ def _bwd_exchange_config(m: int, rows: int, element: ElementKind) -> dict | None
     groups = max(1, min(rows, per_sm * sm_count() // n_chunks))
     return dict(SINGLE=False, EXCHANGE=True, BLOCK_N=block_n, num_warps=warps,
                 N_CHUNKS=n_chunks, PARTS=next_pow2(n_chunks), G=groups, AHEAD=ahead,
-                SPIN=SPIN_LIMIT)
+                SPIN=SPIN_LIMIT, maxnreg=maxnreg)
 
 
 @functools.lru_cache(maxsize=1024)
