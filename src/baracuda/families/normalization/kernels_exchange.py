@@ -215,7 +215,6 @@ def row_norm_bwd_exchange_kernel(
     RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_DB: tl.constexpr, HAS_RES: tl.constexpr,
     ACCUM: tl.constexpr, NI: tl.constexpr, ACC: tl.constexpr, BLOCK_N: tl.constexpr,
     COL64: tl.constexpr, PARTS: tl.constexpr, SPIN: tl.constexpr, AHEAD: tl.constexpr,
-    PREFETCH: tl.constexpr = False,
 ):
     """Backward of long rows: program id = group * n_chunks + chunk. A group's n_chunks
     programs walk its group_rows rows together, AHEAD rows apart in two roles per step:
@@ -250,21 +249,13 @@ def row_norm_bwd_exchange_kernel(
     db = tl.zeros([BLOCK_N], ACC)
     r0 = group * group_rows
     r1 = tl.minimum(r0 + group_rows, n_rows)
-    if PREFETCH:
-        dy_n, x_n = _grad_chunk(dy_ptr, x_ptr, r0, cols, cm & (r0 < r1), O1, O2, IN1, IN2,
-                                gs0, gs1, gs2, gsa, gsb, gsc, xs0, xs1, xs2, xsa, xsb, xsc, NI,
-                                dy_ptr.dtype.element_ty, "evict_last")
     for step in range(r0, r1 + AHEAD):
         if step < r1:  # publish row `step`
             mean, rstd = _row_stats(mean_ptr, rstd_ptr, step, O1, O2, ms0, ms1, ms2,
                                     ts0, ts1, ts2, RMS, ACC)
-            if PREFETCH:
-                dy = dy_n.to(ACC)
-                x = x_n.to(ACC)
-            else:
-                dy, x = _grad_chunk(dy_ptr, x_ptr, step, cols, cm, O1, O2, IN1, IN2, gs0, gs1,
-                                    gs2, gsa, gsb, gsc, xs0, xs1, xs2, xsa, xsb, xsc, NI, ACC,
-                                    "evict_last")
+            dy, x = _grad_chunk(dy_ptr, x_ptr, step, cols, cm, O1, O2, IN1, IN2, gs0, gs1,
+                                gs2, gsa, gsb, gsc, xs0, xs1, xs2, xsa, xsb, xsc, NI, ACC,
+                                "evict_last")
             xhat, _, a1, a2 = _grad_terms(dy, x, w, mean, rstd, cm, RMS, HAS_W)
             if HAS_W:
                 dg += dy * xhat
@@ -275,12 +266,6 @@ def row_norm_bwd_exchange_kernel(
             if not RMS:
                 tl.store(slot + 1, a2)
             arrive(cnt_ptr + step)
-            if PREFETCH:  # after the arrival: its release would wait for these loads
-                nxt = step + 1
-                dy_n, x_n = _grad_chunk(dy_ptr, x_ptr, nxt, cols, cm & (nxt < r1), O1, O2,
-                                        IN1, IN2, gs0, gs1, gs2, gsa, gsb, gsc, xs0, xs1, xs2,
-                                        xsa, xsb, xsc, NI, dy_ptr.dtype.element_ty,
-                                        "evict_last")
         done = step - AHEAD
         if done >= r0:  # finish row `done`
             mean, rstd = _row_stats(mean_ptr, rstd_ptr, done, O1, O2, ms0, ms1, ms2,

@@ -321,9 +321,8 @@ def _bwd_exchange_recipe(desc, rms: bool, lay, n_rows, o1, o2, o, accum: bool):
               HAS_RES=desc.has_residual, ACCUM=accum, NI=lay.ni, COL64=lay.col64,
               ACC=acc_type(desc.element), BLOCK_N=cfg["BLOCK_N"], PARTS=cfg["PARTS"],
               SPIN=cfg["SPIN"], AHEAD=cfg["AHEAD"], num_warps=cfg["num_warps"])
-    for opt in ("maxnreg", "PREFETCH"):
-        if cfg.get(opt) is not None:
-            kw[opt] = cfg[opt]
+    if cfg.get("maxnreg") is not None:
+        kw["maxnreg"] = cfg["maxnreg"]
     return (g * n_chunks,), scalars, kw
 
 

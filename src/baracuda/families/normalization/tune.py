@@ -45,10 +45,9 @@ BLOCK_RS = tuple(int(r) for r in os.environ.get("TUNE_BLOCK_R", "1,2,4,8,16").sp
 LOOP_RS = tuple(int(r) for r in os.environ.get("TUNE_LOOP_R", "1,2,4").split(","))
 #: chunk columns and warps of the exchange backward to try; TUNE_EXCHANGE_ONLY=1 skips the
 #: register tiles and the column split
-EXCHANGE_BWD_TILES = ((2048, 4), (4096, 8))
-#: (programs per SM, rows published ahead, register cap, next row's load before the finish)
-EXCHANGE_BWD_VARIANTS = [(p, a, r, f) for p in (4, 8) for a in (1, 2) for r in (None, 128)
-                         for f in (False, True)]
+EXCHANGE_BWD_TILES = ((1024, 4), (2048, 4))
+#: (programs per SM, rows published ahead, register cap)
+EXCHANGE_BWD_VARIANTS = [(p, a, r) for p in (4, 8) for a in (1, 2) for r in (None, 128)]
 EXCHANGE_ONLY = os.environ.get("TUNE_EXCHANGE_ONLY") == "1"
 T0 = time.time()
 
@@ -99,11 +98,11 @@ def _configs(kind: str, m: int, rows: int) -> list[dict]:
         n_chunks = -(-m // block_n)
         if n_chunks < 2 or n_chunks > L.BWD_EXCHANGE_MAX_CHUNKS:
             continue
-        for per_sm, ahead, maxnreg, prefetch in EXCHANGE_BWD_VARIANTS:
+        for per_sm, ahead, maxnreg in EXCHANGE_BWD_VARIANTS:
             out.append(dict(SINGLE=False, EXCHANGE=True, BLOCK_N=block_n,
                             num_warps=warps, N_CHUNKS=n_chunks, PARTS=L.next_pow2(n_chunks),
                             G=max(1, min(rows, per_sm * sms // n_chunks)), AHEAD=ahead,
-                            SPIN=L.SPIN_LIMIT, maxnreg=maxnreg, PREFETCH=prefetch))
+                            SPIN=L.SPIN_LIMIT, maxnreg=maxnreg))
     if EXCHANGE_ONLY:
         return out
     for warps in (4, 8, 16):  # the column split: row-statistics warps, row chunks
