@@ -10,7 +10,8 @@ Forward: each program owns row groups of BLOCK_R rows (pid, pid + G, ...). SINGL
 streamed twice in blocks of BLOCK_N through a persistent grid, so the second pass hits L2
 (long f32 rows take the chunk exchange of kernels_exchange.py instead).
 
-Backward (rows that fit registers; longer rows take kernels_colsplit.py): persistent
+Backward (rows that fit registers; longer rows take kernels_exchange.py, rows of more than
+64 chunks kernels_colsplit.py): persistent
 programs (grid G) walk row groups pid, pid + G, ...; dx is written per row and each program
 accumulates its own dgamma / dbeta partial over all of its rows, stored once into its row of
 the workspace [G, M] (ACCUM: added to it, when one problem takes several launches).
@@ -250,7 +251,7 @@ def row_norm_bwd_kernel(
     BLOCK_N: tl.constexpr, COL64: tl.constexpr, PIPE: tl.constexpr,
     HOLD_W: tl.constexpr = True,
 ):
-    """Rows of up to BLOCK_N elements in registers (longer rows: kernels_colsplit.py).
+    """Rows of up to BLOCK_N elements in registers (longer rows: kernels_exchange.py).
     part_ptr: [G, M] dgamma partials (when HAS_W), then [G, M] dbeta partials (HAS_DB).
     HOLD_W: keep gamma in registers across row groups (else re-read per group, from L1/L2:
     the registers go to the row of 16K elements)."""

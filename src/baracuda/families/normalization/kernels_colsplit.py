@@ -1,4 +1,6 @@
-"""Column-split backward for long rows (RMSNorm and LayerNorm).
+"""Column-split backward for the longest rows (RMSNorm and LayerNorm): rows of more chunks
+than the chunk-exchange backward (kernels_exchange.py) holds resident at once; shorter long
+rows exchange, which reads dy and x from DRAM once instead of twice.
 
 A row of 32K+ elements does not fit a program's registers, and a program that streams whole
 rows must keep its dgamma partial (M floats) in global memory, re-reading and re-writing it

@@ -18,7 +18,9 @@ strides: outer dims collapse to at most 3, the normalized suffix to at most 2.
 **Workspace**: forward none, except f32 rows longer than a tile (chunk exchange: two
 partial sums per chunk and one arrival counter per row); backward (has_gamma + has_beta) *
 G * M accumulator floats for the per-program dgamma / dbeta partials (G = a few programs per
-SM, at most the row groups).
+SM, at most the row groups), then for rows longer than a register tile two partial sums per
+chunk of each row and one arrival counter per row (chunk exchange), or two coefficients per
+row (the column split, rows of more than 64 chunks).
 
 **Precision**: f16/bf16 accumulate in f32, f64 in f64. Deterministic and bit-stable on the same
 hardware: each row is reduced in a fixed order (by one program, or by its chunk programs, which
