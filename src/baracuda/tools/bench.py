@@ -176,13 +176,20 @@ def _measure(case: BenchCase, fn, sets, budget_s) -> Timing:
         return Timing(float("nan"), float("nan"), f"{type(exc).__name__}: {str(exc)[:200]}")
 
 
-def run_case(family: str, case: BenchCase, device: torch.device, budget_s: float) -> BenchRow:
+def input_sets(case: BenchCase, device: torch.device) -> list[dict[str, Any]]:
+    """Rotating input sets of a case: together more than 3x L2 (so no call finds its inputs
+    cached), at most 16 and at most half the free memory."""
     first = case.setup(device)
     per_set = max(_set_bytes(first), 1)
     n_sets = max(2, min(16, math.ceil(3 * L2_BYTES / per_set)))
     free = torch.cuda.mem_get_info(device)[0]
     n_sets = max(1, min(n_sets, int(0.5 * free // per_set)))
-    sets = [first] + [case.setup(device) for _ in range(n_sets - 1)]
+    return [first] + [case.setup(device) for _ in range(n_sets - 1)]
+
+
+def run_case(family: str, case: BenchCase, device: torch.device, budget_s: float) -> BenchRow:
+    sets = input_sets(case, device)
+    first = sets[0]
     unit = "TFLOP/s" if case.flops else "GB/s" if case.bytes else "us/call"
     matches = None
     if case.torch_eager is not None:
