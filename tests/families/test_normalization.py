@@ -300,8 +300,9 @@ def _long_row_backward(rms: bool, x, dy, w, dh):
     """The backward plan on the last dim (stats from the float64 forward): (dx, dgamma,
     dbeta or None), outputs poisoned first, and the float64 reference."""
     stats = R.row_norm_forward(x, 1, None, None, 1e-5, rms)
-    rstd = stats["rstd"].to(x.device, torch.float32)
-    mean = None if rms else stats["mean"].to(x.device, torch.float32)
+    sdt = torch.float64 if x.dtype == torch.float64 else torch.float32
+    rstd = stats["rstd"].to(x.device, sdt)
+    mean = None if rms else stats["mean"].to(x.device, sdt)
     nan = float("nan")
     dx, dg = torch.full_like(x, nan), torch.full_like(w, nan)
     shape, axes = tuple(x.shape), (x.dim() - 1,)
@@ -342,7 +343,8 @@ def _clear_bwd_caches():
         cache.cache_clear()
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16,
+                                   torch.float64])
 @pytest.mark.parametrize("rms", [True, False], ids=["rms", "layer"])
 def test_long_rows_backward_exchange(rms, dtype, monkeypatch):
     """Rows longer than a register tile exchange chunk partials in the backward
@@ -381,6 +383,8 @@ def test_long_rows_backward_exchange(rms, dtype, monkeypatch):
 @pytest.mark.parametrize("shape,dtype", [((1024, 65536), torch.bfloat16),
                                          ((777, 65536), torch.float32),
                                          ((1000, 24576), torch.bfloat16),
+                                         ((500, 32768), torch.float16),
+                                         ((300, 20000), torch.float64),
                                          ((300, 131072), torch.bfloat16)])
 @pytest.mark.parametrize("rms", [True, False], ids=["rms", "layer"])
 def test_gpu_backward_exchange_matches_its_no_wait_path(rms, shape, dtype, monkeypatch):
