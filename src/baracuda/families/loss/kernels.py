@@ -119,15 +119,10 @@ def ce_kernel(
             s_vec = tl.zeros([BLOCK], ACC)
             a_vec = tl.zeros([BLOCK], ACC)
             ax_vec = tl.zeros([BLOCK], ACC)
-            # one block loaded ahead: two blocks in flight per program (no loop pipelining)
-            x_nxt = tl.load(x_row + cols * xsc, mask=(cols < C) & row_ok, other=NEG,
-                            eviction_policy=KEEP)
             for start in range(0, C, BLOCK):
                 c = start + cols
                 mask = (c < C) & row_ok
-                x = x_nxt.to(ACC)
-                x_nxt = tl.load(x_row + (c + BLOCK) * xsc, mask=(c + BLOCK < C) & row_ok,
-                                other=NEG, eviction_policy=KEEP)
+                x = tl.load(x_row + c * xsc, mask=mask, other=NEG, eviction_policy=KEEP).to(ACC)
                 m_new = tl.maximum(m_vec, x)
                 alive = m_new > NEG  # lanes still at -inf keep s = 0 (no -inf - -inf)
                 s_vec = s_vec * tl.where(alive, tl.exp(m_vec - m_new), 1.0) + tl.where(
@@ -190,14 +185,11 @@ def ce_kernel(
                 tl.store(d_row + cols * dsc, g.to(dx_ptr.dtype.element_ty), mask=mask)
             else:
                 last = ((C - 1) // BLOCK) * BLOCK
-                x_nxt = tl.load(x_row + (last + cols) * xsc, mask=(last + cols < C) & row_ok,
-                                other=NEG, eviction_policy=STREAM)
                 for i in range(0, C, BLOCK):
                     c = (last - i) + cols  # backwards: the blocks read last are still in L2
                     mask = (c < C) & row_ok
-                    x = x_nxt.to(ACC)
-                    x_nxt = tl.load(x_row + (c - BLOCK) * xsc, mask=(c >= BLOCK) & row_ok,
-                                    other=NEG, eviction_policy=STREAM)
+                    x = tl.load(x_row + c * xsc, mask=mask, other=NEG,
+                                eviction_policy=STREAM).to(ACC)
                     p = tl.exp(x - lse)
                     if PROB or SMOOTH:
                         if HAS_W:

@@ -186,18 +186,11 @@ def row_norm_fwd_kernel(
                 k = x0.to(ACC)
             s1 = tl.zeros([BLOCK_R, BLOCK_N], ACC)
             s2 = tl.zeros([BLOCK_R, BLOCK_N], ACC)
-            # one block of x loaded ahead: two in flight per program (no loop pipelining)
-            x_nxt = tl.load(x_row + _col_off(cols0, IN1, IN2, xsa, xsb, xsc, NI)[None, :],
-                            mask=row_ok[:, None] & (cols0 < M)[None, :], other=0.0,
-                            eviction_policy=KEEP)
             for start in range(0, M, BLOCK_N):
                 cols = start + cols0
                 mask = row_ok[:, None] & (cols < M)[None, :]
-                x = x_nxt
-                c_n = cols + BLOCK_N
-                x_nxt = tl.load(x_row + _col_off(c_n, IN1, IN2, xsa, xsb, xsc, NI)[None, :],
-                                mask=row_ok[:, None] & (c_n < M)[None, :], other=0.0,
-                                eviction_policy=KEEP)
+                x = tl.load(x_row + _col_off(cols, IN1, IN2, xsa, xsb, xsc, NI)[None, :],
+                            mask=mask, other=0.0, eviction_policy=KEEP)
                 if HAS_RES:
                     r = tl.load(r_row + _col_off(cols, IN1, IN2, rsa, rsb, rsc, NI)[None, :],
                                 mask=mask, other=0.0, eviction_policy=STREAM)
@@ -216,22 +209,16 @@ def row_norm_fwd_kernel(
                 var = tl.maximum(tl.sum(s2, 1) / M - t1 * t1, 0.0)
             rstd = 1.0 / tl.sqrt(var + eps_a)
             last = ((M - 1) // BLOCK_N) * BLOCK_N
-            if HAS_RES:  # the second pass reads the h it wrote
-                in_row, isa, isb, isc = h_row, hsa, hsb, hsc
-            else:
-                in_row, isa, isb, isc = x_row, xsa, xsb, xsc
-            x_nxt = tl.load(in_row + _col_off(last + cols0, IN1, IN2, isa, isb, isc, NI)[None, :],
-                            mask=row_ok[:, None] & (last + cols0 < M)[None, :], other=0.0,
-                            eviction_policy=STREAM)
             for i in range(0, M, BLOCK_N):
                 cols = (last - i) + cols0  # backwards: the blocks read last are likeliest in L2
                 cm = cols < M
                 mask = row_ok[:, None] & cm[None, :]
-                x = x_nxt
-                c_n = cols - BLOCK_N  # loaded ahead, as in the first pass
-                x_nxt = tl.load(in_row + _col_off(c_n, IN1, IN2, isa, isb, isc, NI)[None, :],
-                                mask=row_ok[:, None] & ((c_n >= 0) & (c_n < M))[None, :],
-                                other=0.0, eviction_policy=STREAM)
+                if HAS_RES:
+                    x = tl.load(h_row + _col_off(cols, IN1, IN2, hsa, hsb, hsc, NI)[None, :],
+                                mask=mask, other=0.0, eviction_policy=STREAM)
+                else:
+                    x = tl.load(x_row + _col_off(cols, IN1, IN2, xsa, xsb, xsc, NI)[None, :],
+                                mask=mask, other=0.0, eviction_policy=STREAM)
                 y = (x.to(ACC) - mean[:, None]) * rstd[:, None]
                 if HAS_W:
                     w = tl.load(w_ptr + _col_off(cols, IN1, IN2, wsa, wsb, wsc, NI), mask=cm,

@@ -70,13 +70,9 @@ def _loop_max_sum(x_row, lo, hi, N, stride, cols, BLOCK: tl.constexpr, ACC: tl.c
     NEG: tl.constexpr = -float("inf")
     m_vec = tl.full([BLOCK], NEG, ACC)
     s_vec = tl.zeros([BLOCK], ACC)
-    # one block loaded ahead: two blocks in flight per program (the loop is not pipelined)
-    x_nxt = tl.load(x_row + (lo + cols) * stride, mask=lo + cols < hi, other=NEG,
-                    eviction_policy=KEEP)
     for start in range(lo, hi, BLOCK):
-        x = x_nxt.to(ACC)
-        c = start + BLOCK + cols
-        x_nxt = tl.load(x_row + c * stride, mask=c < hi, other=NEG, eviction_policy=KEEP)
+        c = start + cols
+        x = tl.load(x_row + c * stride, mask=c < N, other=NEG, eviction_policy=KEEP).to(ACC)
         m_new = tl.maximum(m_vec, x)
         alive = m_new > NEG  # lanes still at -inf keep s = 0 (avoids -inf - -inf = NaN)
         s_vec = s_vec * tl.where(alive, tl.exp(m_vec - m_new), 1.0) + tl.where(
@@ -171,14 +167,9 @@ def softmax_fwd_kernel(
         shift = m + tl.log(s)
         y_row = y_ptr + line_offset(row, S1, S2, S3, ys0, ys1, ys2, ys3)
         last = lo + ((hi - lo - 1) // BLOCK) * BLOCK
-        x_nxt = tl.load(x_row + (last + cols) * xsn, mask=last + cols < hi, other=NEG,
-                        eviction_policy=STREAM)
         for i in range(0, hi - lo, BLOCK):
             c = (last - i) + cols  # backwards: the blocks read last are likeliest in L2
-            x = x_nxt.to(ACC)
-            c_n = c - BLOCK  # the next block, loaded ahead as in pass 1
-            x_nxt = tl.load(x_row + c_n * xsn, mask=(c_n >= lo) & (c_n < hi), other=NEG,
-                            eviction_policy=STREAM)
+            x = tl.load(x_row + c * xsn, mask=c < N, other=NEG, eviction_policy=STREAM).to(ACC)
             if LOG:
                 y = x - shift
             else:
