@@ -343,6 +343,20 @@ def _clear_bwd_caches():
         cache.cache_clear()
 
 
+def _assert_same_bits_under(monkeypatch, overrides, run, want_bits):
+    """run() under each backward-table override (restored after each) gives want_bits."""
+    for override in overrides:
+        _with_bwd_config(monkeypatch, **override)
+        try:
+            got = run()
+        finally:
+            monkeypatch.undo()
+            _clear_bwd_caches()
+        for a, c in zip(got, want_bits):
+            if c is not None:
+                assert_bitwise_equal(a, c, f"exchange backward under {override}")
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16,
                                    torch.float64])
 @pytest.mark.parametrize("rms", [True, False], ids=["rms", "layer"])
@@ -364,19 +378,8 @@ def test_long_rows_backward_exchange(rms, dtype, monkeypatch):
     for name, a, e in zip(("dx", "dgamma", "dbeta"), got, want):
         if a is not None:
             assert_close(a, e, dtype, name, scale=2.0)
-    again, _ = _long_row_backward(rms, x, dy, w, dh)
-    runs = [again]
-    for ahead in (1, 2, 5):
-        _with_bwd_config(monkeypatch, AHEAD=ahead)
-        try:
-            runs.append(_long_row_backward(rms, x, dy, w, dh)[0])
-        finally:
-            monkeypatch.undo()
-            _clear_bwd_caches()
-    for run in runs:
-        for a, c in zip(run, got):
-            if c is not None:
-                assert_bitwise_equal(a, c, "exchange backward")
+    _assert_same_bits_under(monkeypatch, ({}, dict(AHEAD=1), dict(AHEAD=2), dict(AHEAD=5)),
+                            lambda: _long_row_backward(rms, x, dy, w, dh)[0], got)
 
 
 @pytest.mark.gpu
@@ -403,18 +406,8 @@ def test_gpu_backward_exchange_matches_its_no_wait_path(rms, shape, dtype, monke
     for name, a, e in zip(("dx", "dgamma", "dbeta"), got, want):
         if a is not None:
             assert_close(a, e, dtype, name, scale=2.0)
-    runs = [_long_row_backward(rms, x, dy, w, dh)[0]]
-    for override in (dict(SPIN=0), dict(AHEAD=3)):
-        _with_bwd_config(monkeypatch, **override)
-        try:
-            runs.append(_long_row_backward(rms, x, dy, w, dh)[0])
-        finally:
-            monkeypatch.undo()
-            _clear_bwd_caches()
-    for run in runs:
-        for a, c in zip(run, got):
-            if c is not None:
-                assert_bitwise_equal(a, c, "exchange backward")
+    _assert_same_bits_under(monkeypatch, ({}, dict(SPIN=0), dict(AHEAD=3)),
+                            lambda: _long_row_backward(rms, x, dy, w, dh)[0], got)
 
 
 # -- group_norm / batch_norm / instance_norm -------------------------------------------------------

@@ -79,6 +79,27 @@ def _dx(wdy, xhat, c1, c2, rstd, RMS: tl.constexpr):
 
 
 @triton.jit
+def _store_param_partials(part_ptr, row, n_part_rows, M, cols, mask, dg, db,
+                          HAS_W: tl.constexpr, HAS_DB: tl.constexpr, ACCUM: tl.constexpr):
+    """A backward program's dgamma / dbeta partials into row `row` of the [n_part_rows, M]
+    dgamma partials (then [n_part_rows, M] dbeta; dbeta alone when there is no gamma),
+    added to what is there under ACCUM (a problem split over several launches)."""
+    if HAS_W:
+        dg_row = part_ptr + row * M + cols
+        if ACCUM:
+            dg += tl.load(dg_row, mask=mask, other=0.0)
+        tl.store(dg_row, dg, mask=mask)
+    if HAS_DB:
+        if HAS_W:
+            db_row = part_ptr + (n_part_rows + row) * M + cols
+        else:
+            db_row = part_ptr + row * M + cols
+        if ACCUM:
+            db += tl.load(db_row, mask=mask, other=0.0)
+        tl.store(db_row, db, mask=mask)
+
+
+@triton.jit
 def row_norm_fwd_kernel(
     x_ptr, r_ptr, h_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr,
     n_rows, M, O1, O2, IN1, IN2, G, eps, eps_lo,

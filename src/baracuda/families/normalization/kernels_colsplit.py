@@ -27,7 +27,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from .kernels import _col_off, _cols, _dx, _row_off, _xhat
+from .kernels import _col_off, _cols, _dx, _row_off, _store_param_partials, _xhat
 
 
 @triton.jit
@@ -128,19 +128,8 @@ def col_grad_kernel(
                           other=0.0).to(ACC)
         tl.store(dx_ptr + _row_off(row, O1, O2, ds0, ds1, ds2) + do,
                  dx.to(dx_ptr.dtype.element_ty), mask=cm)
-    if HAS_W:
-        dg_row = part_ptr + pid_r * M + cols
-        if ACCUM:
-            dg += tl.load(dg_row, mask=cm, other=0.0)
-        tl.store(dg_row, dg, mask=cm)
-    if HAS_DB:
-        if HAS_W:
-            db_row = part_ptr + (n_chunks + pid_r) * M + cols
-        else:
-            db_row = part_ptr + pid_r * M + cols
-        if ACCUM:
-            db += tl.load(db_row, mask=cm, other=0.0)
-        tl.store(db_row, db, mask=cm)
+    _store_param_partials(part_ptr, pid_r, n_chunks, M, cols, cm, dg, db, HAS_W, HAS_DB,
+                          ACCUM)
 
 
 def launch_shape(m: int, rows: int, sms: int) -> tuple[int, int, int]:

@@ -22,7 +22,15 @@ import triton
 import triton.language as tl
 
 from ...backends.triton_exchange import arrive, arrive_and_wait, wait_all
-from .kernels import _col_off, _cols, _dx, _residual_sum, _row_off, _xhat
+from .kernels import (
+    _col_off,
+    _cols,
+    _dx,
+    _residual_sum,
+    _row_off,
+    _store_param_partials,
+    _xhat,
+)
 
 
 @triton.jit
@@ -286,16 +294,4 @@ def row_norm_bwd_exchange_kernel(
             tl.store(dx_ptr + _row_off(done, O1, O2, ds0, ds1, ds2)
                      + _col_off(cols, IN1, IN2, dsa, dsb, dsc, NI),
                      dx.to(dx_ptr.dtype.element_ty), mask=cm, eviction_policy="evict_first")
-    if HAS_W:
-        dg_row = part_ptr + group * M + cols
-        if ACCUM:
-            dg += tl.load(dg_row, mask=cm, other=0.0)
-        tl.store(dg_row, dg, mask=cm)
-    if HAS_DB:
-        if HAS_W:
-            db_row = part_ptr + (G + group) * M + cols
-        else:
-            db_row = part_ptr + group * M + cols
-        if ACCUM:
-            db += tl.load(db_row, mask=cm, other=0.0)
-        tl.store(db_row, db, mask=cm)
+    _store_param_partials(part_ptr, group, G, M, cols, cm, dg, db, HAS_W, HAS_DB, ACCUM)
