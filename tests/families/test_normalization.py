@@ -410,6 +410,38 @@ def test_gpu_backward_exchange_matches_its_no_wait_path(rms, shape, dtype, monke
                             lambda: _long_row_backward(rms, x, dy, w, dh)[0], got)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("fn", [rms_norm, layer_norm], ids=["rms", "layer"])
+def test_gpu_long_rows_in_a_cuda_graph(fn, dtype):
+    """Long rows (chunk-exchange backward, its counters zeroed by a Triton fill; f32 also an
+    exchange forward) captured in a CUDA graph: a replay on new inputs gives eager's bits."""
+    shape = (300, 40000)
+    x = _rand(shape, dtype, seed=20).requires_grad_()
+    w = _rand(shape[-1:], dtype, seed=21).requires_grad_()
+    dy = _rand(shape, dtype, seed=22)
+
+    def step():
+        return torch.autograd.grad(fn(x, shape[-1:], w), (x, w), dy)
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):  # selection, compilation and launch recording outside the capture
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static = step()
+    with torch.no_grad():
+        x.copy_(_rand(shape, dtype, seed=23))
+        dy.copy_(_rand(shape, dtype, seed=24))
+    graph.replay()
+    torch.cuda.synchronize()
+    for got, want, name in zip(static, step(), ("dx", "dgamma")):
+        assert_bitwise_equal(got, want, f"graph replay {name}")
+
+
 # -- group_norm / batch_norm / instance_norm -------------------------------------------------------
 from baracuda.families.normalization.torch_api import (  # noqa: E402
     batch_norm,
