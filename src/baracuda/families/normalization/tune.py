@@ -45,9 +45,14 @@ BLOCK_RS = tuple(int(r) for r in os.environ.get("TUNE_BLOCK_R", "1,2,4,8,16").sp
 LOOP_RS = tuple(int(r) for r in os.environ.get("TUNE_LOOP_R", "1,2,4").split(","))
 #: chunk columns and warps of the exchange backward to try; TUNE_EXCHANGE_ONLY=1 skips the
 #: register tiles and the column split
-EXCHANGE_BWD_TILES = ((1024, 4), (2048, 4))
-#: (programs per SM, rows published ahead, register cap)
-EXCHANGE_BWD_VARIANTS = [(p, a, r) for p in (4, 8) for a in (1, 2) for r in (None, 128)]
+EXCHANGE_BWD_TILES = tuple(tuple(int(v) for v in t.split("x")) for t in os.environ.get(
+    "TUNE_EXCHANGE_TILES", "1024x4,2048x4").split(","))
+#: (programs per SM, rows published ahead, register cap); TUNE_EXCHANGE_VARIANTS="4:1:0,5:1:96"
+#: (cap 0: none) narrows or widens a sweep
+EXCHANGE_BWD_VARIANTS = [
+    (int(p), int(a), int(r) or None) for p, a, r in (
+        v.split(":") for v in os.environ.get("TUNE_EXCHANGE_VARIANTS", ",".join(
+            f"{p}:{a}:{r}" for p in (4, 8) for a in (1, 2) for r in (0, 128))).split(","))]
 EXCHANGE_ONLY = os.environ.get("TUNE_EXCHANGE_ONLY") == "1"
 T0 = time.time()
 
