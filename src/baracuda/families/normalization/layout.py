@@ -271,10 +271,12 @@ def _bwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) ->
 #: [1024, 65536] 2382-2421 (~1680), [4096, 16384] 2298-2319 (~1690). 2048 x 4 warps beat
 #: 1024 x 4, 2048 x 8 and 4096 x 8; 4 programs per SM beat 2 and 8; one row ahead beat 2
 #: and 3. The cap of 128 registers fits 4 programs per SM: layer f32 2382 with it (352 B
-#: spilled in the sm_90a compile), at most 2010 without; layer bf16 1746 vs 1696 at 16K;
-#: rms bf16 is better uncapped (1943 vs 1881).
+#: spilled in the sm_90a compile), at most 2010 without. Halves run 5 per SM (rms uncapped,
+#: 96 registers; layer capped at 96, 244 B spilled in the sm_90a compile): rms [1024, 65536]
+#: 1955 -> 2119, layer 1790 -> 1958, layer [4096, 16384] 1746 -> 1915 (6 per SM straddles
+#: residency: 1434-1454).
 BWD_EXCHANGE_TILE = {
-    (2, False): (2048, 4, 4, 1, None), (2, True): (2048, 4, 4, 1, 128),
+    (2, False): (2048, 4, 5, 1, None), (2, True): (2048, 4, 5, 1, 96),
     (4, False): (2048, 4, 4, 1, None), (4, True): (2048, 4, 4, 1, 128),
     (8, False): (1024, 4, 4, 1, None), (8, True): (1024, 4, 4, 1, None),
 }

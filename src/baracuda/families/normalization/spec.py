@@ -321,9 +321,11 @@ class _BwdSpec(PlanSpec):
         sig = {"dy_ptr": t, "x_ptr": t, "w_ptr": t, "mean_ptr": s, "rstd_ptr": s, "dh_ptr": t,
                "dx_ptr": t, "part_ptr": s, "ws_ptr": s, "cnt_ptr": "*i32"}
         sig = {n: sig.get(n, "constexpr" if n in const else "i64") for n in kernel.arg_names}
-        # layer f32 under its cap of 128 registers (4 programs per SM) spills 352 B with
-        # these 64-bit ints: 2382 GB/s on the H100 against at most 2010 uncapped (layout.py)
-        allowed = 352 if (element, self.rms) == (ElementKind.F32, False) else 0
+        # layer_norm under its register cap (layout.BWD_EXCHANGE_TILE) spills with these
+        # 64-bit ints, measured faster on the H100 than uncapped: f32 at 128 (4 programs per
+        # SM) 352 B, 2382 GB/s against at most 2010; bf16 at 96 (5 per SM) 244 B, 1958
+        # against 1790 at [1024, 65536]
+        allowed = 0 if self.rms else {ElementKind.F32: 352, ElementKind.BF16: 244}[element]
         return AotVariant(f"bwd exchange {'rms' if self.rms else 'ln'} {element.value} "
                           f"N={extent}", kernel, sig, const, num_warps=cfg["num_warps"],
                           divisible=_aligned_ints(sig), max_spill_bytes=allowed,
