@@ -274,7 +274,7 @@ def _bwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) ->
 #: spilled in the sm_90a compile), at most 2010 without. Halves run 5 per SM (rms uncapped,
 #: 96 registers; layer capped at 96, 244 B spilled in the sm_90a compile): rms [1024, 65536]
 #: 1955 -> 2119, layer 1790 -> 1958, layer [4096, 16384] 1746 -> 1915 (6 per SM straddles
-#: residency: 1434-1454).
+#: residency: 1434-1454). f64 (not timed) takes 1024 columns: the registers of f32's 2048.
 BWD_EXCHANGE_TILE = {
     (2, False): (2048, 4, 5, 1, None), (2, True): (2048, 4, 5, 1, 96),
     (4, False): (2048, 4, 4, 1, None), (4, True): (2048, 4, 4, 1, 128),
