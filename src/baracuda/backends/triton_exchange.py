@@ -68,7 +68,13 @@ def arrive_and_wait(count_ptr, n_chunks, SPIN: tl.constexpr):
     """Count this program in at its line's counter and wait for the line's other chunks.
     True when all arrived (their partials are visible: acquire), False after SPIN polls."""
     tl.debug_barrier()  # every thread's partial store is issued before the arrival (release)
-    seen = tl.atomic_add(count_ptr, 1, sem="acq_rel") + 1
+    return _poll(count_ptr, tl.atomic_add(count_ptr, 1, sem="acq_rel") + 1, n_chunks, SPIN)
+
+
+@triton.jit
+def _poll(count_ptr, seen, n_chunks, SPIN: tl.constexpr):
+    """Poll (acquire) until the line's count reaches n_chunks, at most SPIN times: the one
+    wait of both protocols. True when every chunk arrived."""
     polls = 0
     while (seen < n_chunks) & (polls < SPIN):
         seen = tl.atomic_add(count_ptr, 0, sem="acquire")
@@ -91,12 +97,7 @@ def wait_all(count_ptr, n_chunks, SPIN: tl.constexpr):
     """The second half: poll (acquire) until the line's chunks all arrived; True when they
     did (their partials are visible), False after SPIN polls. Polls at least once, so the
     last arrival also acquires the others' partials."""
-    seen = tl.atomic_add(count_ptr, 0, sem="acquire")
-    polls = 0
-    while (seen < n_chunks) & (polls < SPIN):
-        seen = tl.atomic_add(count_ptr, 0, sem="acquire")
-        polls += 1
-    return seen >= n_chunks
+    return _poll(count_ptr, tl.atomic_add(count_ptr, 0, sem="acquire"), n_chunks, SPIN)
 
 
 def chunk_length(chunk: int, extent: int, unit: int = 1) -> int:

@@ -293,6 +293,20 @@ def backward_workspace(desc) -> int:
     return n * acc.itemsize
 
 
+def _bwd_strides(lay, o) -> tuple:
+    """The stride tail every backward row kernel takes: dy, x, dresidual_out, dx (outer and
+    inner), gamma (inner), mean and rstd (outer), in the kernels' parameter order."""
+    i = lay.inner
+    return (*o[0], *i[0], *o[1], *i[1], *o[2], *i[2], *o[3], *i[3], *i[4], *o[4], *o[5])
+
+
+def _bwd_flags(desc, rms: bool, lay, accum: bool) -> dict:
+    """The constexprs every backward row kernel that writes dx takes."""
+    return dict(RMS=rms, HAS_W=desc.has_gamma, HAS_DB=getattr(desc, "has_beta", False),
+                HAS_RES=desc.has_residual, ACCUM=accum, NI=lay.ni, COL64=lay.col64,
+                ACC=acc_type(desc.element))
+
+
 @functools.lru_cache(maxsize=2048)
 def _bwd_recipe(desc, rms: bool, lay, n_rows, o1, o2, o, accum: bool):
     """Scalar tail and constexprs of one backward launch (cached: host time matters)."""
@@ -300,13 +314,8 @@ def _bwd_recipe(desc, rms: bool, lay, n_rows, o1, o2, o, accum: bool):
     cfg = bwd_config(m, desc.rows, desc.element, _layer(desc))
     warps, g = cfg.pop("num_warps"), cfg.pop("G")
     cfg.pop("SINGLE")
-    i = lay.inner
-    scalars = (n_rows, m, o1, o2, lay.in1, lay.in2, g,
-               *o[0], *i[0], *o[1], *i[1], *o[2], *i[2], *o[3], *i[3], *i[4], *o[4], *o[5])
-    kw = dict(RMS=rms, HAS_W=desc.has_gamma, HAS_DB=getattr(desc, "has_beta", False),
-              HAS_RES=desc.has_residual, ACCUM=accum, NI=lay.ni, COL64=lay.col64,
-              ACC=acc_type(desc.element), num_warps=warps, **cfg)
-    return scalars, kw
+    scalars = (n_rows, m, o1, o2, lay.in1, lay.in2, g, *_bwd_strides(lay, o))
+    return scalars, dict(_bwd_flags(desc, rms, lay, accum), num_warps=warps, **cfg)
 
 
 @functools.lru_cache(maxsize=2048)
@@ -316,12 +325,9 @@ def _bwd_exchange_recipe(desc, rms: bool, lay, n_rows, o1, o2, o, accum: bool):
     m = desc.norm_total_extent
     cfg = bwd_config(m, desc.rows, desc.element, _layer(desc))
     g, n_chunks = cfg["G"], cfg["N_CHUNKS"]
-    i = lay.inner
     scalars = (n_rows, m, o1, o2, lay.in1, lay.in2, g, n_chunks, cdiv(n_rows, g),
-               *o[0], *i[0], *o[1], *i[1], *o[2], *i[2], *o[3], *i[3], *i[4], *o[4], *o[5])
-    kw = dict(RMS=rms, HAS_W=desc.has_gamma, HAS_DB=getattr(desc, "has_beta", False),
-              HAS_RES=desc.has_residual, ACCUM=accum, NI=lay.ni, COL64=lay.col64,
-              ACC=acc_type(desc.element), BLOCK_N=cfg["BLOCK_N"], PARTS=cfg["PARTS"],
+               *_bwd_strides(lay, o))
+    kw = dict(_bwd_flags(desc, rms, lay, accum), BLOCK_N=cfg["BLOCK_N"], PARTS=cfg["PARTS"],
               SPIN=cfg["SPIN"], AHEAD=cfg["AHEAD"], num_warps=cfg["num_warps"])
     if cfg.get("maxnreg") is not None:
         kw["maxnreg"] = cfg["maxnreg"]
@@ -414,10 +420,8 @@ def _colsplit_recipe(desc, rms: bool, lay, n_rows, o1, o2, o, accum: bool):
     stats = ((n_rows, m, o1, o2, lay.in1, lay.in2, *o[0], *i[0], *o[1], *i[1], *i[4], *o[4],
               *o[5]), dict(common, BLOCK_N=cfg["BLOCK_N"], num_warps=cfg["num_warps"]))
     cols = ((cdiv(m, cfg["BLOCK_C"]), chunks),
-            (n_rows, m, o1, o2, lay.in1, lay.in2, chunk_rows, chunks, *o[0], *i[0], *o[1],
-             *i[1], *o[2], *i[2], *o[3], *i[3], *i[4], *o[4], *o[5]),
-            dict(common, HAS_DB=getattr(desc, "has_beta", False), HAS_RES=desc.has_residual,
-                 ACCUM=accum, BLOCK_C=cfg["BLOCK_C"], num_warps=4))
+            (n_rows, m, o1, o2, lay.in1, lay.in2, chunk_rows, chunks, *_bwd_strides(lay, o)),
+            dict(_bwd_flags(desc, rms, lay, accum), BLOCK_C=cfg["BLOCK_C"], num_warps=4))
     return stats, cols
 
 
