@@ -109,9 +109,11 @@ def test_long_lines_take_the_exchange():
     seg = P.launch_config(262144, bf16, 256)["SEG"]
     assert seg < 262144 and "SEG" not in P.launch_config(65536, bf16, 1024)
     fd = bc.SoftmaxDescriptor(bc.SoftmaxKind.SOFTMAX, (256, 262144), 1, torch.bfloat16)
-    assert bc.SoftmaxPlan.select(fd).workspace_size() == 256 * (262144 // seg) * 2 * 4 + 256 * 4
+    # the Triton candidate's workspace (on Hopper the plan may select the shared-memory
+    # exchange, whose workspace covers this one: test_softmax_smem.py)
+    assert P.workspace_bytes(fd) == 256 * (262144 // seg) * 2 * 4 + 256 * 4
     fd = bc.SoftmaxDescriptor(bc.SoftmaxKind.SOFTMAX, (1024, 65536), 1, torch.bfloat16)
-    assert bc.SoftmaxPlan.select(fd).workspace_size() == 0  # whole lines: nothing to swap
+    assert P.workspace_bytes(fd) == 0  # whole lines: nothing to swap
     d = bc.SoftmaxBackwardDescriptor(bc.SoftmaxKind.SOFTMAX, (1024, 65536), 1, torch.bfloat16)
     chunks = -(-65536 // P.launch_config(65536, bf16, 1024, backward=True)["BLOCK"])
     # per chunk one f32 partial dot, per line an int32 counter

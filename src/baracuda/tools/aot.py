@@ -76,9 +76,12 @@ def compile_variant(variant) -> tuple[int, int, int]:
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
+    from triton.experimental.gluon._runtime import GluonASTSource
 
-    src = ASTSource(fn=variant.kernel, signature=variant.signature, constexprs=variant.constexprs,
-                    attrs=variant.attrs())
+    gluon = getattr(variant.kernel, "is_gluon", lambda: False)()
+    src = (GluonASTSource if gluon else ASTSource)(
+        fn=variant.kernel, signature=variant.signature, constexprs=variant.constexprs,
+        attrs=variant.attrs())
     ck = triton.compile(src, target=GPUTarget("cuda", 90, 32),
                         options=_options(variant))
     regs, spills = _resource_usage(ck.asm["ptx"])

@@ -1,5 +1,6 @@
 """Softmax family: softmax and log_softmax, forward and backward."""
 
+from . import plans_smem  # noqa: F401  (registers the Hopper candidate)
 from .descriptors import (
     SoftmaxArgs,
     SoftmaxBackwardArgs,
