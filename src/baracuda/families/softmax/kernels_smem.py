@@ -1,15 +1,16 @@
 """Softmax forward of long 16-bit lines by chunk exchange, each chunk held in shared memory
-(Gluon, Hopper TMA). Not run by the Triton interpreter: plans select it on sm_90 only.
+(Gluon, cp.async). Not run by the Triton interpreter: plans select it on sm_90 only.
 
 Why: the register EXCHANGE (kernels.py) holds a bf16 chunk as f32 values across the wait, so
 per register it keeps half the bytes in flight that an f32 chunk does, and the bf16 forward
-stayed at ~2.1-2.3 TB/s while f32 reached 2.7. Here one TMA copy puts the raw chunk in shared
-memory, so a program holds ~40 registers and 16-32 KB of shared memory: up to 13 programs per
-SM keep their chunks in flight while others wait on their line (H100, softmax/PERF_NOTES.md,
-session 9).
+stayed at ~2.1-2.3 TB/s while f32 reached 2.7. Here asynchronous copies put the raw chunk in
+shared memory, so a program holds ~40 registers and 16-32 KB of shared memory: up to 13
+programs per SM keep their chunks in flight while others wait on their line (H100,
+softmax/PERF_NOTES.md, session 9). cp.async rather than TMA: a TMA descriptor is encoded on
+the host for every call (~50 us of host time per launch, measured), cp.async takes pointers.
 
 Per program (one chunk of R * 256 elements of one line; program id = line * NCH + chunk):
-1. TMA the chunk [1, R, 256] of the [lines, N / 256, 256] view into shared memory;
+1. copy the chunk (R x 256 elements, 16 bytes per copy) into shared memory, asynchronously;
 2. from shared memory, in slices of SL x 256: per-lane max (no exp), then per-lane sums of
    exp(x - max); reduce both to the chunk's (max, sum) and publish them to the workspace;
 3. count in at the line's counter and wait for its other chunks
@@ -26,9 +27,9 @@ from __future__ import annotations
 
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
+from triton.experimental.gluon.language.nvidia.ampere import async_copy
 
-#: TMA box width (elements): a chunk is R rows of the [lines, N / LANE, LANE] view.
+#: A chunk is R x LANE elements, held as R // SL slices of SL x LANE.
 LANE = gl.constexpr(256)
 LOG2E = gl.constexpr(1.4426950408889634)
 
@@ -59,7 +60,7 @@ def _load_slice(slices, line_ptr, c, s, N, FROM_GLOBAL: gl.constexpr, R: gl.cons
         x = gl.load(line_ptr + cols, mask=cols < N, other=float("-inf")).to(gl.float32)
     else:
         x = slices.index(s).load(_slice_layout(num_warps)).to(gl.float32)
-    return gl.where(cols < N, x, float("-inf"))  # the TMA fills past N with zeros
+    return gl.where(cols < N, x, float("-inf"))  # the copy leaves past-N elements unset
 
 
 @gluon.jit
@@ -82,24 +83,22 @@ def _chunk_stats(slices, line_ptr, c, N, FROM_GLOBAL: gl.constexpr, R: gl.conste
 
 @gluon.jit
 def softmax_fwd_smem_kernel(
-    x_desc, x_ptr, y_ptr, part_ptr, count_ptr, N, stride_x, stride_y, SPIN,
+    x_ptr, y_ptr, part_ptr, count_ptr, N, stride_x, stride_y, SPIN,
     NCH: gl.constexpr, NCH_P2: gl.constexpr, R: gl.constexpr, SL: gl.constexpr,
     LOG: gl.constexpr, num_warps: gl.constexpr,
 ):
     pid = gl.program_id(0)
     line = pid // NCH
     c = pid % NCH
-    bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    mbarrier.init(bar, count=1)
-    chunk = gl.allocate_shared_memory(x_desc.dtype, [1, R, LANE], x_desc.layout)
-    mbarrier.expect(bar, x_desc.block_type.nbytes)
-    tma.async_copy_global_to_shared(x_desc, [line, c * R, 0], bar, chunk)
-    slice_smem: gl.constexpr = gl.NVMMASharedLayout(
-        swizzle_byte_width=0, element_bitwidth=x_desc.dtype.primitive_bitwidth, rank=2)
-    slices = chunk._reinterpret(x_desc.dtype, [R // SL, SL, LANE], slice_smem)
+    unswizzled: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
+    slices = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [R // SL, SL, LANE], unswizzled)
     x_line = x_ptr + line.to(gl.int64) * stride_x
-    mbarrier.wait(bar, 0)
-    mbarrier.invalidate(bar)
+    for s in gl.static_range(R // SL):  # every copy issued before any wait
+        cols = _slice_cols(c, s, R, SL, num_warps)
+        async_copy.async_copy_global_to_shared(slices.index(s), x_line + cols, mask=cols < N)
+    async_copy.commit_group()
+    async_copy.wait_group(0)
+    gl.thread_barrier()  # the copies of every thread have landed
 
     m, s = _chunk_stats(slices, x_line, c, N, False, R, SL, num_warps)
     gl.store(part_ptr + pid * 2, m)

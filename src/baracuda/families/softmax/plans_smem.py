@@ -2,14 +2,12 @@
 chunk by chunk with each chunk held in shared memory (kernels_smem.py).
 
 Selected on sm_90 for f16 / bf16 lines of more than MAX_SINGLE_BLOCK elements, a multiple of
-256 (the TMA view). A call whose tensors the TMA view cannot describe (a strided line, an
+256 (whole 16-byte copies). A call whose lines are not contiguous rows (a strided line, an
 axis other than the last, a base not 16-byte aligned) runs the Triton candidate's launch
 instead, inside the same workspace: the plan never refuses what it selected.
 """
 
 from __future__ import annotations
-
-import functools
 
 import torch
 
@@ -23,7 +21,7 @@ from .descriptors import SoftmaxKind
 from .kernels import softmax_fwd_kernel
 from .plans import MAX_SINGLE_BLOCK, SoftmaxPlan, _launch, workspace_bytes
 
-#: Elements of the TMA view's inner dimension (kernels_smem.LANE).
+#: Columns of one chunk row (kernels_smem.LANE); lines are a multiple of it.
 LANE = 256
 #: Most chunks per line (the partial merge holds them in one vector).
 MAX_CHUNKS = 1024
@@ -54,44 +52,34 @@ def _chunks(extent: int) -> int:
     return -(-extent // (cfg["R"] * LANE))
 
 
-def _tma_ready(desc, x: torch.Tensor, y: torch.Tensor) -> bool:
-    """The [lines, N / 256, 256] TMA view of x and plain row stores into y apply."""
+def _rows_ready(desc, x: torch.Tensor, y: torch.Tensor) -> bool:
+    """Lines are contiguous, 16-byte aligned rows of x and y (whole 16-byte copies)."""
     return (desc.axis == x.dim() - 1 and x.is_contiguous() and y.is_contiguous()
             and x.data_ptr() % 16 == 0 and y.data_ptr() % 16 == 0)
-
-
-@functools.lru_cache(maxsize=8)
-def _smem_layout(bits: int):
-    from triton.experimental.gluon import language as gl
-
-    return gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=bits, rank=3)
 
 
 def launch_smem(desc, x: torch.Tensor, y: torch.Tensor, workspace: torch.Tensor,
                 spin: int = SPIN_LIMIT) -> None:
     """One launch of kernels_smem over contiguous lines (spin=0: the no-wait path)."""
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
-
     from .kernels_smem import softmax_fwd_smem_kernel
 
     lines, extent = _line(desc)
     cfg = smem_config(extent)
     nch = _chunks(extent)
     partials, counters = split_workspace(workspace, torch.float32, lines * nch * 2, lines)
-    view = x.view(lines, extent // LANE, LANE)
-    tma_desc = TensorDescriptor(view, list(view.shape), list(view.stride()), [1, cfg["R"], LANE],
-                                _smem_layout(x.element_size() * 8))
     zero(counters)
     softmax_fwd_smem_kernel[(lines * nch,)](
-        tma_desc, x, y, partials, counters, extent, extent, extent, spin,
+        x, y, partials, counters, extent, extent, extent, spin,
         NCH=nch, NCH_P2=next_pow2(nch), LOG=desc.kind is SoftmaxKind.LOG_SOFTMAX, **cfg)
 
 
 @register_candidate(SoftmaxPlan)
 class SmemExchangeSoftmaxForward(Candidate):
-    """bf16 / f16 long lines on Hopper: chunks in shared memory (TMA), partials exchanged."""
+    """bf16 / f16 long lines on Hopper: chunks in shared memory (cp.async), partials
+    exchanged."""
 
     name = "gluon_smem_exchange_softmax"
+    replayable = True  # a counter fill and the kernel, both Triton launches with pointer args
     priority = -10  # before the Triton candidate, where it supports the line
 
     def supports(self, desc, pref, arch):
@@ -117,7 +105,7 @@ class SmemExchangeSoftmaxForward(Candidate):
         V.check_nonnegative_strides(type(self).__name__, "y", args.y)
 
     def launch(self, desc, args, workspace) -> None:
-        if _tma_ready(desc, args.x, args.y):
+        if _rows_ready(desc, args.x, args.y):
             launch_smem(desc, args.x, args.y, workspace)
         else:
             _launch(softmax_fwd_kernel, desc, [args.x, args.y], workspace)

@@ -145,24 +145,15 @@ class SoftmaxSpec(PlanSpec):
 
 def smem_aot_variants():
     """The Hopper shared-memory exchange (Gluon): both chunk configs, softmax and log."""
-    from triton._C.libtriton import native_specialize_impl
-    from triton.backends.compiler import BaseBackend
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
-
     from .kernels_smem import softmax_fwd_smem_kernel
-    from .plans_smem import LANE, _chunks, _smem_layout, smem_config
+    from .plans_smem import _chunks, smem_config
 
     for element, extent, log in itertools.product((ElementKind.BF16, ElementKind.F16),
                                                   (65536, 262144), (False, True)):
         cfg = dict(smem_config(extent))
         warps = cfg.pop("num_warps")
-        dt = element.torch_dtype
-        view = torch.empty(2, extent // LANE, LANE, dtype=dt)
-        tma = TensorDescriptor(view, list(view.shape), list(view.stride()), [1, cfg["R"], LANE],
-                               _smem_layout(dt.itemsize * 8))
-        ptr = "*" + triton_dtype(dt)
-        sig = {"x_desc": native_specialize_impl(BaseBackend, tma, False, True, True)[0],
-               "x_ptr": ptr, "y_ptr": ptr, "part_ptr": "*fp32", "count_ptr": "*i32",
+        ptr = "*" + triton_dtype(element.torch_dtype)
+        sig = {"x_ptr": ptr, "y_ptr": ptr, "part_ptr": "*fp32", "count_ptr": "*i32",
                "N": "i32", "stride_x": "i32", "stride_y": "i32", "SPIN": "i32"}
         nch = _chunks(extent)
         const = dict(cfg, NCH=nch, NCH_P2=nch, LOG=log, num_warps=warps)
