@@ -19,6 +19,7 @@ from ...core.registry import register_candidate
 from ...core.vocab import ArchSku, ElementKind
 from .descriptors import SoftmaxKind
 from .kernels import softmax_fwd_kernel
+from .kernels_smem import softmax_fwd_smem_kernel  # imported here: enable_fast_launch sees it
 from .plans import MAX_SINGLE_BLOCK, SoftmaxPlan, _launch, workspace_bytes
 
 #: Columns of one chunk row (kernels_smem.LANE); lines are a multiple of it.
@@ -61,8 +62,6 @@ def _rows_ready(desc, x: torch.Tensor, y: torch.Tensor) -> bool:
 def launch_smem(desc, x: torch.Tensor, y: torch.Tensor, workspace: torch.Tensor,
                 spin: int = SPIN_LIMIT) -> None:
     """One launch of kernels_smem over contiguous lines (spin=0: the no-wait path)."""
-    from .kernels_smem import softmax_fwd_smem_kernel
-
     lines, extent = _line(desc)
     cfg = smem_config(extent)
     nch = _chunks(extent)
