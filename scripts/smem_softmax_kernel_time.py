@@ -1,3 +1,4 @@
+# ruff: noqa: B023  (lambdas are timed at once)
 """Kernel-only time of the softmax forward candidates on long bf16 lines (CUDA graph replay,
 L2 not flushed: the bench's back-to-back regime), GB/s = x + y bytes / time.
 
@@ -25,7 +26,8 @@ def main() -> None:
             nbytes = 2 * x.numel() * x.element_size()
             row = [f"{kind.value:11} {shape}"]
             for name, fn in (("smem", lambda: S.launch_smem(desc, x, y, ws)),
-                             ("triton", lambda: P._launch(P.softmax_fwd_kernel, desc, [x, y], ws))):
+                             ("triton", lambda: P._launch(P.softmax_fwd_kernel, desc, [x, y],
+                                                          ws))):
                 ms = triton.testing.do_bench_cudagraph(fn, rep=200)
                 row.append(f"{name} {nbytes / ms / 1e6:7.0f}")
             print("  ".join(row), flush=True)
