@@ -12,6 +12,7 @@ import torch
 
 import baracuda as bc
 import baracuda.torch as bt
+from baracuda.backends.gluon_chunks import n_chunks
 from baracuda.core.vocab import ArchSku, PlanPreference
 from baracuda.families.softmax import plans as P
 from baracuda.families.softmax import plans_smem as S
@@ -38,6 +39,7 @@ def test_supports_only_long_16_bit_lines_on_hopper():
     for what, reason in refused.items():
         assert reason, what
     assert "16-bit" in refused["16-bit"] and "65537" in refused["multiple of 256"]
+    assert "sm_90" in refused["sm_90"] and "interpreter" in refused["interpreter"]
 
 
 @pytest.mark.parametrize("shape", [(1024, 65536), (256, 262144), (7, 20224), (2, 3, 40960)])
@@ -49,7 +51,7 @@ def test_workspace_covers_the_triton_launch_it_may_run(shape):
     for n in shape[:-1]:
         lines *= n
     assert own >= P.workspace_bytes(d)
-    assert own >= lines * S._chunks(shape[-1]) * 8 + 4 * lines
+    assert own >= lines * n_chunks(shape[-1]) * 8 + 4 * lines
 
 
 def test_cpu_selection_keeps_the_triton_candidate():

@@ -1,6 +1,7 @@
 """Normalization family: RMSNorm and LayerNorm (with a fused residual variant), GroupNorm,
 BatchNorm and InstanceNorm; forward and deterministic backward."""
 
+from . import plans_smem  # noqa: F401  (registers the Hopper candidates)
 from .descriptors import (
     LayerNormArgs,
     LayerNormBackwardArgs,

@@ -145,17 +145,17 @@ class SoftmaxSpec(PlanSpec):
 
 def smem_aot_variants():
     """The Hopper shared-memory exchange (Gluon): both chunk configs, softmax and log."""
+    from ...backends.gluon_chunks import chunk_config, n_chunks
     from .kernels_smem import softmax_fwd_smem_kernel
-    from .plans_smem import _chunks, smem_config
 
     for element, extent, log in itertools.product((ElementKind.BF16, ElementKind.F16),
                                                   (65536, 262144), (False, True)):
-        cfg = dict(smem_config(extent))
+        cfg = dict(chunk_config(extent))
         warps = cfg.pop("num_warps")
         ptr = "*" + triton_dtype(element.torch_dtype)
         sig = {"x_ptr": ptr, "y_ptr": ptr, "part_ptr": "*fp32", "count_ptr": "*i32",
                "N": "i32", "stride_x": "i32", "stride_y": "i32", "SPIN": "i32"}
-        nch = _chunks(extent)
+        nch = n_chunks(extent)
         const = dict(cfg, NCH=nch, NCH_P2=nch, LOG=log, num_warps=warps)
         sig.update({n: "constexpr" for n in const})
         yield AotVariant(f"softmax_fwd_smem_kernel {element.value} N={extent} log={log}",

@@ -1,0 +1,132 @@
+"""Chunks of long lines held in shared memory (Gluon, sm_90): the pieces every family's
+shared-memory exchange shares (softmax/kernels_smem.py, normalization/kernels_smem.py).
+
+A line of N elements is cut into chunks of R x LANE elements, one program each (program id =
+line * NCH + chunk). A program copies its chunk into shared memory with cp.async (16 bytes
+per copy, no registers held while the copies fly), reduces it slice by slice (SL x LANE,
+re-read from shared memory rather than held), swaps its partials with the line's other
+chunks through the workspace (backends/triton_exchange.py's protocol: integer arrival count,
+release / acquire), and writes its chunk from shared memory. Why shared memory: a chunk held
+in registers as f32 keeps half the bytes in flight per register that a 16-bit chunk has, and
+the 16-bit forwards stalled at ~2.1-2.5 TB/s on the H100; a chunk in shared memory costs ~40
+registers per thread and lets ~13 programs per SM keep their chunks in flight
+(softmax/PERF_NOTES.md, session 9).
+
+Not run by the Triton interpreter; plans select these kernels on sm_90 only.
+"""
+
+from __future__ import annotations
+
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.ampere import async_copy
+
+#: Columns of one chunk row: a chunk is R x LANE elements, held as R // SL slices.
+LANE = gl.constexpr(256)
+
+
+@gluon.constexpr_function
+def slice_layout(num_warps):
+    """Register layout of one [SL, LANE] slice: 8 contiguous elements (16 B) per thread."""
+    return gl.BlockedLayout([1, 8], [1, 32], [num_warps, 1], [1, 0])
+
+
+@gluon.constexpr_function
+def partials_layout(num_warps):
+    """Layout of a line's partials, one per chunk."""
+    return gl.BlockedLayout([1], [32], [num_warps], [0])
+
+
+@gluon.jit
+def slice_cols(c, s, R: gl.constexpr, SL: gl.constexpr, num_warps: gl.constexpr):
+    """Line columns of slice s of chunk c, as an [SL, LANE] tensor."""
+    layout: gl.constexpr = slice_layout(num_warps)
+    r_idx = gl.arange(0, SL, layout=gl.SliceLayout(1, layout))
+    l_idx = gl.arange(0, LANE, layout=gl.SliceLayout(0, layout))
+    return c * (R * LANE) + s * (SL * LANE) + gl.expand_dims(r_idx, 1) * LANE \
+        + gl.expand_dims(l_idx, 0)
+
+
+@gluon.jit
+def copy_chunk(line_ptr, c, N, R: gl.constexpr, SL: gl.constexpr, num_warps: gl.constexpr):
+    """Chunk c of a contiguous line into new shared memory; returns its [R // SL, SL, LANE]
+    slices once every thread's copies have landed (elements past N are left unset)."""
+    unswizzled: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
+    slices = gl.allocate_shared_memory(line_ptr.dtype.element_ty, [R // SL, SL, LANE],
+                                       unswizzled)
+    for s in gl.static_range(R // SL):  # every copy issued before any wait
+        cols = slice_cols(c, s, R, SL, num_warps)
+        async_copy.async_copy_global_to_shared(slices.index(s), line_ptr + cols, mask=cols < N)
+    async_copy.commit_group()
+    async_copy.wait_group(0)
+    gl.thread_barrier()
+    return slices
+
+
+@gluon.jit
+def load_slice(slices, line_ptr, c, s, N, other, FROM_GLOBAL: gl.constexpr, R: gl.constexpr,
+               SL: gl.constexpr, num_warps: gl.constexpr):
+    """Slice s of chunk c as f32, `other` past the line's end: from shared memory (this
+    program's chunk) or from global memory (another chunk, the no-wait path): the same
+    values, so both paths reduce to the same bits."""
+    cols = slice_cols(c, s, R, SL, num_warps)
+    if FROM_GLOBAL:
+        x = gl.load(line_ptr + cols, mask=cols < N, other=other).to(gl.float32)
+    else:
+        x = slices.index(s).load(slice_layout(num_warps)).to(gl.float32)
+    return gl.where(cols < N, x, other)
+
+
+@gluon.jit
+def count_in_and_poll(count_ptr, NCH: gl.constexpr, SPIN):
+    """Arrive at the line's counter (after this program's partial stores) and poll until all
+    NCH chunks arrived, at most SPIN times. True when they did (their partials visible)."""
+    gl.thread_barrier()  # every thread's partial store is issued before the arrival (release)
+    seen = gl.atomic_add(count_ptr, 1, sem="acq_rel") + 1
+    polls = 0
+    while (seen < NCH) & (polls < SPIN):
+        seen = gl.atomic_add(count_ptr, 0, sem="acquire")
+        polls += 1
+    return seen >= NCH
+
+
+#: Most chunks per line (a line's partials are merged as one vector).
+MAX_CHUNKS = 1024
+
+
+def chunk_config(extent: int) -> dict:
+    """R (chunk rows of LANE), SL (slice rows) and warps for lines of `extent` elements: the
+    one table of every shared-memory exchange. H100 sweep, bf16 softmax forward, GB/s
+    (softmax/PERF_NOTES.md, session 9): [1024, 65536] R=32 SL=4 4 warps 2618 (R=64 SL=8 8
+    warps 2496); [256, 262144] R=64 SL=8 8 warps 2496 (R=32 SL=4: 2206)."""
+    if extent <= 65536:
+        return {"R": 32, "SL": 4, "num_warps": 4}
+    return {"R": 64, "SL": 8, "num_warps": 8}
+
+
+def n_chunks(extent: int) -> int:
+    cfg = chunk_config(extent)
+    return -(-extent // (cfg["R"] * int(LANE)))
+
+
+def unsupported(arch, element, extent: int, min_extent: int) -> str | None:
+    """Why a family's shared-memory candidate cannot take lines of `extent` elements (None:
+    it can): sm_90, 16-bit elements, longer than `min_extent` (shorter lines fit one program's
+    registers), whole 16-byte copies of LANE columns, at most MAX_CHUNKS chunks."""
+    from ..core.vocab import ArchSku, ElementKind
+
+    if arch not in (ArchSku.SM90, ArchSku.SM90A):
+        return f"needs sm_90 (Hopper), got {arch.value}"
+    if element not in (ElementKind.BF16, ElementKind.F16):
+        return f"16-bit elements only, got {element.value}"
+    if extent <= min_extent or extent % int(LANE):
+        return f"lines of more than {min_extent} elements, a multiple of {int(LANE)}, got {extent}"
+    if n_chunks(extent) > MAX_CHUNKS:
+        return f"at most {MAX_CHUNKS} chunks per line, got {n_chunks(extent)}"
+    return None
+
+
+def contiguous_rows(*tensors) -> bool:
+    """Every tensor is contiguous and 16-byte aligned (None entries are skipped): the lines
+    are rows the kernels copy in whole 16-byte pieces."""
+    return all(t is None or (t.is_contiguous() and t.data_ptr() % 16 == 0) for t in tensors)

@@ -1,0 +1,161 @@
+"""The Hopper shared-memory exchange candidates of RMSNormPlan / LayerNormPlan
+(normalization/plans_smem.py).
+
+Their kernel is Gluon (cp.async), which the Triton interpreter does not run: on the CPU the
+selection rules and the workspace are tested, and the kernel's sm_90a compile is in the AOT
+check; the GPU tests run it at real sizes.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import baracuda as bc
+import baracuda.torch as bt
+from baracuda.backends.gluon_chunks import n_chunks
+from baracuda.core.vocab import ArchSku, PlanPreference
+from baracuda.families.normalization import plans as P
+from baracuda.families.normalization import plans_smem as S
+from conftest import ON_GPU
+
+EPS = 1e-5
+
+
+def _desc(layer: bool, shape, n_norm=1, dtype=torch.bfloat16, affine=True, residual=False):
+    axes = tuple(range(len(shape) - n_norm, len(shape)))
+    if layer:
+        return bc.LayerNormDescriptor(shape, axes, affine, affine, EPS, dtype,
+                                      has_residual=residual)
+    return bc.RMSNormDescriptor(shape, axes, affine, EPS, dtype, has_residual=residual)
+
+
+@pytest.mark.parametrize("layer", [False, True])
+def test_supports_only_long_16_bit_rows_without_residual_on_hopper(layer):
+    cand = (S.SmemExchangeLayerNorm if layer else S.SmemExchangeRMSNorm)()
+    pref = PlanPreference()
+    assert cand.supports(_desc(layer, (1024, 65536)), pref, ArchSku.SM90) is None
+    assert cand.supports(_desc(layer, (4, 256, 256), 2, torch.float16), pref, ArchSku.SM90A) \
+        is None
+    for reason in (cand.supports(_desc(layer, (1024, 65536)), pref, ArchSku.SM80),
+                   cand.supports(_desc(layer, (1024, 65536)), pref, ArchSku.INTERPRETER),
+                   cand.supports(_desc(layer, (8, 65536), dtype=torch.float32), pref,
+                                 ArchSku.SM90),
+                   cand.supports(_desc(layer, (8, 16384)), pref, ArchSku.SM90),
+                   cand.supports(_desc(layer, (8, 65544)), pref, ArchSku.SM90),
+                   cand.supports(_desc(layer, (8, 65536), residual=True), pref, ArchSku.SM90)):
+        assert reason
+
+
+@pytest.mark.parametrize("layer", [False, True])
+@pytest.mark.parametrize("shape", [(1024, 65536), (256, 262144), (7, 20224)])
+def test_workspace_covers_the_triton_launch_it_may_run(layer, shape):
+    d = _desc(layer, shape)
+    cand = (S.SmemExchangeLayerNorm if layer else S.SmemExchangeRMSNorm)()
+    own = cand.workspace_size(d)
+    assert own >= P.forward_workspace(d)
+    assert own >= shape[0] * n_chunks(shape[-1]) * 8 + 4 * shape[0]
+
+
+def _reference(x, n_norm, w, b, layer):
+    xd = x.double().flatten(x.dim() - n_norm)
+    mean = xd.mean(-1, keepdim=True) if layer else torch.zeros_like(xd[..., :1])
+    var = ((xd - mean) ** 2).mean(-1, keepdim=True)
+    rstd = 1.0 / torch.sqrt(var + EPS)
+    y = (xd - mean) * rstd
+    if w is not None:
+        y = y * w.double().flatten()
+    if b is not None:
+        y = y + b.double().flatten()
+    return y.view(x.shape), mean.squeeze(-1), rstd.squeeze(-1)
+
+
+def _args(layer, x, y, w, b, mean, rstd):
+    if layer:
+        return bc.LayerNormArgs(x=x, y=y, mean=mean, rstd=rstd, gamma=w, beta=b)
+    return bc.RMSNormArgs(x=x, y=y, rstd=rstd, gamma=w)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_GPU, reason="needs a CUDA device")
+@pytest.mark.parametrize("layer", [False, True])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("shape,n_norm", [((1024, 65536), 1), ((256, 262144), 1),
+                                          ((37, 20224), 1), ((3, 5, 256, 160), 2)])
+def test_gpu_matches_reference_reruns_and_no_wait_path(layer, dtype, shape, n_norm):
+    """y, mean, rstd against float64 (rows offset far from 0 for layer_norm's shift); reruns
+    and the path where no program waits give the same bits."""
+    g = torch.Generator(device="cuda").manual_seed(3)
+    x = torch.randn(shape, device="cuda", generator=g)
+    if layer:
+        x = x + 3.0
+    x = x.to(dtype)
+    norm_shape = shape[len(shape) - n_norm:]
+    w = (torch.rand(norm_shape, device="cuda", generator=g) + 0.5).to(dtype)
+    b = torch.randn(norm_shape, device="cuda", generator=g).to(dtype) if layer else None
+    desc = _desc(layer, shape, n_norm, dtype)
+    plan = (bc.LayerNormPlan if layer else bc.RMSNormPlan).select(desc)
+    assert plan.candidate.name == (S.SmemExchangeLayerNorm if layer
+                                   else S.SmemExchangeRMSNorm).name
+    ws = torch.empty(plan.workspace_size(), dtype=torch.uint8, device="cuda")
+    stats_shape = shape[: len(shape) - n_norm] + (1,) * n_norm
+    outs = []
+    for spin in (None, None, 0):
+        y = torch.full_like(x, float("nan"))
+        mean = torch.full(stats_shape, float("nan"), device="cuda") if layer else None
+        rstd = torch.full(stats_shape, float("nan"), device="cuda")
+        args = _args(layer, x, y, w, b, mean, rstd)
+        if spin is None:
+            plan.run(args, ws)
+        else:
+            S.launch_smem(plan.desc, args, ws, not layer, spin=spin)
+        outs.append((y, mean, rstd))
+    y_ref, mean_ref, rstd_ref = _reference(x, n_norm, w, b, layer)
+    y, mean, rstd = outs[0]
+    torch.testing.assert_close(y.double(), y_ref, rtol=1.6e-2, atol=2e-2)
+    torch.testing.assert_close(rstd.double().flatten(), rstd_ref.flatten(), rtol=1e-4, atol=0)
+    if layer:
+        torch.testing.assert_close(mean.double().flatten(), mean_ref.flatten(), rtol=1e-5,
+                                   atol=1e-5)
+    for other in outs[1:]:
+        for a, o in zip(outs[0], other):
+            assert a is None or torch.equal(a, o)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_GPU, reason="needs a CUDA device")
+@pytest.mark.parametrize("layer", [False, True])
+def test_gpu_strided_calls_run_the_triton_launch(layer):
+    """A strided input row or a strided weight: the same plan, the Triton kernels."""
+    x = (torch.randn(64, 2 * 65536, device="cuda") + 1).to(torch.bfloat16)[:, ::2]
+    w = torch.rand(65536 * 2, device="cuda").to(torch.bfloat16)[::2]
+    b = torch.randn(65536, device="cuda").to(torch.bfloat16) if layer else None
+    desc = _desc(layer, (64, 65536))
+    plan = (bc.LayerNormPlan if layer else bc.RMSNormPlan).select(desc)
+    ws = torch.empty(plan.workspace_size(), dtype=torch.uint8, device="cuda")
+    y = torch.full((64, 65536), float("nan"), device="cuda", dtype=torch.bfloat16)
+    mean = torch.empty(64, 1, device="cuda") if layer else None
+    rstd = torch.empty(64, 1, device="cuda")
+    plan.run(_args(layer, x, y, w, b, mean, rstd), ws)
+    y_ref, _, rstd_ref = _reference(x, 1, w, b, layer)
+    torch.testing.assert_close(y.double(), y_ref, rtol=1.6e-2, atol=2e-2)
+    torch.testing.assert_close(rstd.double().flatten(), rstd_ref.flatten(), rtol=1e-4, atol=0)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_GPU, reason="needs a CUDA device")
+def test_gpu_frontend_uses_it_and_backward_still_works():
+    x = (torch.randn(256, 65536, device="cuda") * 2).to(torch.bfloat16).requires_grad_()
+    w = (torch.rand(65536, device="cuda") + 0.5).to(torch.bfloat16).requires_grad_()
+    b = torch.randn(65536, device="cuda").to(torch.bfloat16).requires_grad_()
+    y = bt.layer_norm(x, [65536], w, b, EPS)
+    ref = torch.nn.functional.layer_norm(x.float(), [65536], w.float(), b.float(), EPS)
+    torch.testing.assert_close(y.float(), ref, rtol=1.6e-2, atol=2e-2)
+    dy = torch.randn_like(y)
+    got = torch.autograd.grad(y, (x, w, b), dy)
+    want = torch.autograd.grad(ref, (x, w, b), dy.float())
+    for g_, w_ in zip(got, want):
+        torch.testing.assert_close(g_.float(), w_, rtol=3e-2, atol=0.3)
+    y2 = bt.rms_norm(x.detach(), [65536], w.detach(), EPS)
+    ref2 = torch.nn.functional.rms_norm(x.detach().float(), [65536], w.detach().float(), EPS)
+    torch.testing.assert_close(y2.float(), ref2, rtol=1.6e-2, atol=2e-2)
