@@ -155,7 +155,7 @@ def test_gpu_frontend_uses_it_and_backward_still_works():
     got = torch.autograd.grad(y, (x, w, b), dy)
     want = torch.autograd.grad(ref, (x, w, b), dy.float())
     for g_, w_ in zip(got, want):
-        torch.testing.assert_close(g_.float(), w_, rtol=3e-2, atol=0.3)
+        torch.testing.assert_close(g_.float(), w_.float(), rtol=3e-2, atol=0.3)
     y2 = bt.rms_norm(x.detach(), [65536], w.detach(), EPS)
     ref2 = torch.nn.functional.rms_norm(x.detach().float(), [65536], w.detach().float(), EPS)
     torch.testing.assert_close(y2.float(), ref2, rtol=1.6e-2, atol=2e-2)
