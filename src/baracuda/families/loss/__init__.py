@@ -1,6 +1,7 @@
 """Loss family: cross-entropy (class indices or probabilities, weights, ignore_index, label
 smoothing) and NLL, forward, backward and a fused loss + gradient plan."""
 
+from . import plans_smem  # noqa: F401  (registers the Hopper candidate)
 from .descriptors import (
     CrossEntropyLossArgs,
     CrossEntropyLossBackwardArgs,

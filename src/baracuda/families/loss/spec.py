@@ -234,6 +234,27 @@ class _CESpec(PlanSpec):
             sig.update({n: "constexpr" for n in const})
             yield AotVariant(f"ce_kernel fused {element.value} C={C}", ce_kernel, sig, const,
                              num_warps=warps)
+        yield from _smem_variants()
+
+
+def _smem_variants():
+    """The Hopper shared-memory exchange (Gluon): both chunk configs, with and without
+    weights, per-sample and reduced losses."""
+    from ...backends.gluon_chunks import chunk_config, n_chunks
+    from .kernels_smem import ce_fused_smem_kernel as kernel
+
+    for C, has_w, loss in ((32768, False, 2), (131072, True, 1), (131072, False, 2)):
+        cfg = dict(chunk_config(C))
+        sig = {"x_ptr": "*bf16", "t_ptr": "*i64", "w_ptr": "*bf16", "dx_ptr": "*bf16",
+               "loss_ptr": "*bf16", "ws_ptr": "*fp32", "part_ptr": "*fp32", "count_ptr": "*i32",
+               "C": "i32", "stride_x": "i32", "stride_dx": "i32", "ignore_index": "i32",
+               "SPIN": "i32"}
+        nch = n_chunks(C)
+        const = dict(cfg, NCH=nch, NCH_P2=nch, HAS_W=has_w, LOSS=loss, MEAN=loss == 2)
+        sig.update({n: "constexpr" for n in const})
+        yield AotVariant(f"ce smem fused bf16 C={C} weight={has_w} loss={loss}", kernel, sig,
+                         const, num_warps=cfg["num_warps"], divisible=("C", "stride_x",
+                                                                       "stride_dx"))
 
 
 def _ce_variants(mode: str):
