@@ -104,8 +104,8 @@ def chunk_config(extent: int) -> dict:
     return {"R": 64, "SL": 8, "num_warps": 8}
 
 
-def n_chunks(extent: int) -> int:
-    cfg = chunk_config(extent)
+def n_chunks(extent: int, cfg: dict | None = None) -> int:
+    cfg = cfg or chunk_config(extent)
     return -(-extent // (cfg["R"] * int(LANE)))
 
 

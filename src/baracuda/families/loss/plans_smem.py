@@ -38,12 +38,15 @@ def _head_bytes(desc) -> int:
     return -(-ce_workspace(desc, loss=True, grad=True) // 16) * 16
 
 
-def launch_smem(desc, a, workspace: torch.Tensor, spin: int = SPIN_LIMIT) -> None:
-    """Loss and gradient of contiguous (N, C) logits (spin=0: the no-wait path)."""
+def launch_smem(desc, a, workspace: torch.Tensor, spin: int = SPIN_LIMIT,
+                cfg: dict | None = None) -> None:
+    """Loss and gradient of contiguous (N, C) logits (spin=0: the no-wait path;
+    cfg: a chunk config other than gluon_chunks.chunk_config, for sweeps)."""
     rows, classes = desc.rows, desc.input_shape[1]
     head = _head_bytes(desc)
     ws = _ws_view(desc, workspace[:head]) if head else workspace
-    nch = n_chunks(classes)
+    cfg = cfg or chunk_config(classes)
+    nch = n_chunks(classes, cfg)
     partials, counters = split_workspace(workspace[head:], torch.float32, rows * nch * 2, rows)
     mean = desc.reduction is LossReduction.MEAN
     if mean:
@@ -54,7 +57,7 @@ def launch_smem(desc, a, workspace: torch.Tensor, spin: int = SPIN_LIMIT) -> Non
         a.input, a.target, a.input if a.weight is None else a.weight, a.grad_input, a.loss,
         ws, partials, counters, classes, classes, classes, desc.ignore_index, spin,
         NCH=nch, NCH_P2=next_pow2(nch), HAS_W=a.weight is not None, LOSS=2 if reduce else 1,
-        MEAN=mean, **chunk_config(classes))
+        MEAN=mean, **cfg)
     if reduce:
         _finalize(desc, ws, a.loss)
 

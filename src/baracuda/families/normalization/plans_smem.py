@@ -30,11 +30,13 @@ SINGLE_TILE = 16384
 
 
 def launch_smem(desc, args, workspace: torch.Tensor, rms: bool,
-                spin: int = SPIN_LIMIT) -> None:
-    """One launch of kernels_smem over contiguous rows (spin=0: the no-wait path)."""
+                spin: int = SPIN_LIMIT, cfg: dict | None = None) -> None:
+    """One launch of kernels_smem over contiguous rows (spin=0: the no-wait path;
+    cfg: a chunk config other than gluon_chunks.chunk_config, for sweeps)."""
     m, rows = desc.norm_total_extent, desc.rows
     mean, beta = _forward_ops(args)
-    nch = n_chunks(m)
+    cfg = cfg or chunk_config(m)
+    nch = n_chunks(m, cfg)
     partials, counters = split_workspace(workspace, torch.float32, rows * nch * 2, rows)
     zero(counters)
     x = args.x
@@ -43,7 +45,7 @@ def launch_smem(desc, args, workspace: torch.Tensor, rms: bool,
         args.rstd if mean is None else mean, args.rstd, partials, counters,
         m, m, m, desc.eps, spin,
         NCH=nch, NCH_P2=next_pow2(nch), RMS=rms, HAS_W=args.gamma is not None,
-        HAS_B=beta is not None, **chunk_config(m))
+        HAS_B=beta is not None, **cfg)
 
 
 class _SmemRowNorm(_RowNormCandidate):

@@ -34,16 +34,18 @@ def _line(desc) -> tuple[int, int]:
 
 
 def launch_smem(desc, x: torch.Tensor, y: torch.Tensor, workspace: torch.Tensor,
-                spin: int = SPIN_LIMIT) -> None:
-    """One launch of kernels_smem over contiguous lines (spin=0: the no-wait path)."""
+                spin: int = SPIN_LIMIT, cfg: dict | None = None) -> None:
+    """One launch of kernels_smem over contiguous lines (spin=0: the no-wait path;
+    cfg: a chunk config other than gluon_chunks.chunk_config, for sweeps)."""
     lines, extent = _line(desc)
-    nch = n_chunks(extent)
+    cfg = cfg or chunk_config(extent)
+    nch = n_chunks(extent, cfg)
     partials, counters = split_workspace(workspace, torch.float32, lines * nch * 2, lines)
     zero(counters)
     softmax_fwd_smem_kernel[(lines * nch,)](
         x, y, partials, counters, extent, extent, extent, spin,
         NCH=nch, NCH_P2=next_pow2(nch), LOG=desc.kind is SoftmaxKind.LOG_SOFTMAX,
-        **chunk_config(extent))
+        **cfg)
 
 
 @register_candidate(SoftmaxPlan)
