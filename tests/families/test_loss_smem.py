@@ -13,7 +13,6 @@ import torch
 
 import baracuda as bc
 import baracuda.torch as bt
-from baracuda.backends.gluon_chunks import n_chunks
 from baracuda.core.vocab import ArchSku, ElementKind, PlanPreference
 from baracuda.families.loss import plans as P
 from baracuda.families.loss import plans_smem as S
@@ -49,7 +48,7 @@ def test_supports_only_long_16_bit_class_index_lines_on_hopper():
 def test_workspace_holds_the_reduction_and_the_exchange(reduction):
     d = _desc((4096, 131072), reduction=reduction)
     own = S.SmemExchangeCrossEntropyFused().workspace_size(d)
-    assert own >= P.ce_workspace(d, loss=True, grad=True) + 4096 * n_chunks(131072) * 8 + 4 * 4096
+    assert own >= P.ce_workspace(d, loss=True, grad=True) + 4096 * S._chunks(131072) * 8 + 4 * 4096
 
 
 def _reference(x, t, w, reduction, ignore_index):

@@ -94,14 +94,25 @@ def count_in_and_poll(count_ptr, NCH: gl.constexpr, SPIN):
 MAX_CHUNKS = 1024
 
 
-def chunk_config(extent: int) -> dict:
-    """R (chunk rows of LANE), SL (slice rows) and warps for lines of `extent` elements: the
-    one table of every shared-memory exchange. H100 sweep, bf16 softmax forward, GB/s
-    (softmax/PERF_NOTES.md, session 9): [1024, 65536] R=32 SL=4 4 warps 2618 (R=64 SL=8 8
-    warps 2496); [256, 262144] R=64 SL=8 8 warps 2496 (R=32 SL=4: 2206)."""
-    if extent <= 65536:
-        return {"R": 32, "SL": 4, "num_warps": 4}
-    return {"R": 64, "SL": 8, "num_warps": 8}
+#: (longest line or None, R, SL, warps) per kernel kind, first match. H100 sweep, bf16,
+#: kernel-only GB/s (scripts/smem_sweep.py, CUDA graph replay; softmax/PERF_NOTES.md, session
+#: 9). "line" (softmax, rms / layer norm): 32/4/4 at [1024, 65536] softmax 2850, rms 2778,
+#: layer 2670 (64/8/8: 2824 / 2758 / 2669); 64/8/8 at [4096, 131072] 2956 / 2953 / 2854 and
+#: [256, 262144] 2746 / 2723 / 2604 (32/4/4: 2755 / 2672 / 2510). "cross_entropy" (more work
+#: per element in the gradient): 64/4/4 at [8192, 32768] 2660 and [4096, 131072] 2665
+#: (32/4/4: 2488 / 2579; 64/8/8: 2495 / 2522).
+CHUNK_TABLE = {
+    "line": ((65536, 32, 4, 4), (None, 64, 8, 8)),
+    "cross_entropy": ((None, 64, 4, 4),),
+}
+
+
+def chunk_config(extent: int, kind: str = "line") -> dict:
+    """R (chunk rows of LANE), SL (slice rows) and warps for lines of `extent` elements."""
+    for longest, r, sl, warps in CHUNK_TABLE[kind]:
+        if longest is None or extent <= longest:
+            return {"R": r, "SL": sl, "num_warps": warps}
+    raise AssertionError("every table ends with a catch-all row")
 
 
 def n_chunks(extent: int, cfg: dict | None = None) -> int:
@@ -109,7 +120,7 @@ def n_chunks(extent: int, cfg: dict | None = None) -> int:
     return -(-extent // (cfg["R"] * int(LANE)))
 
 
-def unsupported(arch, element, extent: int, min_extent: int) -> str | None:
+def unsupported(arch, element, extent: int, min_extent: int, kind: str = "line") -> str | None:
     """Why a family's shared-memory candidate cannot take lines of `extent` elements (None:
     it can): sm_90, 16-bit elements, longer than `min_extent` (shorter lines fit one program's
     registers), whole 16-byte copies of LANE columns, at most MAX_CHUNKS chunks."""
@@ -121,8 +132,9 @@ def unsupported(arch, element, extent: int, min_extent: int) -> str | None:
         return f"16-bit elements only, got {element.value}"
     if extent <= min_extent or extent % int(LANE):
         return f"lines of more than {min_extent} elements, a multiple of {int(LANE)}, got {extent}"
-    if n_chunks(extent) > MAX_CHUNKS:
-        return f"at most {MAX_CHUNKS} chunks per line, got {n_chunks(extent)}"
+    chunks = n_chunks(extent, chunk_config(extent, kind))
+    if chunks > MAX_CHUNKS:
+        return f"at most {MAX_CHUNKS} chunks per line, got {chunks}"
     return None
 
 

@@ -32,10 +32,17 @@ from .plans import (
     launch_ce,
 )
 
+#: The chunk table row of gluon_chunks.CHUNK_TABLE this kernel uses.
+KIND = "cross_entropy"
+
 
 def _head_bytes(desc) -> int:
     """ce_kernel's workspace part, rounded up to 16 bytes."""
     return -(-ce_workspace(desc, loss=True, grad=True) // 16) * 16
+
+
+def _chunks(classes: int) -> int:
+    return n_chunks(classes, chunk_config(classes, KIND))
 
 
 def launch_smem(desc, a, workspace: torch.Tensor, spin: int = SPIN_LIMIT,
@@ -45,7 +52,7 @@ def launch_smem(desc, a, workspace: torch.Tensor, spin: int = SPIN_LIMIT,
     rows, classes = desc.rows, desc.input_shape[1]
     head = _head_bytes(desc)
     ws = _ws_view(desc, workspace[:head]) if head else workspace
-    cfg = cfg or chunk_config(classes)
+    cfg = cfg or chunk_config(classes, KIND)
     nch = n_chunks(classes, cfg)
     partials, counters = split_workspace(workspace[head:], torch.float32, rows * nch * 2, rows)
     mean = desc.reduction is LossReduction.MEAN
@@ -75,11 +82,11 @@ class SmemExchangeCrossEntropyFused(Candidate):
             return f"(N, C) logits only, got rank {len(desc.input_shape)}"
         if desc.probability_target or desc.label_smoothing:
             return "class-index targets without label smoothing only"
-        return unsupported(arch, desc.element, desc.input_shape[1], MAX_SINGLE_BLOCK)
+        return unsupported(arch, desc.element, desc.input_shape[1], MAX_SINGLE_BLOCK, KIND)
 
     def workspace_size(self, desc) -> int:
         return _head_bytes(desc) + exchange_bytes(
-            torch.float32, desc.rows * n_chunks(desc.input_shape[1]) * 2, desc.rows)
+            torch.float32, desc.rows * _chunks(desc.input_shape[1]) * 2, desc.rows)
 
     def launch(self, desc, a, workspace) -> None:
         if contiguous_rows(a.input, a.grad_input, a.target, a.weight) and a.loss.is_contiguous():

@@ -242,14 +242,15 @@ def _smem_variants():
     weights, per-sample and reduced losses."""
     from ...backends.gluon_chunks import chunk_config, n_chunks
     from .kernels_smem import ce_fused_smem_kernel as kernel
+    from .plans_smem import KIND
 
     for C, has_w, loss in ((32768, False, 2), (131072, True, 1), (131072, False, 2)):
-        cfg = dict(chunk_config(C))
+        cfg = dict(chunk_config(C, KIND))
         sig = {"x_ptr": "*bf16", "t_ptr": "*i64", "w_ptr": "*bf16", "dx_ptr": "*bf16",
                "loss_ptr": "*bf16", "ws_ptr": "*fp32", "part_ptr": "*fp32", "count_ptr": "*i32",
                "C": "i32", "stride_x": "i32", "stride_dx": "i32", "ignore_index": "i32",
                "SPIN": "i32"}
-        nch = n_chunks(C)
+        nch = n_chunks(C, cfg)
         const = dict(cfg, NCH=nch, NCH_P2=nch, HAS_W=has_w, LOSS=loss, MEAN=loss == 2)
         sig.update({n: "constexpr" for n in const})
         yield AotVariant(f"ce smem fused bf16 C={C} weight={has_w} loss={loss}", kernel, sig,
