@@ -220,6 +220,13 @@ QUICK_FWBW = (1024, 16384, 65536)  # line lengths whose fwd+bwd is in the quick 
 def softmax_benches(quick: bool):
     from ...torch import log_softmax, softmax  # noqa: F401 - registers ops
 
+    liger = None
+    try:  # the third peer, when its wheel is installed
+        from liger_kernel.ops.softmax import LigerSoftmaxFunction
+
+        liger = LigerSoftmaxFunction.apply
+    except Exception:  # noqa: BLE001 - optional peer
+        pass
     out = []
     for dtype in (torch.bfloat16, torch.float32):
         for shape in BENCH_SHAPES:
@@ -233,7 +240,8 @@ def softmax_benches(quick: bool):
             out.append(BenchCase("softmax fwd", label, setup,
                                  ours=lambda x, dy: softmax(x, -1),
                                  torch_eager=lambda x, dy: torch.softmax(x, -1),
-                                 bytes=2 * nbytes, quick=dtype == torch.bfloat16))
+                                 bytes=2 * nbytes, quick=dtype == torch.bfloat16,
+                                 extra_peers={"liger": lambda x, dy: liger(x)} if liger else {}))
 
             def fwbw_setup(device, shape=shape, dtype=dtype):
                 x = torch.randn(shape, device=device, dtype=dtype, requires_grad=True)
@@ -245,8 +253,10 @@ def softmax_benches(quick: bool):
             def torch_fb(x, dy):
                 return torch.autograd.grad(torch.softmax(x, -1), x, dy)
 
+            liger_fb = {"liger": lambda x, dy: torch.autograd.grad(liger(x), x, dy)} if liger \
+                else {}
             fwbw = BenchCase("softmax fwd+bwd", label, fwbw_setup, ours=ours_fb,
-                             torch_eager=torch_fb, bytes=5 * nbytes,
+                             torch_eager=torch_fb, bytes=5 * nbytes, extra_peers=liger_fb,
                              quick=dtype == torch.bfloat16 and shape[1] in QUICK_FWBW)
             out += [fwbw, single_threaded_autograd(fwbw)]
             out.append(BenchCase("log_softmax fwd", label, setup,
