@@ -3,10 +3,13 @@
 kernel-only GB/s (CUDA graph replay, back to back) per (R, SL, warps), bf16.
 
     python scripts/smem_sweep.py [softmax|norm|ce ...]
+
+SWEEP_SHAPES="16384x4096,4096x16384" and SWEEP_CONFIGS="16/4/4,32/4/4" narrow or widen it.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
 import torch
@@ -17,8 +20,10 @@ from baracuda.families.loss import plans_smem as CS
 from baracuda.families.normalization import plans_smem as NS
 from baracuda.families.softmax import plans_smem as SS
 
-CONFIGS = [(32, 4, 4), (64, 8, 8), (64, 8, 4), (64, 4, 4), (32, 4, 2), (128, 16, 8),
-           (16, 2, 2), (32, 8, 8)]
+CONFIGS = [tuple(int(v) for v in c.split("/")) for c in os.environ.get(
+    "SWEEP_CONFIGS", "32/4/4,64/8/8,64/8/4,64/4/4,32/4/2,128/16/8,16/2/2,32/8/8").split(",")]
+SHAPES = [tuple(int(v) for v in s.split("x")) for s in os.environ.get(
+    "SWEEP_SHAPES", "1024x65536,256x262144,8192x32768,4096x131072").split(",")]
 
 
 def _sweep(label, nbytes, run) -> None:
@@ -31,7 +36,7 @@ def _sweep(label, nbytes, run) -> None:
 
 
 def main(which) -> None:
-    for shape in ((1024, 65536), (256, 262144), (8192, 32768), (4096, 131072)):
+    for shape in SHAPES:
         x = torch.randn(shape, device="cuda", dtype=torch.bfloat16)
         y = torch.empty_like(x)
         nbytes = 2 * x.numel() * 2
