@@ -142,3 +142,33 @@ def contiguous_rows(*tensors) -> bool:
     """Every tensor is contiguous and 16-byte aligned (None entries are skipped): the lines
     are rows the kernels copy in whole 16-byte pieces."""
     return all(t is None or (t.is_contiguous() and t.data_ptr() % 16 == 0) for t in tensors)
+
+
+@gluon.jit
+def exchange_pairs(a, b, part_ptr, count_ptr, slices, line_ptr, line, N, aux, SPIN,
+                   chunk_pair: gl.constexpr, A_EMPTY: gl.constexpr, NCH: gl.constexpr,
+                   NCH_P2: gl.constexpr, R: gl.constexpr, SL: gl.constexpr,
+                   num_warps: gl.constexpr):
+    """Publish this chunk's partial pair (a, b), count in, and return the line's pairs as two
+    [NCH_P2] vectors in chunk order (A_EMPTY / 0 past NCH). A program that stops waiting
+    computes every chunk's pair from global memory with `chunk_pair(slices, line_ptr, chunk,
+    N, aux, FROM_GLOBAL=True, R, SL, num_warps)`, the function the chunk programs ran on their
+    shared memory: the same bits either way."""
+    pid = gl.program_id(0)  # = line * NCH + chunk
+    gl.store(part_ptr + pid * 2, a)
+    gl.store(part_ptr + pid * 2 + 1, b)
+    all_in = count_in_and_poll(count_ptr + line, NCH, SPIN)
+    p_layout: gl.constexpr = partials_layout(num_warps)
+    po = gl.arange(0, NCH_P2, layout=p_layout)
+    if all_in:
+        first = part_ptr + (line * NCH + po) * 2
+        pa = gl.load(first, mask=po < NCH, other=A_EMPTY, volatile=True)
+        pb = gl.load(first + 1, mask=po < NCH, other=0.0, volatile=True)
+    else:
+        pa = gl.full([NCH_P2], A_EMPTY, gl.float32, p_layout)
+        pb = gl.zeros([NCH_P2], gl.float32, p_layout)
+        for other in range(NCH):
+            oa, ob = chunk_pair(slices, line_ptr, other, N, aux, True, R, SL, num_warps)
+            pa = gl.where(po == other, oa, pa)
+            pb = gl.where(po == other, ob, pb)
+    return pa, pb

@@ -5,7 +5,7 @@ weights, ignore_index; no label smoothing (plans_smem.py routes the rest to ce_k
 run by the Triton interpreter: plans select it on sm_90 only.
 
 Per program (one chunk of one sample's class line): copy the logits chunk to shared memory;
-reduce it to (max, sum of exp) with the softmax kernel's `_chunk_stats`; swap those with the
+reduce it to (max, sum of exp) with the softmax kernel's `chunk_max_sum`; swap those with the
 line's other chunks and merge them in chunk order (the same bits in every program of the
 line, and on the no-wait path); lse = max + log(sum). The sample's target logit x[t] and
 weight w[t] are scalar loads. Loss (chunk 0 writes it): w[t] (lse - x[t]); the gradient of
@@ -18,14 +18,8 @@ from __future__ import annotations
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
-from ...backends.gluon_chunks import (
-    copy_chunk,
-    count_in_and_poll,
-    partials_layout,
-    slice_cols,
-    slice_layout,
-)
-from ..softmax.kernels_smem import LOG2E, _chunk_stats
+from ...backends.gluon_chunks import copy_chunk, exchange_pairs, slice_cols, slice_layout
+from ..softmax.kernels_smem import LOG2E, chunk_max_sum, merge_max_sum
 
 
 @gluon.jit
@@ -55,29 +49,10 @@ def ce_fused_smem_kernel(
     tw = gl.where(valid, tw, 0.0)
     x_t = gl.load(x_row + t, mask=valid & inb, other=0.0).to(gl.float32)
 
-    m, s = _chunk_stats(slices, x_row, c, C, False, R, SL, num_warps)
-    gl.store(part_ptr + pid * 2, m)
-    gl.store(part_ptr + pid * 2 + 1, s)
-    all_in = count_in_and_poll(count_ptr + row, NCH, SPIN)
-
-    p_layout: gl.constexpr = partials_layout(num_warps)
-    po = gl.arange(0, NCH_P2, layout=p_layout)
-    in_line = po < NCH
-    if all_in:
-        pm = gl.load(part_ptr + (row * NCH + po) * 2, mask=in_line, other=float("-inf"),
-                     volatile=True)
-        ps = gl.load(part_ptr + (row * NCH + po) * 2 + 1, mask=in_line, other=0.0,
-                     volatile=True)
-    else:  # no-wait path: every chunk's partial from global memory, the same code and bits
-        pm = gl.full([NCH_P2], float("-inf"), gl.float32, p_layout)
-        ps = gl.zeros([NCH_P2], gl.float32, p_layout)
-        for other in range(NCH):
-            om, osum = _chunk_stats(slices, x_row, other, C, True, R, SL, num_warps)
-            pm = gl.where(po == other, om, pm)
-            ps = gl.where(po == other, osum, ps)
-    big = gl.max(pm, axis=0)
-    total = gl.sum(gl.where(pm > float("-inf"), ps * gl.exp2((pm - big) * LOG2E), 0.0), axis=0)
-    total = gl.where(big == float("-inf"), float("nan"), total)  # all -inf line: NaN
+    m, s = chunk_max_sum(slices, x_row, c, C, 0.0, False, R, SL, num_warps)
+    pm, ps = exchange_pairs(m, s, part_ptr, count_ptr, slices, x_row, row, C, 0.0, SPIN,
+                            chunk_max_sum, float("-inf"), NCH, NCH_P2, R, SL, num_warps)
+    big, total = merge_max_sum(pm, ps)
     lse = big + gl.log(total)
 
     loss = gl.where(valid, tw * (lse - x_t), 0.0)

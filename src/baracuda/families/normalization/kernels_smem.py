@@ -8,7 +8,7 @@ variance does not cancel when |mean| >> std (the loop forward's shift, kernels.p
 them, count in and wait for the row's other chunks; sum the row's partials in chunk order (the
 same bits in every program of the row); write the chunk from shared memory, and (chunk 0) the
 row's mean and rstd. A program that stops waiting after SPIN polls sums the missing partials
-from global memory with the same code (`_chunk_sums` with FROM_GLOBAL): the same bits.
+from global memory with the same code (`chunk_sums` with FROM_GLOBAL): the same bits.
 """
 
 from __future__ import annotations
@@ -19,16 +19,15 @@ from triton.experimental.gluon import language as gl
 from ...backends.gluon_chunks import (
     LANE,
     copy_chunk,
-    count_in_and_poll,
+    exchange_pairs,
     load_slice,
-    partials_layout,
     slice_cols,
     slice_layout,
 )
 
 
 @gluon.jit
-def _chunk_sums(slices, row_ptr, c, M, k, FROM_GLOBAL: gl.constexpr, R: gl.constexpr,
+def chunk_sums(slices, row_ptr, c, M, k, FROM_GLOBAL: gl.constexpr, R: gl.constexpr,
                 SL: gl.constexpr, num_warps: gl.constexpr):
     """Chunk c's sums of d and d^2, d = x - k over the row's columns (0 past its end)."""
     layout: gl.constexpr = slice_layout(num_warps)
@@ -60,25 +59,9 @@ def row_norm_fwd_smem_kernel(
     else:
         k = gl.load(x_row).to(gl.float32)  # one scalar per program (L2 after the first)
 
-    t1, t2 = _chunk_sums(slices, x_row, c, M, k, False, R, SL, num_warps)
-    gl.store(part_ptr + pid * 2, t1)
-    gl.store(part_ptr + pid * 2 + 1, t2)
-    all_in = count_in_and_poll(count_ptr + row, NCH, SPIN)
-
-    p_layout: gl.constexpr = partials_layout(num_warps)
-    po = gl.arange(0, NCH_P2, layout=p_layout)
-    in_row = po < NCH
-    if all_in:
-        p1 = gl.load(part_ptr + (row * NCH + po) * 2, mask=in_row, other=0.0, volatile=True)
-        p2 = gl.load(part_ptr + (row * NCH + po) * 2 + 1, mask=in_row, other=0.0,
-                     volatile=True)
-    else:  # no-wait path: every chunk's sums from global memory, the same code and bits
-        p1 = gl.zeros([NCH_P2], gl.float32, p_layout)
-        p2 = gl.zeros([NCH_P2], gl.float32, p_layout)
-        for other in range(NCH):
-            o1, o2 = _chunk_sums(slices, x_row, other, M, k, True, R, SL, num_warps)
-            p1 = gl.where(po == other, o1, p1)
-            p2 = gl.where(po == other, o2, p2)
+    t1, t2 = chunk_sums(slices, x_row, c, M, k, False, R, SL, num_warps)
+    p1, p2 = exchange_pairs(t1, t2, part_ptr, count_ptr, slices, x_row, row, M, k, SPIN,
+                            chunk_sums, 0.0, NCH, NCH_P2, R, SL, num_warps)
     m1 = gl.sum(p1, axis=0) / M
     if RMS:
         mean = 0.0

@@ -7,7 +7,7 @@ Per program (one chunk of one line): copy the chunk to shared memory; from it, p
 count in and wait for the line's other chunks; merge the line's partials in chunk order (the
 same bits in every program of the line); write the chunk from shared memory. A program that
 stops waiting after SPIN polls computes the missing partials from global memory with the same
-code (`_chunk_stats` with FROM_GLOBAL): the same bits, only slower; GPU tests compare both.
+code (`chunk_max_sum` with FROM_GLOBAL): the same bits, only slower; GPU tests compare both.
 TMA was measured first: its descriptor is encoded on the host for every call, which made the
 frontend's calls host-bound; cp.async takes plain pointers.
 """
@@ -20,9 +20,8 @@ from triton.experimental.gluon import language as gl
 from ...backends.gluon_chunks import (
     LANE,
     copy_chunk,
-    count_in_and_poll,
+    exchange_pairs,
     load_slice,
-    partials_layout,
     slice_cols,
     slice_layout,
 )
@@ -31,9 +30,10 @@ LOG2E = gl.constexpr(1.4426950408889634)
 
 
 @gluon.jit
-def _chunk_stats(slices, line_ptr, c, N, FROM_GLOBAL: gl.constexpr, R: gl.constexpr,
-                 SL: gl.constexpr, num_warps: gl.constexpr):
-    """Chunk c's (max, sum of exp(x - max)); 0 for the sum of an all -inf chunk."""
+def chunk_max_sum(slices, line_ptr, c, N, aux, FROM_GLOBAL: gl.constexpr, R: gl.constexpr,
+                  SL: gl.constexpr, num_warps: gl.constexpr):
+    """Chunk c's (max, sum of exp(x - max)); 0 for the sum of an all -inf chunk (`aux`:
+    unused, the shape gluon_chunks.exchange_pairs calls)."""
     layout: gl.constexpr = slice_layout(num_warps)
     macc = gl.full([SL, LANE], float("-inf"), gl.float32, layout)
     for s in range(R // SL):  # a loop, not unrolled: slices are re-read, not held
@@ -49,6 +49,15 @@ def _chunk_stats(slices, line_ptr, c, N, FROM_GLOBAL: gl.constexpr, R: gl.conste
 
 
 @gluon.jit
+def merge_max_sum(pm, ps):
+    """A line's (max, sum of exp(x - max)) from its chunks' pairs, in chunk order; the sum is
+    NaN for an all -inf line, as torch's softmax."""
+    big = gl.max(pm, axis=0)
+    total = gl.sum(gl.where(pm > float("-inf"), ps * gl.exp2((pm - big) * LOG2E), 0.0), axis=0)
+    return big, gl.where(big == float("-inf"), float("nan"), total)
+
+
+@gluon.jit
 def softmax_fwd_smem_kernel(
     x_ptr, y_ptr, part_ptr, count_ptr, N, stride_x, stride_y, SPIN,
     NCH: gl.constexpr, NCH_P2: gl.constexpr, R: gl.constexpr, SL: gl.constexpr,
@@ -60,30 +69,10 @@ def softmax_fwd_smem_kernel(
     x_line = x_ptr + line.to(gl.int64) * stride_x
     slices = copy_chunk(x_line, c, N, R, SL, num_warps)
 
-    m, s = _chunk_stats(slices, x_line, c, N, False, R, SL, num_warps)
-    gl.store(part_ptr + pid * 2, m)
-    gl.store(part_ptr + pid * 2 + 1, s)
-    all_in = count_in_and_poll(count_ptr + line, NCH, SPIN)
-
-    p_layout: gl.constexpr = partials_layout(num_warps)
-    po = gl.arange(0, NCH_P2, layout=p_layout)
-    in_line = po < NCH
-    if all_in:
-        pm = gl.load(part_ptr + (line * NCH + po) * 2, mask=in_line, other=float("-inf"),
-                     volatile=True)
-        ps = gl.load(part_ptr + (line * NCH + po) * 2 + 1, mask=in_line, other=0.0,
-                     volatile=True)
-    else:  # no-wait path: every chunk's partial from global memory, the same code and bits
-        pm = gl.full([NCH_P2], float("-inf"), gl.float32, p_layout)
-        ps = gl.zeros([NCH_P2], gl.float32, p_layout)
-        for other in range(NCH):
-            om, osum = _chunk_stats(slices, x_line, other, N, True, R, SL, num_warps)
-            pm = gl.where(po == other, om, pm)
-            ps = gl.where(po == other, osum, ps)
-    big = gl.max(pm, axis=0)
-    scaled = gl.where(pm > float("-inf"), ps * gl.exp2((pm - big) * LOG2E), 0.0)
-    total = gl.sum(scaled, axis=0)
-    total = gl.where(big == float("-inf"), float("nan"), total)  # all -inf line: NaN, as torch
+    m, s = chunk_max_sum(slices, x_line, c, N, 0.0, False, R, SL, num_warps)
+    pm, ps = exchange_pairs(m, s, part_ptr, count_ptr, slices, x_line, line, N, 0.0, SPIN,
+                            chunk_max_sum, float("-inf"), NCH, NCH_P2, R, SL, num_warps)
+    big, total = merge_max_sum(pm, ps)
 
     y_line = y_ptr + line.to(gl.int64) * stride_y
     shift = big + gl.log(total)
