@@ -4,7 +4,8 @@ kernel-only GB/s (CUDA graph replay, back to back) per (R, SL, warps), bf16.
 
     python scripts/smem_sweep.py [softmax|norm|ce ...]
 
-SWEEP_SHAPES="16384x4096,4096x16384" and SWEEP_CONFIGS="16/4/4,32/4/4" narrow or widen it.
+SWEEP_SHAPES="16384x4096,4096x16384", SWEEP_CONFIGS="16/4/4,32/4/4" and SWEEP_DTYPE=float32
+narrow or widen it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from baracuda.families.softmax import plans_smem as SS
 
 CONFIGS = [tuple(int(v) for v in c.split("/")) for c in os.environ.get(
     "SWEEP_CONFIGS", "32/4/4,64/8/8,64/8/4,64/4/4,32/4/2,128/16/8,16/2/2,32/8/8").split(",")]
+DTYPE = getattr(torch, os.environ.get("SWEEP_DTYPE", "bfloat16"))
 SHAPES = [tuple(int(v) for v in s.split("x")) for s in os.environ.get(
     "SWEEP_SHAPES", "1024x65536,256x262144,8192x32768,4096x131072").split(",")]
 
@@ -37,17 +39,17 @@ def _sweep(label, nbytes, run) -> None:
 
 def main(which) -> None:
     for shape in SHAPES:
-        x = torch.randn(shape, device="cuda", dtype=torch.bfloat16)
+        x = torch.randn(shape, device="cuda", dtype=DTYPE)
         y = torch.empty_like(x)
-        nbytes = 2 * x.numel() * 2
+        nbytes = 2 * x.numel() * x.element_size()
         ws = torch.empty(shape[0] * (shape[1] // 1024 * 8 + 64) + 4096, dtype=torch.uint8,
                          device="cuda")
         if "softmax" in which:
             d = bc.SoftmaxDescriptor(bc.SoftmaxKind.SOFTMAX, shape, 1, x.dtype)
             _sweep(f"softmax {shape}", nbytes, lambda cfg: SS.launch_smem(d, x, y, ws, cfg=cfg))
         if "norm" in which:
-            w = torch.rand(shape[1], device="cuda", dtype=torch.bfloat16)
-            b = torch.randn(shape[1], device="cuda", dtype=torch.bfloat16)
+            w = torch.rand(shape[1], device="cuda", dtype=DTYPE)
+            b = torch.randn(shape[1], device="cuda", dtype=DTYPE)
             mean = torch.empty(shape[0], 1, device="cuda")
             rstd = torch.empty(shape[0], 1, device="cuda")
             d = bc.RMSNormDescriptor(shape, (1,), True, 1e-5, x.dtype)
