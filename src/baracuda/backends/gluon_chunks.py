@@ -78,9 +78,19 @@ def load_slice(slices, line_ptr, c, s, N, other, FROM_GLOBAL: gl.constexpr, R: g
 
 
 @gluon.jit
+def wait_prior_grid():
+    """griddepcontrol.wait: block until the grid launched before this one (the counter fill)
+    has completed and its writes are visible. The kernels launch with programmatic dependent
+    launch, so their copies and chunk reductions overlap the fill; a no-op without it."""
+    gl.inline_asm_elementwise("griddepcontrol.wait; // dummy $0", "=r", [], dtype=gl.int32,
+                              is_pure=False, pack=1)
+
+
+@gluon.jit
 def count_in_and_poll(count_ptr, NCH: gl.constexpr, SPIN):
     """Arrive at the line's counter (after this program's partial stores) and poll until all
     NCH chunks arrived, at most SPIN times. True when they did (their partials visible)."""
+    wait_prior_grid()  # the counters are zeroed by the launch before this one
     gl.thread_barrier()  # every thread's partial store is issued before the arrival (release)
     seen = gl.atomic_add(count_ptr, 1, sem="acq_rel") + 1
     polls = 0

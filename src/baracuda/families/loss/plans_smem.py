@@ -64,7 +64,8 @@ def launch_smem(desc, a, workspace: torch.Tensor, spin: int = SPIN_LIMIT,
         a.input, a.target, a.input if a.weight is None else a.weight, a.grad_input, a.loss,
         ws, partials, counters, classes, classes, classes, desc.ignore_index, spin,
         NCH=nch, NCH_P2=next_pow2(nch), HAS_W=a.weight is not None, LOSS=2 if reduce else 1,
-        MEAN=mean, **cfg)
+        MEAN=mean, **cfg,
+        launch_pdl=True)  # the kernel's copies overlap the counter fill (wait_prior_grid)
     if reduce:
         _finalize(desc, ws, a.loss)
 

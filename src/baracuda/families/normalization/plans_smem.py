@@ -45,7 +45,8 @@ def launch_smem(desc, args, workspace: torch.Tensor, rms: bool,
         args.rstd if mean is None else mean, args.rstd, partials, counters,
         m, m, m, desc.eps, spin,
         NCH=nch, NCH_P2=next_pow2(nch), RMS=rms, HAS_W=args.gamma is not None,
-        HAS_B=beta is not None, **cfg)
+        HAS_B=beta is not None, **cfg,
+        launch_pdl=True)  # the kernel's copies overlap the counter fill (wait_prior_grid)
 
 
 class _SmemRowNorm(_RowNormCandidate):

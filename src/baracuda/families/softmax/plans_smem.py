@@ -45,7 +45,8 @@ def launch_smem(desc, x: torch.Tensor, y: torch.Tensor, workspace: torch.Tensor,
     softmax_fwd_smem_kernel[(lines * nch,)](
         x, y, partials, counters, extent, extent, extent, spin,
         NCH=nch, NCH_P2=next_pow2(nch), LOG=desc.kind is SoftmaxKind.LOG_SOFTMAX,
-        **cfg)
+        **cfg,
+        launch_pdl=True)  # the kernel's copies overlap the counter fill (wait_prior_grid)
 
 
 @register_candidate(SoftmaxPlan)
