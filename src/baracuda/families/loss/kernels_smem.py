@@ -37,7 +37,7 @@ def ce_fused_smem_kernel(
     c = pid % NCH
     x_row = x_ptr + row.to(gl.int64) * stride_x
     slices = copy_chunk(x_row, c, C, R, SL, num_warps)
-    # the sample's target while the copies fly
+    # the sample's target class, its weight and its logit (scalar loads)
     t = gl.load(t_ptr + row).to(gl.int64)
     valid = t != ignore_index
     inb = (t >= 0) & (t < C)
