@@ -17,9 +17,12 @@ Not run by the Triton interpreter; plans select these kernels on sm_90 only.
 
 from __future__ import annotations
 
+import torch
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy
+
+from .triton_exchange import exchange_bytes, split_workspace, zero
 
 #: Columns of one chunk row: a chunk is R x LANE elements, held as R // SL slices.
 LANE = gl.constexpr(256)
@@ -146,6 +149,21 @@ def unsupported(arch, element, extent: int, min_extent: int, kind: str = "line")
     if chunks > MAX_CHUNKS:
         return f"at most {MAX_CHUNKS} chunks per line, got {chunks}"
     return None
+
+
+def exchange_workspace_bytes(lines: int, chunks: int) -> int:
+    """Workspace of one exchange launch: an f32 partial pair per chunk, an int32 arrival
+    counter per line (the layout `fresh_exchange` carves)."""
+    return exchange_bytes(torch.float32, lines * chunks * 2, lines)
+
+
+def fresh_exchange(workspace: torch.Tensor, lines: int, chunks: int):
+    """(partials, counters) carved from `workspace`, the counters zeroed by a fill launch.
+    Launch the exchange kernel right after it, with `launch_pdl=True`: the kernel waits for
+    the fill only before counting in (wait_prior_grid)."""
+    partials, counters = split_workspace(workspace, torch.float32, lines * chunks * 2, lines)
+    zero(counters)
+    return partials, counters
 
 
 def contiguous_rows(*tensors) -> bool:

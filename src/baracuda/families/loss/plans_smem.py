@@ -15,8 +15,15 @@ from __future__ import annotations
 
 import torch
 
-from ...backends.gluon_chunks import chunk_config, contiguous_rows, n_chunks, unsupported
-from ...backends.triton_exchange import SPIN_LIMIT, exchange_bytes, split_workspace, zero
+from ...backends.gluon_chunks import (
+    chunk_config,
+    contiguous_rows,
+    exchange_workspace_bytes,
+    fresh_exchange,
+    n_chunks,
+    unsupported,
+)
+from ...backends.triton_exchange import SPIN_LIMIT
 from ...backends.triton_support import next_pow2
 from ...core.plan import Candidate
 from ...core.registry import register_candidate
@@ -54,11 +61,10 @@ def launch_smem(desc, a, workspace: torch.Tensor, spin: int = SPIN_LIMIT,
     ws = _ws_view(desc, workspace[:head]) if head else workspace
     cfg = cfg or chunk_config(classes, KIND)
     nch = n_chunks(classes, cfg)
-    partials, counters = split_workspace(workspace[head:], torch.float32, rows * nch * 2, rows)
     mean = desc.reduction is LossReduction.MEAN
     if mean:
         _weight_total(desc, a.target, a.weight, ws, False)
-    zero(counters)
+    partials, counters = fresh_exchange(workspace[head:], rows, nch)
     reduce = desc.reduction is not LossReduction.NONE
     ce_fused_smem_kernel[(rows * nch,)](
         a.input, a.target, a.input if a.weight is None else a.weight, a.grad_input, a.loss,
@@ -86,8 +92,8 @@ class SmemExchangeCrossEntropyFused(Candidate):
         return unsupported(arch, desc.element, desc.input_shape[1], MAX_SINGLE_BLOCK, KIND)
 
     def workspace_size(self, desc) -> int:
-        return _head_bytes(desc) + exchange_bytes(
-            torch.float32, desc.rows * _chunks(desc.input_shape[1]) * 2, desc.rows)
+        return _head_bytes(desc) + exchange_workspace_bytes(desc.rows,
+                                                           _chunks(desc.input_shape[1]))
 
     def launch(self, desc, a, workspace) -> None:
         if contiguous_rows(a.input, a.grad_input, a.target, a.weight) and a.loss.is_contiguous():

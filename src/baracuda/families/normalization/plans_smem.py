@@ -11,8 +11,15 @@ from __future__ import annotations
 
 import torch
 
-from ...backends.gluon_chunks import chunk_config, contiguous_rows, n_chunks, unsupported
-from ...backends.triton_exchange import SPIN_LIMIT, exchange_bytes, split_workspace, zero
+from ...backends.gluon_chunks import (
+    chunk_config,
+    contiguous_rows,
+    exchange_workspace_bytes,
+    fresh_exchange,
+    n_chunks,
+    unsupported,
+)
+from ...backends.triton_exchange import SPIN_LIMIT
 from ...backends.triton_support import next_pow2
 from ...core.registry import register_candidate
 from .kernels_smem import row_norm_fwd_smem_kernel  # imported here: enable_fast_launch sees it
@@ -37,8 +44,7 @@ def launch_smem(desc, args, workspace: torch.Tensor, rms: bool,
     mean, beta = _forward_ops(args)
     cfg = cfg or chunk_config(m)
     nch = n_chunks(m, cfg)
-    partials, counters = split_workspace(workspace, torch.float32, rows * nch * 2, rows)
-    zero(counters)
+    partials, counters = fresh_exchange(workspace, rows, nch)
     x = args.x
     row_norm_fwd_smem_kernel[(rows * nch,)](
         x, args.y, x if args.gamma is None else args.gamma, x if beta is None else beta,
@@ -61,8 +67,7 @@ class _SmemRowNorm(_RowNormCandidate):
         return unsupported(arch, desc.element, desc.norm_total_extent, SINGLE_TILE)
 
     def workspace_size(self, desc) -> int:
-        own = exchange_bytes(torch.float32, desc.rows * n_chunks(desc.norm_total_extent) * 2,
-                             desc.rows)
+        own = exchange_workspace_bytes(desc.rows, n_chunks(desc.norm_total_extent))
         return max(own, forward_workspace(desc))  # the Triton launch runs in it if delegated
 
     def launch(self, desc, args, workspace) -> None:

@@ -137,15 +137,20 @@ def _partials_per_chunk(desc) -> int:
     return 1 if desc_is_backward(desc) else 2
 
 
+def lines_and_extent(desc) -> tuple[int, int]:
+    """(lines, elements per line) of a descriptor: the lines run along the softmax axis."""
+    extent = desc.input_shape[desc.axis]
+    lines = 1
+    for i, d in enumerate(desc.input_shape):
+        if i != desc.axis:
+            lines *= d
+    return lines, extent
+
+
 def workspace_bytes(desc) -> int:
     """Chunked lines keep per-chunk partials ((max, sum) forward, one dot backward) and one
     arrival counter per line (EXCHANGE)."""
-    shape = desc.input_shape
-    extent = shape[desc.axis]
-    rows = 1
-    for i, d in enumerate(shape):
-        if i != desc.axis:
-            rows *= d
+    rows, extent = lines_and_extent(desc)
     cfg = launch_config(extent, desc.element, rows, desc_is_backward(desc))
     chunks = _chunks(extent, cfg, desc_is_backward(desc))
     if chunks == 1 or rows == 0:

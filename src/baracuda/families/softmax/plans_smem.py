@@ -11,8 +11,15 @@ from __future__ import annotations
 
 import torch
 
-from ...backends.gluon_chunks import chunk_config, contiguous_rows, n_chunks, unsupported
-from ...backends.triton_exchange import SPIN_LIMIT, exchange_bytes, split_workspace, zero
+from ...backends.gluon_chunks import (
+    chunk_config,
+    contiguous_rows,
+    exchange_workspace_bytes,
+    fresh_exchange,
+    n_chunks,
+    unsupported,
+)
+from ...backends.triton_exchange import SPIN_LIMIT
 from ...backends.triton_support import next_pow2
 from ...core import validate as V
 from ...core.plan import Candidate
@@ -20,28 +27,17 @@ from ...core.registry import register_candidate
 from .descriptors import SoftmaxKind
 from .kernels import softmax_fwd_kernel
 from .kernels_smem import softmax_fwd_smem_kernel  # imported here: enable_fast_launch sees it
-from .plans import MAX_SINGLE_BLOCK, SoftmaxPlan, _launch, workspace_bytes
-
-
-def _line(desc) -> tuple[int, int]:
-    """(lines, extent) of a descriptor."""
-    extent = desc.input_shape[desc.axis]
-    lines = 1
-    for i, d in enumerate(desc.input_shape):
-        if i != desc.axis:
-            lines *= d
-    return lines, extent
+from .plans import MAX_SINGLE_BLOCK, SoftmaxPlan, _launch, lines_and_extent, workspace_bytes
 
 
 def launch_smem(desc, x: torch.Tensor, y: torch.Tensor, workspace: torch.Tensor,
                 spin: int = SPIN_LIMIT, cfg: dict | None = None) -> None:
     """One launch of kernels_smem over contiguous lines (spin=0: the no-wait path;
     cfg: a chunk config other than gluon_chunks.chunk_config, for sweeps)."""
-    lines, extent = _line(desc)
+    lines, extent = lines_and_extent(desc)
     cfg = cfg or chunk_config(extent)
     nch = n_chunks(extent, cfg)
-    partials, counters = split_workspace(workspace, torch.float32, lines * nch * 2, lines)
-    zero(counters)
+    partials, counters = fresh_exchange(workspace, lines, nch)
     softmax_fwd_smem_kernel[(lines * nch,)](
         x, y, partials, counters, extent, extent, extent, spin,
         NCH=nch, NCH_P2=next_pow2(nch), LOG=desc.kind is SoftmaxKind.LOG_SOFTMAX,
@@ -59,11 +55,11 @@ class SmemExchangeSoftmaxForward(Candidate):
     priority = -10  # before the Triton candidate, where it supports the line
 
     def supports(self, desc, pref, arch):
-        return unsupported(arch, desc.element, _line(desc)[1], MAX_SINGLE_BLOCK)
+        return unsupported(arch, desc.element, lines_and_extent(desc)[1], MAX_SINGLE_BLOCK)
 
     def workspace_size(self, desc) -> int:
-        lines, extent = _line(desc)
-        own = exchange_bytes(torch.float32, lines * n_chunks(extent) * 2, lines)
+        lines, extent = lines_and_extent(desc)
+        own = exchange_workspace_bytes(lines, n_chunks(extent))
         return max(own, workspace_bytes(desc))  # the Triton launch runs in it when delegated
 
     def can_implement(self, desc, args) -> None:
