@@ -17,8 +17,9 @@ from baracuda.backends.gluon_chunks import n_chunks
 from baracuda.core.vocab import ArchSku, PlanPreference
 from baracuda.families.normalization import plans as P
 from baracuda.families.normalization import plans_smem as S
+from baracuda.families.normalization import reference as R
 from conftest import ON_GPU
-from helpers import assert_bitwise_equal
+from helpers import assert_bitwise_equal, assert_close
 
 EPS = 1e-5
 
@@ -161,3 +162,139 @@ def test_gpu_frontend_uses_it_and_backward_still_works():
     y2 = bt.rms_norm(x.detach(), [65536], w.detach(), EPS)
     ref2 = torch.nn.functional.rms_norm(x.detach().float(), [65536], w.detach().float(), EPS)
     torch.testing.assert_close(y2.float(), ref2, rtol=1.6e-2, atol=2e-2)
+
+
+# -- backward: dy and x chunks through a shared-memory ring (kernels_smem.row_norm_bwd_...) --
+
+def _bwd_desc(layer: bool, shape, n_norm=1, dtype=torch.bfloat16, affine=True,
+              residual=False):
+    axes = tuple(range(len(shape) - n_norm, len(shape)))
+    if layer:
+        return bc.LayerNormBackwardDescriptor(shape, axes, affine, affine, dtype,
+                                              has_residual=residual)
+    return bc.RMSNormBackwardDescriptor(shape, axes, affine, dtype, has_residual=residual)
+
+
+def _bwd_cand(layer: bool):
+    return (S.SmemExchangeLayerNormBackward if layer else S.SmemExchangeRMSNormBackward)()
+
+
+@pytest.mark.parametrize("layer", [False, True])
+def test_backward_supports_only_long_16_bit_rows_without_residual_on_hopper(layer):
+    cand, pref = _bwd_cand(layer), PlanPreference()
+    longest_in_registers = S.BWD_SINGLE_TILE[layer]
+    assert cand.supports(_bwd_desc(layer, (1024, 65536)), pref, ArchSku.SM90) is None
+    assert cand.supports(_bwd_desc(layer, (8, longest_in_registers + 256)), pref,
+                         ArchSku.SM90A) is None
+    assert cand.supports(_bwd_desc(layer, (3, 5, 256, 160), 2, torch.float16), pref,
+                         ArchSku.SM90) is None
+    reasons = {
+        "arch": cand.supports(_bwd_desc(layer, (1024, 65536)), pref, ArchSku.SM80),
+        "f32": cand.supports(_bwd_desc(layer, (8, 65536), dtype=torch.float32), pref,
+                             ArchSku.SM90),
+        "short": cand.supports(_bwd_desc(layer, (8, longest_in_registers)), pref,
+                               ArchSku.SM90),
+        "odd": cand.supports(_bwd_desc(layer, (8, 65544)), pref, ArchSku.SM90),
+        "residual": cand.supports(_bwd_desc(layer, (8, 65536), residual=True), pref,
+                                  ArchSku.SM90),
+    }
+    assert all(reasons.values()), reasons
+    assert "sm_90" in reasons["arch"] and "16-bit" in reasons["f32"]
+    assert "residual" in reasons["residual"] and "multiple of 256" in reasons["odd"]
+
+
+@pytest.mark.parametrize("layer", [False, True])
+@pytest.mark.parametrize("shape", [(1024, 65536), (1, 262144), (7, 20224)])
+def test_backward_workspace_covers_both_launches(layer, shape):
+    d = _bwd_desc(layer, shape)
+    own = _bwd_cand(layer).workspace_size(d)
+    nch, groups = S.bwd_shape(d)
+    assert groups <= shape[0] and nch * 2048 >= shape[-1]
+    assert own >= P.backward_workspace(d)
+    assert own >= 4 * (2 if layer else 1) * groups * shape[-1] + shape[0] * nch * 8 \
+        + 4 * shape[0]
+
+
+def _backward_case(layer, shape, n_norm, dtype, affine, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    x = (torch.randn(shape, device="cuda", generator=g) * 2 + 1).to(dtype)
+    dy = torch.randn(shape, device="cuda", generator=g).to(dtype)
+    norm_shape = shape[len(shape) - n_norm:]
+    w = (torch.rand(norm_shape, device="cuda", generator=g) + 0.5).to(dtype) if affine \
+        else None
+    stats = R.row_norm_forward(x, n_norm, None, None, EPS, not layer)
+    stats_shape = shape[: len(shape) - n_norm] + (1,) * n_norm
+    rstd = stats["rstd"].to("cuda", torch.float32).reshape(stats_shape)
+    mean = None if not layer else stats["mean"].to("cuda", torch.float32).reshape(stats_shape)
+    want = R.row_norm_backward(dy, x, rstd, n_norm, mean, w, layer and affine)
+    return x, dy, w, mean, rstd, want
+
+
+def _backward_args(layer, x, dy, w, mean, rstd, affine):
+    nan = float("nan")
+    dx = torch.full_like(x, nan)
+    dg = torch.full_like(w, nan) if affine else None
+    if layer:
+        db = torch.full_like(w, nan) if affine else None
+        return bc.LayerNormBackwardArgs(dy=dy, x=x, mean=mean, rstd=rstd, dx=dx, gamma=w,
+                                        dgamma=dg, dbeta=db)
+    return bc.RMSNormBackwardArgs(dy=dy, x=x, rstd=rstd, dx=dx, gamma=w, dgamma=dg)
+
+
+def _grads(layer, args):
+    return (args.dx, args.dgamma, args.dbeta if layer else None)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_GPU, reason="needs a CUDA device")
+@pytest.mark.parametrize("layer", [False, True])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("shape,n_norm,affine", [((1024, 65536), 1, True),
+                                                 ((256, 262144), 1, True),
+                                                 ((37, 20224), 1, True),
+                                                 ((1, 65536), 1, True),
+                                                 ((3, 5, 256, 160), 2, True),
+                                                 ((300, 24576), 1, False)])
+def test_gpu_backward_matches_reference_reruns_and_no_wait_path(layer, dtype, shape, n_norm,
+                                                                 affine):
+    """dx, dgamma, dbeta against float64 (rows offset from 0, a last chunk cut short, one
+    row, two normalized axes, no affine parameters); reruns and the path where no program
+    waits give the same bits."""
+    x, dy, w, mean, rstd, want = _backward_case(layer, shape, n_norm, dtype, affine, 5)
+    desc = _bwd_desc(layer, shape, n_norm, dtype, affine)
+    plan = (bc.LayerNormBackwardPlan if layer else bc.RMSNormBackwardPlan).select(desc)
+    assert plan.candidate.name == type(_bwd_cand(layer)).name
+    ws = torch.empty(plan.workspace_size(), dtype=torch.uint8, device="cuda")
+    outs = []
+    for spin in (None, None, 0):
+        args = _backward_args(layer, x, dy, w, mean, rstd, affine)
+        if spin is None:
+            plan.run(args, ws)
+        else:
+            S.launch_smem_backward(plan.desc, args, ws, not layer, spin=spin)
+        outs.append(_grads(layer, args))
+    for name, got in zip(("dx", "dgamma", "dbeta"), outs[0]):
+        if got is not None:
+            assert_close(got, want[name], dtype, name, scale=2.0)
+    for other in outs[1:]:
+        for name, a, o in zip(("dx", "dgamma", "dbeta"), outs[0], other):
+            if a is not None:
+                assert_bitwise_equal(o, a, name)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_GPU, reason="needs a CUDA device")
+@pytest.mark.parametrize("layer", [False, True])
+def test_gpu_backward_strided_calls_run_the_triton_launch(layer):
+    """A transposed dy: the same plan runs the Triton backward, in the same workspace."""
+    shape = (64, 65536)
+    x, dy, w, mean, rstd, want = _backward_case(layer, shape, 1, torch.bfloat16, True, 6)
+    dy_t = dy.t().contiguous().t()  # the same values, column-major
+    plan = (bc.LayerNormBackwardPlan if layer else bc.RMSNormBackwardPlan).select(
+        _bwd_desc(layer, shape))
+    ws = torch.empty(plan.workspace_size(), dtype=torch.uint8, device="cuda")
+    args = _backward_args(layer, x, dy_t, w, mean, rstd, True)
+    plan.run(args, ws)
+    for name, got in zip(("dx", "dgamma", "dbeta"), _grads(layer, args)):
+        if got is not None:
+            assert_close(got, want[name], torch.bfloat16, name, scale=2.0)

@@ -26,6 +26,8 @@ from .triton_exchange import exchange_bytes, split_workspace, zero
 
 #: Columns of one chunk row: a chunk is R x LANE elements, held as R // SL slices.
 LANE = gl.constexpr(256)
+#: Chunks are stored row by row as loaded: each thread reads back the 16 bytes it copied.
+UNSWIZZLED = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
 
 
 @gluon.constexpr_function
@@ -51,15 +53,22 @@ def slice_cols(c, s, R: gl.constexpr, SL: gl.constexpr, num_warps: gl.constexpr)
 
 
 @gluon.jit
+def copy_slice(dst, line_ptr, c, s, N, R: gl.constexpr, SL: gl.constexpr,
+               num_warps: gl.constexpr):
+    """Issue the cp.async copies of slice s of chunk c of a contiguous line into the
+    [SL, LANE] shared buffer `dst` (elements past N are left unset); not waited for."""
+    cols = slice_cols(c, s, R, SL, num_warps)
+    async_copy.async_copy_global_to_shared(dst, line_ptr + cols, mask=cols < N)
+
+
+@gluon.jit
 def copy_chunk(line_ptr, c, N, R: gl.constexpr, SL: gl.constexpr, num_warps: gl.constexpr):
     """Chunk c of a contiguous line into new shared memory; returns its [R // SL, SL, LANE]
     slices once every thread's copies have landed (elements past N are left unset)."""
-    unswizzled: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
     slices = gl.allocate_shared_memory(line_ptr.dtype.element_ty, [R // SL, SL, LANE],
-                                       unswizzled)
+                                       UNSWIZZLED)
     for s in gl.static_range(R // SL):  # every copy issued before any wait
-        cols = slice_cols(c, s, R, SL, num_warps)
-        async_copy.async_copy_global_to_shared(slices.index(s), line_ptr + cols, mask=cols < N)
+        copy_slice(slices.index(s), line_ptr, c, s, N, R, SL, num_warps)
     async_copy.commit_group()
     async_copy.wait_group(0)
     gl.thread_barrier()
@@ -90,17 +99,38 @@ def wait_prior_grid():
 
 
 @gluon.jit
-def count_in_and_poll(count_ptr, NCH: gl.constexpr, SPIN):
-    """Arrive at the line's counter (after this program's partial stores) and poll until all
-    NCH chunks arrived, at most SPIN times. True when they did (their partials visible)."""
-    wait_prior_grid()  # the counters are zeroed by the launch before this one
-    gl.thread_barrier()  # every thread's partial store is issued before the arrival (release)
-    seen = gl.atomic_add(count_ptr, 1, sem="acq_rel") + 1
+def arrive(count_ptr):
+    """Count this program in at its line's counter (release: every thread's partial store
+    is issued first); returns the count seen. Loads issued after it are not held back."""
+    gl.thread_barrier()
+    return gl.atomic_add(count_ptr, 1, sem="release") + 1
+
+
+@gluon.jit
+def poll_from(count_ptr, seen, NCH: gl.constexpr, SPIN):
+    """Poll (acquire) from the count `seen` until the line's count reaches NCH, at most SPIN
+    times; True when every chunk arrived (their partials visible)."""
     polls = 0
     while (seen < NCH) & (polls < SPIN):
         seen = gl.atomic_add(count_ptr, 0, sem="acquire")
         polls += 1
     return seen >= NCH
+
+
+@gluon.jit
+def wait_arrivals(count_ptr, NCH: gl.constexpr, SPIN):
+    """The second half after `arrive`: poll until the line's NCH chunks arrived; polls at
+    least once, so the last arrival also acquires the others' partials."""
+    return poll_from(count_ptr, gl.atomic_add(count_ptr, 0, sem="acquire"), NCH, SPIN)
+
+
+@gluon.jit
+def count_in_and_poll(count_ptr, NCH: gl.constexpr, SPIN):
+    """Arrive at the line's counter (after this program's partial stores) and poll until all
+    NCH chunks arrived, at most SPIN times. True when they did (their partials visible)."""
+    wait_prior_grid()  # the counters are zeroed by the launch before this one
+    gl.thread_barrier()  # every thread's partial store is issued before the arrival (release)
+    return poll_from(count_ptr, gl.atomic_add(count_ptr, 1, sem="acq_rel") + 1, NCH, SPIN)
 
 
 #: Most chunks per line (a line's partials are merged as one vector).
@@ -186,17 +216,32 @@ def exchange_pairs(a, b, part_ptr, count_ptr, slices, line_ptr, line, N, aux, SP
     gl.store(part_ptr + pid * 2, a)
     gl.store(part_ptr + pid * 2 + 1, b)
     all_in = count_in_and_poll(count_ptr + line, NCH, SPIN)
-    p_layout: gl.constexpr = partials_layout(num_warps)
-    po = gl.arange(0, NCH_P2, layout=p_layout)
     if all_in:
-        first = part_ptr + (line * NCH + po) * 2
-        pa = gl.load(first, mask=po < NCH, other=A_EMPTY, volatile=True)
-        pb = gl.load(first + 1, mask=po < NCH, other=0.0, volatile=True)
+        pa, pb = arrived_pairs(part_ptr, line, A_EMPTY, NCH, NCH_P2, num_warps)
     else:
-        pa = gl.full([NCH_P2], A_EMPTY, gl.float32, p_layout)
-        pb = gl.zeros([NCH_P2], gl.float32, p_layout)
+        pa, pb = empty_pairs(A_EMPTY, NCH_P2, num_warps)
+        po = gl.arange(0, NCH_P2, layout=partials_layout(num_warps))
         for other in range(NCH):
             oa, ob = chunk_pair(slices, line_ptr, other, N, aux, True, R, SL, num_warps)
             pa = gl.where(po == other, oa, pa)
             pb = gl.where(po == other, ob, pb)
     return pa, pb
+
+
+@gluon.jit
+def arrived_pairs(part_ptr, line, A_EMPTY: gl.constexpr, NCH: gl.constexpr,
+                  NCH_P2: gl.constexpr, num_warps: gl.constexpr):
+    """A line's published pairs as two [NCH_P2] vectors in chunk order (A_EMPTY / 0 past
+    NCH), once every chunk arrived."""
+    po = gl.arange(0, NCH_P2, layout=partials_layout(num_warps))
+    first = part_ptr + (line * NCH + po) * 2
+    return (gl.load(first, mask=po < NCH, other=A_EMPTY, volatile=True),
+            gl.load(first + 1, mask=po < NCH, other=0.0, volatile=True))
+
+
+@gluon.jit
+def empty_pairs(A_EMPTY: gl.constexpr, NCH_P2: gl.constexpr, num_warps: gl.constexpr):
+    """[NCH_P2] vectors of (A_EMPTY, 0), for a no-wait path to fill chunk by chunk."""
+    p_layout: gl.constexpr = partials_layout(num_warps)
+    return (gl.full([NCH_P2], A_EMPTY, gl.float32, p_layout),
+            gl.zeros([NCH_P2], gl.float32, p_layout))

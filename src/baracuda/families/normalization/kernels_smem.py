@@ -15,14 +15,23 @@ from __future__ import annotations
 
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.ampere import async_copy
 
 from ...backends.gluon_chunks import (
     LANE,
+    UNSWIZZLED,
+    arrive,
+    arrived_pairs,
     copy_chunk,
+    copy_slice,
+    empty_pairs,
     exchange_pairs,
     load_slice,
+    partials_layout,
     slice_cols,
     slice_layout,
+    wait_arrivals,
+    wait_prior_grid,
 )
 
 
@@ -86,3 +95,140 @@ def row_norm_fwd_smem_kernel(
         if HAS_B:
             y = y + gl.load(b_ptr + cols, mask=live, other=0.0).to(gl.float32)
         gl.store(y_row + cols, y.to(y_ptr.dtype.element_ty), mask=live)
+
+
+@gluon.jit
+def grad_terms(dy, x, w, mean, rstd, live, HAS_W: gl.constexpr):
+    """(xhat, w dy) of a backward chunk, 0 past the row's end (mean = 0 for rms_norm:
+    x - 0 is x, the same bits)."""
+    xhat = gl.where(live, (x - mean) * rstd, 0.0)
+    if HAS_W:
+        wdy = gl.where(live, dy * w, 0.0)
+    else:
+        wdy = gl.where(live, dy, 0.0)
+    return xhat, wdy
+
+
+@gluon.jit
+def pair_sums(xhat, wdy):
+    """A chunk's partials sum(w dy xhat), sum(w dy): the one reduction of the chunk programs
+    (from shared memory) and the no-wait path (from global memory), so both give the same
+    bits."""
+    return gl.sum(gl.sum(wdy * xhat, axis=1), axis=0), gl.sum(gl.sum(wdy, axis=1), axis=0)
+
+
+@gluon.jit
+def row_stats(mean_ptr, rstd_ptr, row, RMS: gl.constexpr):
+    """(mean, rstd) saved by the forward; rms_norm has no mean (0)."""
+    rstd = gl.load(rstd_ptr + row).to(gl.float32)
+    if RMS:
+        return 0.0, rstd
+    return gl.load(mean_ptr + row).to(gl.float32), rstd
+
+
+@gluon.jit
+def row_norm_bwd_smem_kernel(
+    dy_ptr, x_ptr, w_ptr, mean_ptr, rstd_ptr, dx_ptr, part_ptr, sums_ptr, count_ptr,
+    n_rows, M, G, group_rows, SPIN,
+    NCH: gl.constexpr, NCH_P2: gl.constexpr, R: gl.constexpr, NS: gl.constexpr,
+    AHEAD: gl.constexpr, RMS: gl.constexpr, HAS_W: gl.constexpr, HAS_DB: gl.constexpr,
+    num_warps: gl.constexpr,
+):
+    """Backward of long 16-bit rows, program id = group * NCH + chunk: a group's NCH
+    programs walk its rows together, as kernels_exchange.row_norm_bwd_exchange_kernel does,
+    but each row's chunks of dy and x land in a ring of NS shared-memory stages (cp.async,
+    issued NS rows ahead) instead of registers. Step `row`: publish row `row` from its stage
+    (sum(w dy xhat) and sum(w dy) to the workspace, dgamma / dbeta partials in registers,
+    arrive), then finish row `row - AHEAD` (its chunks have usually all arrived by now):
+    gather its partials in chunk order, write dx from the stage it still holds, and refill
+    that stage with row `row - AHEAD + NS`. DRAM traffic: dy and x read once, dx written
+    once, no L2 re-read; no chunk is held in registers across the wait."""
+    gl.static_assert(NS > AHEAD)  # a stage is refilled only once its row is finished
+    gl.static_assert(AHEAD >= 1)  # a row is finished only after its own arrival
+    layout: gl.constexpr = slice_layout(num_warps)
+    pid = gl.program_id(0)
+    group = pid // NCH
+    c = pid % NCH
+    cols = slice_cols(c, 0, R, R, num_warps)
+    live = cols < M
+    dy_ring = gl.allocate_shared_memory(dy_ptr.dtype.element_ty, [NS, R, LANE], UNSWIZZLED)
+    x_ring = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [NS, R, LANE], UNSWIZZLED)
+    r0 = group * group_rows
+    r1 = gl.minimum(r0 + group_rows, n_rows)
+    for k in gl.static_range(NS):  # one copy group per stage, empty past the group's rows
+        if r0 + k < r1:
+            off = (r0 + k).to(gl.int64) * M
+            copy_slice(dy_ring.index(k), dy_ptr + off, c, 0, M, R, R, num_warps)
+            copy_slice(x_ring.index(k), x_ptr + off, c, 0, M, R, R, num_warps)
+        async_copy.commit_group()
+    w = 1.0
+    if HAS_W:
+        w = gl.load(w_ptr + cols, mask=live, other=0.0).to(gl.float32)
+    dg = gl.zeros([R, LANE], gl.float32, layout)
+    db = gl.zeros([R, LANE], gl.float32, layout)
+    wait_prior_grid()  # the counters are zeroed by the launch before this one
+    for step in range(r0, r1 + AHEAD):
+        if step < r1:  # publish row `step`
+            # groups issued so far: NS + (step - r0 - AHEAD) refills; row `step` is the
+            # (step - r0)-th, so at most NS - AHEAD - 1 may still be in flight
+            async_copy.wait_group(NS - AHEAD - 1)
+            gl.thread_barrier()
+            stage = step % NS
+            dy = gl.where(live, dy_ring.index(stage).load(layout).to(gl.float32), 0.0)
+            x = x_ring.index(stage).load(layout).to(gl.float32)
+            mean, rstd = row_stats(mean_ptr, rstd_ptr, step, RMS)
+            xhat, wdy = grad_terms(dy, x, w, mean, rstd, live, HAS_W)
+            a1, a2 = pair_sums(xhat, wdy)
+            if HAS_W:
+                dg += dy * xhat
+            if HAS_DB:
+                db += dy
+            slot = sums_ptr + (step.to(gl.int64) * NCH + c) * 2
+            gl.store(slot, a1)
+            gl.store(slot + 1, a2)
+            arrive(count_ptr + step)
+        done = step - AHEAD
+        if done >= r0:  # finish row `done`
+            mean, rstd = row_stats(mean_ptr, rstd_ptr, done, RMS)
+            off = done.to(gl.int64) * M
+            if wait_arrivals(count_ptr + done, NCH, SPIN):
+                p1, p2 = arrived_pairs(sums_ptr, done, 0.0, NCH, NCH_P2, num_warps)
+            else:  # not every chunk ran: the row's partials from global memory, same bits
+                p1, p2 = empty_pairs(0.0, NCH_P2, num_warps)
+                po = gl.arange(0, NCH_P2, layout=partials_layout(num_warps))
+                for other in range(NCH):
+                    oc = slice_cols(other, 0, R, R, num_warps)
+                    o_live = oc < M
+                    o_dy = gl.load(dy_ptr + off + oc, mask=o_live, other=0.0).to(gl.float32)
+                    o_x = gl.load(x_ptr + off + oc, mask=o_live, other=0.0).to(gl.float32)
+                    o_w = 1.0
+                    if HAS_W:
+                        o_w = gl.load(w_ptr + oc, mask=o_live, other=0.0).to(gl.float32)
+                    o_xhat, o_wdy = grad_terms(o_dy, o_x, o_w, mean, rstd, o_live, HAS_W)
+                    b1, b2 = pair_sums(o_xhat, o_wdy)
+                    p1 = gl.where(po == other, b1, p1)
+                    p2 = gl.where(po == other, b2, p2)
+            c1 = gl.sum(p1, axis=0) / M
+            c2 = gl.sum(p2, axis=0) / M
+            stage = done % NS
+            dy = dy_ring.index(stage).load(layout).to(gl.float32)
+            x = x_ring.index(stage).load(layout).to(gl.float32)
+            xhat, wdy = grad_terms(dy, x, w, mean, rstd, live, HAS_W)
+            if RMS:
+                dx = (wdy - xhat * c1) * rstd
+            else:
+                dx = (wdy - xhat * c1 - c2) * rstd
+            gl.thread_barrier()  # every thread read the stage before it is refilled
+            if done + NS < r1:
+                nxt = (done + NS).to(gl.int64) * M
+                copy_slice(dy_ring.index(stage), dy_ptr + nxt, c, 0, M, R, R, num_warps)
+                copy_slice(x_ring.index(stage), x_ptr + nxt, c, 0, M, R, R, num_warps)
+            async_copy.commit_group()
+            gl.store(dx_ptr + off + cols, dx.to(dx_ptr.dtype.element_ty), mask=live)
+    if HAS_W:  # the group's dgamma partial: row `group` of [G, M]
+        gl.store(part_ptr + group.to(gl.int64) * M + cols, dg, mask=live)
+    if HAS_DB:  # then dbeta's [G, M] (or alone without gamma)
+        db_row = group.to(gl.int64)
+        if HAS_W:
+            db_row += G
+        gl.store(part_ptr + db_row * M + cols, db, mask=live)

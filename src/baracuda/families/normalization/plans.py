@@ -336,17 +336,16 @@ def _bwd_exchange_recipe(desc, rms: bool, lay, n_rows, o1, o2, o, accum: bool):
 
 @functools.lru_cache(maxsize=2048)
 def _bwd_partials(desc, n_part: int):
-    """(G, partial-buffer elements, partial-sum grid, its constexprs, path) of one backward
-    problem, path "single" (rows in registers), "exchange" or "colsplit". G and the tile
-    come from the whole problem (the workspace was sized from it); a problem split over
-    several launches accumulates into the same partial rows."""
+    """(G, partial-buffer elements, path) of one backward problem, path "single" (rows in
+    registers), "exchange" or "colsplit". G and the tile come from the whole problem (the
+    workspace was sized from it); a problem split over several launches accumulates into the
+    same partial rows."""
     m = desc.norm_total_extent
     cfg = bwd_config(m, desc.rows, desc.element, _layer(desc))
     g = cfg["G"]
-    pcfg = partial_config(m, g)
     path = ("single" if cfg["SINGLE"] else "exchange" if cfg.get("EXCHANGE")
             else "colsplit")
-    return g, n_part * g * m, (cdiv(m, pcfg["BLOCK_C"]),), pcfg, path
+    return g, n_part * g * m, path
 
 
 def _launch_backward(desc, args, workspace, rms: bool) -> None:
@@ -356,7 +355,7 @@ def _launch_backward(desc, args, workspace, rms: bool) -> None:
     if m == 0:
         return
     n_part = int(args.dgamma is not None) + int(dbeta is not None)
-    g, n_elems, pgrid, pcfg, path = _bwd_partials(desc, n_part)
+    g, n_elems, path = _bwd_partials(desc, n_part)
     part = args.dx
     acc = acc_dtype(desc.element)
     if workspace is not None:  # sized by backward_workspace: partials, then the rest
@@ -394,6 +393,15 @@ def _launch_backward(desc, args, workspace, rms: bool) -> None:
             ptrs = [dy, x, args.gamma, mu, rs, coef, dh, dx]
             col_grad_kernel[cols[0]](*[x if t is None else t for t in ptrs], part, *cols[1],
                                      **cols[2])
+    reduce_param_partials(desc, args, part, g, lay)
+
+
+def reduce_param_partials(desc, args, part, g: int, lay) -> None:
+    """dgamma / dbeta = the column sums of the [g, M] partials in `part` (dgamma's first),
+    in a fixed order (partial_sum_kernel): the second stage of every backward path."""
+    m = desc.norm_total_extent
+    dbeta = getattr(args, "dbeta", None)
+    pgrid, pcfg = _partial_launch(m, g)
     i = lay.inner
     for k, (out, stride) in enumerate(((args.dgamma, i[5]), (dbeta, i[6]))):
         if out is None:
@@ -404,6 +412,13 @@ def _launch_backward(desc, args, workspace, rms: bool) -> None:
         off = (k if args.dgamma is not None else 0) * g * m
         partial_sum_kernel[pgrid](part, off, out, g, m, lay.in1, lay.in2, *stride, NI=lay.ni,
                                   ACC=acc_type(desc.element), **pcfg)
+
+
+@functools.lru_cache(maxsize=2048)
+def _partial_launch(m: int, g: int):
+    """Grid and constexprs of the partial sum over g rows of M columns."""
+    pcfg = partial_config(m, g)
+    return (cdiv(m, pcfg["BLOCK_C"]),), pcfg
 
 
 @functools.lru_cache(maxsize=2048)

@@ -1,10 +1,12 @@
-"""The Hopper candidates of RMSNormPlan / LayerNormPlan: 16-bit rows longer than a register
-tile, normalized by chunk exchange with each chunk held in shared memory (kernels_smem.py).
+"""The Hopper candidates of RMSNormPlan / LayerNormPlan and their backward plans: 16-bit rows
+longer than a register tile, by chunk exchange with each chunk held in shared memory
+(kernels_smem.py).
 
-Selected on sm_90 for f16 / bf16 rows of more than SINGLE_TILE elements, a multiple of 256,
-without the fused residual. A call whose tensors are not contiguous 16-byte aligned rows (or
-whose saved statistics / parameters are strided) runs the Triton candidate's launch instead,
-inside the same workspace: the plan never refuses what it selected.
+Selected on sm_90 for f16 / bf16 rows of more than SINGLE_TILE (backward: BWD_SINGLE_TILE)
+elements, a multiple of 256, without the fused residual. A call whose tensors are not
+contiguous 16-byte aligned rows (or whose saved statistics / parameters are strided) runs the
+Triton candidate's launch instead, inside the same workspace: the plan never refuses what it
+selected.
 """
 
 from __future__ import annotations
@@ -20,16 +22,25 @@ from ...backends.gluon_chunks import (
     unsupported,
 )
 from ...backends.triton_exchange import SPIN_LIMIT
-from ...backends.triton_support import next_pow2
+from ...backends.triton_support import next_pow2, sm_count
 from ...core.registry import register_candidate
-from .kernels_smem import row_norm_fwd_smem_kernel  # imported here: enable_fast_launch sees it
+from .kernels_smem import (  # imported here: enable_fast_launch sees them
+    row_norm_bwd_smem_kernel,
+    row_norm_fwd_smem_kernel,
+)
 from .plans import (
+    LayerNormBackwardPlan,
     LayerNormPlan,
+    RMSNormBackwardPlan,
     RMSNormPlan,
+    _bwd_layout,
     _forward_ops,
+    _launch_backward,
     _launch_forward,
     _RowNormCandidate,
+    backward_workspace,
     forward_workspace,
+    reduce_param_partials,
 )
 
 #: Rows up to this many elements are held in one program's registers (layout.fwd_config).
@@ -89,3 +100,103 @@ class SmemExchangeRMSNorm(_SmemRowNorm):
 class SmemExchangeLayerNorm(_SmemRowNorm):
     name = "gluon_smem_exchange_layer_norm"
     rms, backward = False, False
+
+
+#: Backward rows up to this many elements stay in registers (layout._bwd_config: 16K for
+#: rms_norm, 8K for layer_norm, whose dbeta partial makes a 16K row spill).
+BWD_SINGLE_TILE = {False: 16384, True: 8192}
+
+#: The backward's chunk (R rows of LANE columns), shared-memory stages per tensor, rows
+#: published ahead of the one finished, warps and programs per SM (G = row groups fills them).
+BWD_CONFIG = {"R": 8, "NS": 4, "AHEAD": 1, "num_warps": 4, "PER_SM": 4}
+#: Most chunks per row: a group's chunks must all be resident at once (PER_SM per SM on a
+#: Hopper of at least 64 SMs); longer rows take the Triton candidates.
+BWD_MAX_CHUNKS = 256
+
+
+def bwd_shape(desc, cfg: dict | None = None) -> tuple[int, int]:
+    """(chunks per row, row groups) of the backward launch."""
+    cfg = cfg or BWD_CONFIG
+    nch = -(-desc.norm_total_extent // (cfg["R"] * 256))
+    return nch, max(1, min(desc.rows, cfg["PER_SM"] * sm_count() // nch))
+
+
+def _param_parts(desc) -> int:
+    return int(desc.has_gamma) + int(getattr(desc, "has_beta", False))
+
+
+def bwd_smem_workspace(desc) -> int:
+    """The [G, M] f32 dgamma / dbeta partials, then the exchange's partial pairs and counters."""
+    nch, groups = bwd_shape(desc)
+    return (4 * _param_parts(desc) * groups * desc.norm_total_extent
+            + exchange_workspace_bytes(desc.rows, nch))
+
+
+def launch_smem_backward(desc, args, workspace: torch.Tensor, rms: bool,
+                         spin: int = SPIN_LIMIT, cfg: dict | None = None) -> None:
+    """One launch of the shared-memory backward over contiguous rows, then the fixed-order sum
+    of the dgamma / dbeta partials (spin=0: the no-wait path; cfg: another BWD_CONFIG, for
+    sweeps; the workspace must then fit it)."""
+    cfg = dict(cfg or BWD_CONFIG)
+    m, rows = desc.norm_total_extent, desc.rows
+    nch, groups = bwd_shape(desc, cfg)
+    cfg.pop("PER_SM")
+    n_part = 4 * _param_parts(desc) * groups * m
+    part = workspace[:n_part].view(torch.float32)
+    dbeta = getattr(args, "dbeta", None)
+    mean = getattr(args, "mean", None)
+    if rows:
+        sums, counters = fresh_exchange(workspace[n_part:], rows, nch)
+        x = args.x
+        row_norm_bwd_smem_kernel[(groups * nch,)](
+            args.dy, x, x if args.gamma is None else args.gamma,
+            args.rstd if mean is None else mean, args.rstd, args.dx, part, sums, counters,
+            rows, m, groups, -(-rows // groups), spin,
+            NCH=nch, NCH_P2=next_pow2(nch), RMS=rms, HAS_W=desc.has_gamma,
+            HAS_DB=getattr(desc, "has_beta", False), **cfg,
+            launch_pdl=True)  # the first copies overlap the counter fill (wait_prior_grid)
+    if args.dgamma is not None or dbeta is not None:
+        who = "RMSNormBackwardPlan" if rms else "LayerNormBackwardPlan"
+        reduce_param_partials(desc, args, part, groups if rows else 0,
+                              _bwd_layout(who, desc, args))
+
+
+class _SmemRowNormBackward(_RowNormCandidate):
+    """bf16 / f16 long rows on Hopper: dy and x chunks through a shared-memory ring."""
+
+    replayable = True  # a counter fill, the kernel and the partial sums: Triton launches
+    priority = -10
+
+    def supports(self, desc, pref, arch):
+        if desc.has_residual:
+            return "the fused residual variant runs on the Triton candidate"
+        why = unsupported(arch, desc.element, desc.norm_total_extent,
+                          BWD_SINGLE_TILE[not self.rms])
+        nch, _ = bwd_shape(desc)
+        if why is None and nch > BWD_MAX_CHUNKS:
+            why = (f"at most {BWD_MAX_CHUNKS} chunks of {BWD_CONFIG['R'] * 256} elements per "
+                   f"row, got {nch}")
+        return why
+
+    def workspace_size(self, desc) -> int:
+        return max(bwd_smem_workspace(desc), backward_workspace(desc))
+
+    def launch(self, desc, args, workspace) -> None:
+        mean = getattr(args, "mean", None)
+        if contiguous_rows(args.dy, args.x, args.dx, args.gamma) \
+                and args.rstd.is_contiguous() and (mean is None or mean.is_contiguous()):
+            launch_smem_backward(desc, args, workspace, self.rms)
+        else:
+            _launch_backward(desc, args, workspace, self.rms)
+
+
+@register_candidate(RMSNormBackwardPlan)
+class SmemExchangeRMSNormBackward(_SmemRowNormBackward):
+    name = "gluon_smem_exchange_rms_norm_backward"
+    rms, backward = True, True
+
+
+@register_candidate(LayerNormBackwardPlan)
+class SmemExchangeLayerNormBackward(_SmemRowNormBackward):
+    name = "gluon_smem_exchange_layer_norm_backward"
+    rms, backward = False, True

@@ -225,6 +225,26 @@ def _smem_fwd_variants(rms: bool):
                          divisible=("M", "stride_x", "stride_y"))
 
 
+def _smem_bwd_variants(rms: bool):
+    """The Hopper shared-memory ring backward (Gluon)."""
+    from .kernels_smem import row_norm_bwd_smem_kernel as kernel
+    from .plans_smem import BWD_CONFIG
+
+    for element, extent in itertools.product((ElementKind.BF16, ElementKind.F16),
+                                             (16384, 65536, 262144)):
+        cfg = {k: v for k, v in BWD_CONFIG.items() if k != "PER_SM"}
+        t = "*" + triton_dtype(element.torch_dtype)
+        sig = {n: t for n in ("dy_ptr", "x_ptr", "w_ptr", "dx_ptr")}
+        sig.update({"mean_ptr": "*fp32", "rstd_ptr": "*fp32", "part_ptr": "*fp32",
+                    "sums_ptr": "*fp32", "count_ptr": "*i32", "n_rows": "i32", "M": "i32",
+                    "G": "i32", "group_rows": "i32", "SPIN": "i32"})
+        nch = -(-extent // (cfg["R"] * 256))
+        const = dict(cfg, NCH=nch, NCH_P2=nch, RMS=rms, HAS_W=True, HAS_DB=not rms)
+        sig.update({n: "constexpr" for n in const})
+        yield AotVariant(f"bwd smem {'rms' if rms else 'ln'} {element.value} N={extent}",
+                         kernel, sig, const, num_warps=cfg["num_warps"], divisible=("M",))
+
+
 def _aligned_ints(sig: dict) -> tuple[str, ...]:
     """The benchmarked shapes (extents and strides multiples of 16) as the JIT specializes
     them: every integer argument divisible by 16."""
@@ -386,6 +406,7 @@ class _BwdSpec(PlanSpec):
             yield AotVariant(f"bwd {'rms' if self.rms else 'ln'} {element.value} N={extent}",
                              row_norm_bwd_kernel, sig, const, num_warps=warps,
                              divisible=_aligned_ints(sig), max_spill_bytes=allowed)
+        yield from _smem_bwd_variants(self.rms)
         if self.rms:
             for extent in (1024, 65536):
                 pcfg = partial_config(extent, 264)
