@@ -57,9 +57,9 @@ def main() -> None:
             NS.launch_smem_backward(d, a, ws, not layer)
             errs = [float((t.float() - u).abs().max() / u.abs().max())
                     for t, u in zip((dx, dg, db), want)][: 3 if layer else 2]
+            triton_rate = _rate(nbytes, lambda: NP._launch_backward(d, a, ws, not layer))
             cells = [f"{'layer' if layer else 'rms':5} {shape} rel.err "
-                     + "/".join(f"{e:.1e}" for e in errs),
-                     f"triton {_rate(nbytes, lambda: NP._launch_backward(d, a, ws, not layer)):5.0f}"]
+                     + "/".join(f"{e:.1e}" for e in errs), f"triton {triton_rate:5.0f}"]
             for r, ns, ahead, warps, per_sm in CONFIGS:
                 cfg = {"R": r, "NS": ns, "AHEAD": ahead, "num_warps": warps, "PER_SM": per_sm}
                 try:
