@@ -1,8 +1,9 @@
 # ruff: noqa: B023  (lambdas are timed at once)
 """The shared-memory ring backward of rms_norm / layer_norm (normalization/kernels_smem.py)
 against the Triton backward it replaces: kernel-only GB/s (dy + x + dx bytes; CUDA graph
-replay, back to back) per config "R/NS/AHEAD/warps/per_sm", after a check that the default
-config agrees with the Triton launch.
+replay, back to back) per config "R/NS/AHEAD/warps/per_sm/maxnreg" (0: no cap), with the
+registers it compiled to, after a check that the default config agrees with the Triton
+launch.
 
     python scripts/norm_bwd_sweep.py
 
@@ -21,8 +22,8 @@ from baracuda.families.normalization import plans as NP
 from baracuda.families.normalization import plans_smem as NS
 
 CONFIGS = [tuple(int(v) for v in c.split("/")) for c in os.environ.get(
-    "SWEEP_CONFIGS", "8/4/1/4/4,8/3/1/4/4,8/6/1/4/4,8/6/2/4/4,8/4/1/8/3,4/6/1/4/6,"
-    "16/3/1/8/2,4/8/2/2/8").split(",")]
+    "SWEEP_CONFIGS", "8/4/1/4/4/0,8/4/1/4/3/0,8/3/1/4/4/0,8/4/2/4/4/0,8/5/2/4/4/0,"
+    "8/4/1/4/4/128,8/4/1/4/5/96,8/3/1/4/6/80,8/3/1/8/2/0,8/4/1/8/3/80").split(",")]
 SHAPES = [tuple(int(v) for v in s.split("x")) for s in os.environ.get(
     "SWEEP_SHAPES", "1024x65536,4096x16384,256x262144").split(",")]
 
@@ -60,14 +61,17 @@ def main() -> None:
             triton_rate = _rate(nbytes, lambda: NP._launch_backward(d, a, ws, not layer))
             cells = [f"{'layer' if layer else 'rms':5} {shape} rel.err "
                      + "/".join(f"{e:.1e}" for e in errs), f"triton {triton_rate:5.0f}"]
-            for r, ns, ahead, warps, per_sm in CONFIGS:
-                cfg = {"R": r, "NS": ns, "AHEAD": ahead, "num_warps": warps, "PER_SM": per_sm}
+            for r, ns, ahead, warps, per_sm, maxnreg in CONFIGS:
+                cfg = {"R": r, "NS": ns, "AHEAD": ahead, "num_warps": warps, "PER_SM": per_sm,
+                       "maxnreg": maxnreg or None}
+                name = f"{r}/{ns}/{ahead}/{warps}/{per_sm}/{maxnreg}"
                 try:
+                    k = NS.launch_smem_backward(d, a, ws, not layer, cfg=cfg)
                     rate = _rate(nbytes, lambda: NS.launch_smem_backward(d, a, ws, not layer,
                                                                          cfg=cfg))
-                    cells.append(f"{r}/{ns}/{ahead}/{warps}/{per_sm} {rate:5.0f}")
+                    cells.append(f"{name} {rate:5.0f} ({k.n_regs}r {k.n_spills}s)")
                 except Exception as exc:  # noqa: BLE001
-                    cells.append(f"{r}/{ns}/{ahead}/{warps}/{per_sm} ERR {str(exc)[:80]}")
+                    cells.append(f"{name} ERR {str(exc)[:80]}")
             print("  ".join(cells), flush=True)
 
 

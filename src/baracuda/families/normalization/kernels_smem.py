@@ -142,7 +142,7 @@ def row_norm_bwd_smem_kernel(
     arrive), then finish row `row - AHEAD` (its chunks have usually all arrived by now):
     gather its partials in chunk order, write dx from the stage it still holds, and refill
     that stage with row `row - AHEAD + NS`. DRAM traffic: dy and x read once, dx written
-    once, no L2 re-read; no chunk is held in registers across the wait."""
+    once, no L2 re-read."""
     gl.static_assert(NS > AHEAD)  # a stage is refilled only once its row is finished
     gl.static_assert(AHEAD >= 1)  # a row is finished only after its own arrival
     layout: gl.constexpr = slice_layout(num_warps)
@@ -168,12 +168,16 @@ def row_norm_bwd_smem_kernel(
     db = gl.zeros([R, LANE], gl.float32, layout)
     wait_prior_grid()  # the counters are zeroed by the launch before this one
     for step in range(r0, r1 + AHEAD):
+        done = step - AHEAD
+        # the finished row's statistics, loaded first so their latency hides behind the
+        # publish (a valid row even when nothing is finished yet)
+        f_mean, f_rstd = row_stats(mean_ptr, rstd_ptr, gl.maximum(done, r0), RMS)
         if step < r1:  # publish row `step`
             # groups issued so far: NS + (step - r0 - AHEAD) refills; row `step` is the
             # (step - r0)-th, so at most NS - AHEAD - 1 may still be in flight
             async_copy.wait_group(NS - AHEAD - 1)
             gl.thread_barrier()
-            stage = step % NS
+            stage = (step - r0) % NS  # the prologue put row r0 + k in stage k
             dy = gl.where(live, dy_ring.index(stage).load(layout).to(gl.float32), 0.0)
             x = x_ring.index(stage).load(layout).to(gl.float32)
             mean, rstd = row_stats(mean_ptr, rstd_ptr, step, RMS)
@@ -187,9 +191,18 @@ def row_norm_bwd_smem_kernel(
             gl.store(slot, a1)
             gl.store(slot + 1, a2)
             arrive(count_ptr + step)
-        done = step - AHEAD
         if done >= r0:  # finish row `done`
-            mean, rstd = row_stats(mean_ptr, rstd_ptr, done, RMS)
+            # its chunk into registers first (as stored: 16-bit values, half the registers of
+            # f32 terms), so its stage is refilled before the wait for the row's partials
+            stage = (done - r0) % NS
+            dy_held = dy_ring.index(stage).load(layout)
+            x_held = x_ring.index(stage).load(layout)
+            gl.thread_barrier()  # every thread read the stage before it is refilled
+            if done + NS < r1:
+                nxt = (done + NS).to(gl.int64) * M
+                copy_slice(dy_ring.index(stage), dy_ptr + nxt, c, 0, M, R, R, num_warps)
+                copy_slice(x_ring.index(stage), x_ptr + nxt, c, 0, M, R, R, num_warps)
+            async_copy.commit_group()
             off = done.to(gl.int64) * M
             if wait_arrivals(count_ptr + done, NCH, SPIN):
                 p1, p2 = arrived_pairs(sums_ptr, done, 0.0, NCH, NCH_P2, num_warps)
@@ -204,26 +217,17 @@ def row_norm_bwd_smem_kernel(
                     o_w = 1.0
                     if HAS_W:
                         o_w = gl.load(w_ptr + oc, mask=o_live, other=0.0).to(gl.float32)
-                    o_xhat, o_wdy = grad_terms(o_dy, o_x, o_w, mean, rstd, o_live, HAS_W)
+                    o_xhat, o_wdy = grad_terms(o_dy, o_x, o_w, f_mean, f_rstd, o_live, HAS_W)
                     b1, b2 = pair_sums(o_xhat, o_wdy)
                     p1 = gl.where(po == other, b1, p1)
                     p2 = gl.where(po == other, b2, p2)
             c1 = gl.sum(p1, axis=0) / M
-            c2 = gl.sum(p2, axis=0) / M
-            stage = done % NS
-            dy = dy_ring.index(stage).load(layout).to(gl.float32)
-            x = x_ring.index(stage).load(layout).to(gl.float32)
-            xhat, wdy = grad_terms(dy, x, w, mean, rstd, live, HAS_W)
+            xhat, wdy = grad_terms(dy_held.to(gl.float32), x_held.to(gl.float32), w, f_mean,
+                                   f_rstd, live, HAS_W)
             if RMS:
-                dx = (wdy - xhat * c1) * rstd
+                dx = (wdy - xhat * c1) * f_rstd
             else:
-                dx = (wdy - xhat * c1 - c2) * rstd
-            gl.thread_barrier()  # every thread read the stage before it is refilled
-            if done + NS < r1:
-                nxt = (done + NS).to(gl.int64) * M
-                copy_slice(dy_ring.index(stage), dy_ptr + nxt, c, 0, M, R, R, num_warps)
-                copy_slice(x_ring.index(stage), x_ptr + nxt, c, 0, M, R, R, num_warps)
-            async_copy.commit_group()
+                dx = (wdy - xhat * c1 - gl.sum(p2, axis=0) / M) * f_rstd
             gl.store(dx_ptr + off + cols, dx.to(dx_ptr.dtype.element_ty), mask=live)
     if HAS_W:  # the group's dgamma partial: row `group` of [G, M]
         gl.store(part_ptr + group.to(gl.int64) * M + cols, dg, mask=live)

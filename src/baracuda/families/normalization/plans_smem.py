@@ -136,11 +136,13 @@ def launch_smem_backward(desc, args, workspace: torch.Tensor, rms: bool,
                          spin: int = SPIN_LIMIT, cfg: dict | None = None) -> None:
     """One launch of the shared-memory backward over contiguous rows, then the fixed-order sum
     of the dgamma / dbeta partials (spin=0: the no-wait path; cfg: another BWD_CONFIG, for
-    sweeps; the workspace must then fit it)."""
+    sweeps; the workspace must then fit it). Returns the compiled kernel (None for no rows)."""
     cfg = dict(cfg or BWD_CONFIG)
     m, rows = desc.norm_total_extent, desc.rows
     nch, groups = bwd_shape(desc, cfg)
     cfg.pop("PER_SM")
+    if cfg.get("maxnreg") is None:
+        cfg.pop("maxnreg", None)
     n_part = 4 * _param_parts(desc) * groups * m
     part = workspace[:n_part].view(torch.float32)
     dbeta = getattr(args, "dbeta", None)
@@ -148,7 +150,7 @@ def launch_smem_backward(desc, args, workspace: torch.Tensor, rms: bool,
     if rows:
         sums, counters = fresh_exchange(workspace[n_part:], rows, nch)
         x = args.x
-        row_norm_bwd_smem_kernel[(groups * nch,)](
+        kernel = row_norm_bwd_smem_kernel[(groups * nch,)](
             args.dy, x, x if args.gamma is None else args.gamma,
             args.rstd if mean is None else mean, args.rstd, args.dx, part, sums, counters,
             rows, m, groups, -(-rows // groups), spin,
@@ -159,6 +161,7 @@ def launch_smem_backward(desc, args, workspace: torch.Tensor, rms: bool,
         who = "RMSNormBackwardPlan" if rms else "LayerNormBackwardPlan"
         reduce_param_partials(desc, args, part, groups if rows else 0,
                               _bwd_layout(who, desc, args))
+    return kernel if rows else None
 
 
 class _SmemRowNormBackward(_RowNormCandidate):
