@@ -2,8 +2,8 @@
 export PYTHONPATH=$PWD/src:/tmp/site; python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl >/dev/null 2>&1; export BARACUDA_COMMIT=$(cat .commit)
 for step in "$@"; do
   case $step in
-    tests) timeout 300 python3 -m pytest -q -p no:cacheprovider -n 8 -o addopts="" tests/families/test_norm_smem.py 2>&1 | tail -15 ;;
-    sweep) timeout 240 python3 scripts/norm_bwd_sweep.py 2>&1 | grep -v Warning ;;
+    tests) timeout 300 python3 -m pytest -q -p no:cacheprovider -n 8 -o addopts="" -W ignore tests/families/test_norm_smem.py tests/families/test_softmax_smem.py tests/families/test_loss_smem.py tests/test_launch_replay.py 2>&1 | grep -v Warn | tail -15 ;;
+    sweep) SWEEP_CONFIGS=${SWEEP_CONFIGS:-} timeout 240 python3 scripts/norm_bwd_sweep.py 2>&1 | grep -v Warning ;;
     tile) timeout 200 python3 scripts/tile_vs_liger.py 2>&1 | grep -v Warning ;;
   esac
 done

@@ -21,9 +21,9 @@ import baracuda as bc
 from baracuda.families.normalization import plans as NP
 from baracuda.families.normalization import plans_smem as NS
 
-CONFIGS = [tuple(int(v) for v in c.split("/")) for c in os.environ.get(
-    "SWEEP_CONFIGS", "8/4/1/4/4/0,8/4/1/4/3/0,8/3/1/4/4/0,8/4/2/4/4/0,8/5/2/4/4/0,"
-    "8/4/1/4/4/128,8/4/1/4/5/96,8/3/1/4/6/80,8/3/1/8/2/0,8/4/1/8/3/80").split(",")]
+CONFIGS = [tuple(int(v) for v in c.split("/")) for c in (os.environ.get("SWEEP_CONFIGS") or (
+    "8/4/1/4/4/128,8/4/1/4/3/0,8/4/2/4/4/128,8/6/2/4/4/128,8/4/1/4/5/96,4/4/1/4/6/96,"
+    "4/6/2/4/6/96,8/3/1/8/3/80,16/3/1/8/2/128")).split(",")]
 SHAPES = [tuple(int(v) for v in s.split("x")) for s in os.environ.get(
     "SWEEP_SHAPES", "1024x65536,4096x16384,256x262144").split(",")]
 

@@ -22,7 +22,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy
 
-from .triton_exchange import exchange_bytes, split_workspace, zero
+from .triton_exchange import exchange_bytes, fill, split_workspace, zero
 
 #: Columns of one chunk row: a chunk is R x LANE elements, held as R // SL slices.
 LANE = gl.constexpr(256)
@@ -245,3 +245,45 @@ def empty_pairs(A_EMPTY: gl.constexpr, NCH_P2: gl.constexpr, num_warps: gl.const
     p_layout: gl.constexpr = partials_layout(num_warps)
     return (gl.full([NCH_P2], A_EMPTY, gl.float32, p_layout),
             gl.zeros([NCH_P2], gl.float32, p_layout))
+
+
+# -- Slots without counters: a pair is published by storing it over NaN; a reader polls the
+# line's slots until none is NaN. No fence, no atomic: one round trip for the reader when the
+# pairs are there, none for the writer (the persistent backward pays the exchange on every
+# row, normalization/kernels_smem.py). A partial that is itself NaN (NaN or inf in the input)
+# reads as unpublished: its readers stop after SPIN polls and compute every pair themselves,
+# the same bits, only slower.
+
+def slots_workspace_bytes(lines: int, chunks: int) -> int:
+    """Workspace of the slot protocol: an f32 pair per chunk."""
+    return lines * chunks * 2 * 4
+
+
+def fresh_slots(workspace: torch.Tensor, lines: int, chunks: int) -> torch.Tensor:
+    """The pairs' slots carved from `workspace` and set to NaN by a fill launch. Launch the
+    kernel right after it with `launch_pdl=True`; it waits for the fill (wait_prior_grid)
+    before its first store."""
+    slots = workspace.view(torch.uint8)[: slots_workspace_bytes(lines, chunks)].view(
+        torch.float32)
+    fill(slots, float("nan"))
+    return slots
+
+
+@gluon.jit
+def published_pairs(slot_ptr, line, NCH: gl.constexpr, NCH_P2: gl.constexpr, SPIN,
+                    num_warps: gl.constexpr):
+    """(all published, a, b): the line's NCH pairs as [NCH_P2] vectors in chunk order (0 past
+    NCH), polled at most SPIN more times while any is still NaN."""
+    po = gl.arange(0, NCH_P2, layout=partials_layout(num_warps))
+    first = slot_ptr + (line.to(gl.int64) * NCH + po) * 2
+    live = po < NCH
+    a = gl.load(first, mask=live, other=0.0, volatile=True)
+    b = gl.load(first + 1, mask=live, other=0.0, volatile=True)
+    unset = gl.sum(((a != a) | (b != b)).to(gl.int32), axis=0)
+    polls = 0
+    while (unset > 0) & (polls < SPIN):
+        a = gl.load(first, mask=live, other=0.0, volatile=True)
+        b = gl.load(first + 1, mask=live, other=0.0, volatile=True)
+        unset = gl.sum(((a != a) | (b != b)).to(gl.int32), axis=0)
+        polls += 1
+    return unset == 0, a, b

@@ -40,27 +40,32 @@ SPIN_LIMIT = 0 if INTERPRET else 1 << 16
 #: but a line's last recompute the line's partials (SPIN_LIMIT 0), quadratic in chunks.
 INTERPRET_MAX_CHUNKS = 4
 
-#: Block of the zero fill.
+#: Block of the fill.
 ZERO_BLOCK = 4096
 
 
 @triton.jit
-def zero_kernel(ptr, n, BLOCK: tl.constexpr):
-    """ptr[0:n] = 0 for a contiguous buffer: a fill that stays a Triton launch, so a plan call
-    that needs one can still be recorded and replayed (backends/launch_replay.py)."""
+def fill_kernel(ptr, n, VALUE: tl.constexpr, BLOCK: tl.constexpr):
+    """ptr[0:n] = VALUE for a contiguous buffer: a fill that stays a Triton launch, so a plan
+    call that needs one can still be recorded and replayed (backends/launch_replay.py)."""
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    tl.store(ptr + offs, tl.zeros([BLOCK], ptr.dtype.element_ty), mask=offs < n)
+    tl.store(ptr + offs, tl.full([BLOCK], VALUE, ptr.dtype.element_ty), mask=offs < n)
 
 
-def zero(t: torch.Tensor) -> None:
-    """t[...] = 0; a Triton launch for contiguous tensors (replayable), torch's otherwise."""
+def fill(t: torch.Tensor, value: float = 0) -> None:
+    """t[...] = value; a Triton launch for contiguous tensors (replayable), torch's otherwise."""
     n = t.numel()
     if not n:
         return
     if t.is_contiguous():
-        zero_kernel[(triton.cdiv(n, ZERO_BLOCK),)](t, n, BLOCK=ZERO_BLOCK)
+        fill_kernel[(triton.cdiv(n, ZERO_BLOCK),)](t, n, VALUE=value, BLOCK=ZERO_BLOCK)
     else:
-        t.zero_()
+        t.fill_(value)
+
+
+def zero(t: torch.Tensor) -> None:
+    """t[...] = 0 (the counters of every exchange)."""
+    fill(t, 0)
 
 
 @triton.jit

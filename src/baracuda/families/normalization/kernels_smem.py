@@ -20,17 +20,15 @@ from triton.experimental.gluon.language.nvidia.ampere import async_copy
 from ...backends.gluon_chunks import (
     LANE,
     UNSWIZZLED,
-    arrive,
-    arrived_pairs,
     copy_chunk,
     copy_slice,
     empty_pairs,
     exchange_pairs,
     load_slice,
     partials_layout,
+    published_pairs,
     slice_cols,
     slice_layout,
-    wait_arrivals,
     wait_prior_grid,
 )
 
@@ -128,7 +126,7 @@ def row_stats(mean_ptr, rstd_ptr, row, RMS: gl.constexpr):
 
 @gluon.jit
 def row_norm_bwd_smem_kernel(
-    dy_ptr, x_ptr, w_ptr, mean_ptr, rstd_ptr, dx_ptr, part_ptr, sums_ptr, count_ptr,
+    dy_ptr, x_ptr, w_ptr, mean_ptr, rstd_ptr, dx_ptr, part_ptr, slot_ptr,
     n_rows, M, G, group_rows, SPIN,
     NCH: gl.constexpr, NCH_P2: gl.constexpr, R: gl.constexpr, NS: gl.constexpr,
     AHEAD: gl.constexpr, RMS: gl.constexpr, HAS_W: gl.constexpr, HAS_DB: gl.constexpr,
@@ -137,12 +135,13 @@ def row_norm_bwd_smem_kernel(
     """Backward of long 16-bit rows, program id = group * NCH + chunk: a group's NCH
     programs walk its rows together, as kernels_exchange.row_norm_bwd_exchange_kernel does,
     but each row's chunks of dy and x land in a ring of NS shared-memory stages (cp.async,
-    issued NS rows ahead) instead of registers. Step `row`: publish row `row` from its stage
-    (sum(w dy xhat) and sum(w dy) to the workspace, dgamma / dbeta partials in registers,
-    arrive), then finish row `row - AHEAD` (its chunks have usually all arrived by now):
-    gather its partials in chunk order, write dx from the stage it still holds, and refill
-    that stage with row `row - AHEAD + NS`. DRAM traffic: dy and x read once, dx written
-    once, no L2 re-read."""
+    issued NS rows ahead) instead of registers, and the pairs are swapped through NaN-set
+    slots, not counters (gluon_chunks.published_pairs: no fence or atomic per row). Step
+    `row`: publish row `row` from its stage (sum(w dy xhat) and sum(w dy) into its slot,
+    dgamma / dbeta partials in registers), then finish row `row - AHEAD` (its chunks have
+    usually all published by now): take its chunk from the stage into registers, refill the
+    stage with row `row - AHEAD + NS`, gather the row's pairs in chunk order and write dx.
+    DRAM traffic: dy and x read once, dx written once, no L2 re-read."""
     gl.static_assert(NS > AHEAD)  # a stage is refilled only once its row is finished
     gl.static_assert(AHEAD >= 1)  # a row is finished only after its own arrival
     layout: gl.constexpr = slice_layout(num_warps)
@@ -166,7 +165,7 @@ def row_norm_bwd_smem_kernel(
         w = gl.load(w_ptr + cols, mask=live, other=0.0).to(gl.float32)
     dg = gl.zeros([R, LANE], gl.float32, layout)
     db = gl.zeros([R, LANE], gl.float32, layout)
-    wait_prior_grid()  # the counters are zeroed by the launch before this one
+    wait_prior_grid()  # the slots are set to NaN by the launch before this one
     for step in range(r0, r1 + AHEAD):
         done = step - AHEAD
         # the finished row's statistics, loaded first so their latency hides behind the
@@ -187,10 +186,9 @@ def row_norm_bwd_smem_kernel(
                 dg += dy * xhat
             if HAS_DB:
                 db += dy
-            slot = sums_ptr + (step.to(gl.int64) * NCH + c) * 2
+            slot = slot_ptr + (step.to(gl.int64) * NCH + c) * 2
             gl.store(slot, a1)
             gl.store(slot + 1, a2)
-            arrive(count_ptr + step)
         if done >= r0:  # finish row `done`
             # its chunk into registers first (as stored: 16-bit values, half the registers of
             # f32 terms), so its stage is refilled before the wait for the row's partials
@@ -204,9 +202,8 @@ def row_norm_bwd_smem_kernel(
                 copy_slice(x_ring.index(stage), x_ptr + nxt, c, 0, M, R, R, num_warps)
             async_copy.commit_group()
             off = done.to(gl.int64) * M
-            if wait_arrivals(count_ptr + done, NCH, SPIN):
-                p1, p2 = arrived_pairs(sums_ptr, done, 0.0, NCH, NCH_P2, num_warps)
-            else:  # not every chunk ran: the row's partials from global memory, same bits
+            all_in, p1, p2 = published_pairs(slot_ptr, done, NCH, NCH_P2, SPIN, num_warps)
+            if all_in == 0:  # a chunk did not publish: the row's pairs from global memory
                 p1, p2 = empty_pairs(0.0, NCH_P2, num_warps)
                 po = gl.arange(0, NCH_P2, layout=partials_layout(num_warps))
                 for other in range(NCH):

@@ -18,7 +18,9 @@ from ...backends.gluon_chunks import (
     contiguous_rows,
     exchange_workspace_bytes,
     fresh_exchange,
+    fresh_slots,
     n_chunks,
+    slots_workspace_bytes,
     unsupported,
 )
 from ...backends.triton_exchange import SPIN_LIMIT
@@ -126,10 +128,10 @@ def _param_parts(desc) -> int:
 
 
 def bwd_smem_workspace(desc) -> int:
-    """The [G, M] f32 dgamma / dbeta partials, then the exchange's partial pairs and counters."""
+    """The [G, M] f32 dgamma / dbeta partials, then the slots of the rows' partial pairs."""
     nch, groups = bwd_shape(desc)
     return (4 * _param_parts(desc) * groups * desc.norm_total_extent
-            + exchange_workspace_bytes(desc.rows, nch))
+            + slots_workspace_bytes(desc.rows, nch))
 
 
 def launch_smem_backward(desc, args, workspace: torch.Tensor, rms: bool,
@@ -148,15 +150,15 @@ def launch_smem_backward(desc, args, workspace: torch.Tensor, rms: bool,
     dbeta = getattr(args, "dbeta", None)
     mean = getattr(args, "mean", None)
     if rows:
-        sums, counters = fresh_exchange(workspace[n_part:], rows, nch)
+        slots = fresh_slots(workspace[n_part:], rows, nch)
         x = args.x
         kernel = row_norm_bwd_smem_kernel[(groups * nch,)](
             args.dy, x, x if args.gamma is None else args.gamma,
-            args.rstd if mean is None else mean, args.rstd, args.dx, part, sums, counters,
+            args.rstd if mean is None else mean, args.rstd, args.dx, part, slots,
             rows, m, groups, -(-rows // groups), spin,
             NCH=nch, NCH_P2=next_pow2(nch), RMS=rms, HAS_W=desc.has_gamma,
             HAS_DB=getattr(desc, "has_beta", False), **cfg,
-            launch_pdl=True)  # the first copies overlap the counter fill (wait_prior_grid)
+            launch_pdl=True)  # the first copies overlap the slot fill (wait_prior_grid)
     if args.dgamma is not None or dbeta is not None:
         who = "RMSNormBackwardPlan" if rms else "LayerNormBackwardPlan"
         reduce_param_partials(desc, args, part, groups if rows else 0,

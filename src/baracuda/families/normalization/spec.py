@@ -236,7 +236,7 @@ def _smem_bwd_variants(rms: bool):
         t = "*" + triton_dtype(element.torch_dtype)
         sig = {n: t for n in ("dy_ptr", "x_ptr", "w_ptr", "dx_ptr")}
         sig.update({"mean_ptr": "*fp32", "rstd_ptr": "*fp32", "part_ptr": "*fp32",
-                    "sums_ptr": "*fp32", "count_ptr": "*i32", "n_rows": "i32", "M": "i32",
+                    "slot_ptr": "*fp32", "n_rows": "i32", "M": "i32",
                     "G": "i32", "group_rows": "i32", "SPIN": "i32"})
         nch = -(-extent // (cfg["R"] * 256))
         const = dict(cfg, NCH=nch, NCH_P2=nch, RMS=rms, HAS_W=True, HAS_DB=not rms)
