@@ -272,8 +272,8 @@ def fresh_slots(workspace: torch.Tensor, lines: int, chunks: int) -> torch.Tenso
 @gluon.jit
 def published_pairs(slot_ptr, line, NCH: gl.constexpr, NCH_P2: gl.constexpr, SPIN,
                     num_warps: gl.constexpr):
-    """(all published, a, b): the line's NCH pairs as [NCH_P2] vectors in chunk order (0 past
-    NCH), polled at most SPIN more times while any is still NaN."""
+    """(pairs still unset, a, b): the line's NCH pairs as [NCH_P2] vectors in chunk order (0
+    past NCH), polled at most SPIN more times while any is still NaN."""
     po = gl.arange(0, NCH_P2, layout=partials_layout(num_warps))
     first = slot_ptr + (line.to(gl.int64) * NCH + po) * 2
     live = po < NCH
@@ -286,4 +286,4 @@ def published_pairs(slot_ptr, line, NCH: gl.constexpr, NCH_P2: gl.constexpr, SPI
         b = gl.load(first + 1, mask=live, other=0.0, volatile=True)
         unset = gl.sum(((a != a) | (b != b)).to(gl.int32), axis=0)
         polls += 1
-    return unset == 0, a, b
+    return unset, a, b

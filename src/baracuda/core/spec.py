@@ -128,6 +128,9 @@ class AotVariant:
     max_spill_bytes: int = 0
     #: Register cap per thread (Triton's `maxnreg`) where the plan launches with one.
     maxnreg: int | None = None
+    #: Most registers per thread the plan's grid allows (a kernel whose programs must all be
+    #: resident at once: the check fails when a change grows it past that).
+    max_registers: int | None = None
 
     def attrs(self) -> dict[tuple[int, ...], list]:
         """Specialization hints as the JIT gives them (tt.divisibility 16), so the AOT compile

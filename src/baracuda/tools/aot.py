@@ -32,11 +32,13 @@ class AotResult:
     seconds: float
     error: str = ""
     max_spill_bytes: int = 0
+    max_registers: int | None = None
 
     @property
     def ok(self) -> bool:
         return (not self.error and self.shared <= H100_SHARED_LIMIT
-                and self.spill_bytes <= self.max_spill_bytes)
+                and self.spill_bytes <= self.max_spill_bytes
+                and (self.max_registers is None or self.registers <= self.max_registers))
 
 
 def _ptxas() -> str:
@@ -102,7 +104,8 @@ def run(family: str | None = None, verbose: bool = True) -> list[AotResult]:
             try:
                 shared, regs, spills = compile_variant(variant)
                 res = AotResult(fam, variant.name, shared, spills, regs, time.perf_counter() - t0,
-                                max_spill_bytes=variant.max_spill_bytes)
+                                max_spill_bytes=variant.max_spill_bytes,
+                                max_registers=variant.max_registers)
             except Exception as exc:  # noqa: BLE001 - reported per variant
                 res = AotResult(fam, variant.name, 0, 0, 0, time.perf_counter() - t0,
                                 error=f"{type(exc).__name__}: {str(exc)[:300]}")

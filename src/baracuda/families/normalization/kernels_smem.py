@@ -202,8 +202,8 @@ def row_norm_bwd_smem_kernel(
                 copy_slice(x_ring.index(stage), x_ptr + nxt, c, 0, M, R, R, num_warps)
             async_copy.commit_group()
             off = done.to(gl.int64) * M
-            all_in, p1, p2 = published_pairs(slot_ptr, done, NCH, NCH_P2, SPIN, num_warps)
-            if all_in == 0:  # a chunk did not publish: the row's pairs from global memory
+            unset, p1, p2 = published_pairs(slot_ptr, done, NCH, NCH_P2, SPIN, num_warps)
+            if unset > 0:  # a chunk did not publish: the row's pairs from global memory
                 p1, p2 = empty_pairs(0.0, NCH_P2, num_warps)
                 po = gl.arange(0, NCH_P2, layout=partials_layout(num_warps))
                 for other in range(NCH):

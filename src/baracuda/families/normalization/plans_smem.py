@@ -26,6 +26,7 @@ from ...backends.gluon_chunks import (
 from ...backends.triton_exchange import SPIN_LIMIT
 from ...backends.triton_support import next_pow2, sm_count
 from ...core.registry import register_candidate
+from .descriptors import LayerNormBackwardDescriptor
 from .kernels_smem import (  # imported here: enable_fast_launch sees them
     row_norm_bwd_smem_kernel,
     row_norm_fwd_smem_kernel,
@@ -108,17 +109,29 @@ class SmemExchangeLayerNorm(_SmemRowNorm):
 #: rms_norm, 8K for layer_norm, whose dbeta partial makes a 16K row spill).
 BWD_SINGLE_TILE = {False: 16384, True: 8192}
 
-#: The backward's chunk (R rows of LANE columns), shared-memory stages per tensor, rows
-#: published ahead of the one finished, warps and programs per SM (G = row groups fills them).
-BWD_CONFIG = {"R": 8, "NS": 4, "AHEAD": 1, "num_warps": 4, "PER_SM": 4}
+#: The backward's config per kind (layer_norm?): chunk of R rows of LANE columns, shared
+#: stages per tensor, rows published ahead of the one finished, warps, programs per SM (the
+#: row groups G fill them; every program of a group must be resident) and a register cap
+#: that lets that many fit. H100 sweep (scripts/norm_bwd_sweep.py, kernel-only dy + x + dx
+#: GB/s, bf16): rms [1024, 65536] 2625 (the Triton exchange: 2155), [256, 262144] 2630
+#: (its column split: 1630); layer (164 registers uncapped, 3 per SM) 2293 (1967) and 2235
+#: (1593); capped at 128 registers (18 B spilled) layer ran 1990.
+BWD_CONFIG = {
+    False: {"R": 8, "NS": 4, "AHEAD": 2, "num_warps": 4, "PER_SM": 4, "maxnreg": 128},
+    True: {"R": 8, "NS": 4, "AHEAD": 1, "num_warps": 4, "PER_SM": 3, "maxnreg": None},
+}
 #: Most chunks per row: a group's chunks must all be resident at once (PER_SM per SM on a
 #: Hopper of at least 64 SMs); longer rows take the Triton candidates.
 BWD_MAX_CHUNKS = 256
 
 
+def bwd_config(desc) -> dict:
+    return BWD_CONFIG[isinstance(desc, LayerNormBackwardDescriptor)]
+
+
 def bwd_shape(desc, cfg: dict | None = None) -> tuple[int, int]:
     """(chunks per row, row groups) of the backward launch."""
-    cfg = cfg or BWD_CONFIG
+    cfg = cfg or bwd_config(desc)
     nch = -(-desc.norm_total_extent // (cfg["R"] * 256))
     return nch, max(1, min(desc.rows, cfg["PER_SM"] * sm_count() // nch))
 
@@ -139,7 +152,7 @@ def launch_smem_backward(desc, args, workspace: torch.Tensor, rms: bool,
     """One launch of the shared-memory backward over contiguous rows, then the fixed-order sum
     of the dgamma / dbeta partials (spin=0: the no-wait path; cfg: another BWD_CONFIG, for
     sweeps; the workspace must then fit it). Returns the compiled kernel (None for no rows)."""
-    cfg = dict(cfg or BWD_CONFIG)
+    cfg = dict(cfg or bwd_config(desc))
     m, rows = desc.norm_total_extent, desc.rows
     nch, groups = bwd_shape(desc, cfg)
     cfg.pop("PER_SM")
@@ -179,8 +192,8 @@ class _SmemRowNormBackward(_RowNormCandidate):
                           BWD_SINGLE_TILE[not self.rms])
         nch, _ = bwd_shape(desc)
         if why is None and nch > BWD_MAX_CHUNKS:
-            why = (f"at most {BWD_MAX_CHUNKS} chunks of {BWD_CONFIG['R'] * 256} elements per "
-                   f"row, got {nch}")
+            why = (f"at most {BWD_MAX_CHUNKS} chunks of {bwd_config(desc)['R'] * 256} "
+                   f"elements per row, got {nch}")
         return why
 
     def workspace_size(self, desc) -> int:

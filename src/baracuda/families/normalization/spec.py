@@ -232,7 +232,7 @@ def _smem_bwd_variants(rms: bool):
 
     for element, extent in itertools.product((ElementKind.BF16, ElementKind.F16),
                                              (16384, 65536, 262144)):
-        cfg = {k: v for k, v in BWD_CONFIG.items() if k != "PER_SM"}
+        cfg = {k: v for k, v in BWD_CONFIG[not rms].items() if k not in ("PER_SM", "maxnreg")}
         t = "*" + triton_dtype(element.torch_dtype)
         sig = {n: t for n in ("dy_ptr", "x_ptr", "w_ptr", "dx_ptr")}
         sig.update({"mean_ptr": "*fp32", "rstd_ptr": "*fp32", "part_ptr": "*fp32",
@@ -242,7 +242,10 @@ def _smem_bwd_variants(rms: bool):
         const = dict(cfg, NCH=nch, NCH_P2=nch, RMS=rms, HAS_W=True, HAS_DB=not rms)
         sig.update({n: "constexpr" for n in const})
         yield AotVariant(f"bwd smem {'rms' if rms else 'ln'} {element.value} N={extent}",
-                         kernel, sig, const, num_warps=cfg["num_warps"], divisible=("M",))
+                         kernel, sig, const, num_warps=cfg["num_warps"], divisible=("M",),
+                         maxnreg=BWD_CONFIG[not rms]["maxnreg"],
+                         max_registers=65536 // (BWD_CONFIG[not rms]["PER_SM"] * 32
+                                                 * cfg["num_warps"]))
 
 
 def _aligned_ints(sig: dict) -> tuple[str, ...]:
