@@ -5,6 +5,7 @@ for step in "$@"; do
     tests) timeout 300 python3 -m pytest -q -p no:cacheprovider -n 8 -o addopts="" -W ignore tests/families/test_norm_smem.py tests/families/test_softmax_smem.py tests/families/test_loss_smem.py tests/test_launch_replay.py 2>&1 | grep -v Warn | tail -15 ;;
     sweep) SWEEP_CONFIGS=${SWEEP_CONFIGS:-} timeout 240 python3 scripts/norm_bwd_sweep.py 2>&1 | grep -v Warning ;;
     bwdtests) timeout 300 python3 -m pytest -q -p no:cacheprovider -n 8 -o addopts="" -W ignore --tb=short tests/families/test_norm_smem.py -k backward 2>&1 | grep -E "^E |passed|failed|Error" | head -40 ;;
+    bits) timeout 200 python3 scripts/norm_bwd_bits.py 2>&1 | grep -v Warning ;;
     tile) timeout 200 python3 scripts/tile_vs_liger.py 2>&1 | grep -v Warning ;;
   esac
 done
