@@ -171,6 +171,10 @@ def launch_smem_backward(desc, args, workspace: torch.Tensor, rms: bool,
             rows, m, groups, -(-rows // groups), spin,
             NCH=nch, NCH_P2=next_pow2(nch), RMS=rms, HAS_W=desc.has_gamma,
             HAS_DB=getattr(desc, "has_beta", False), **cfg,
+            # no fused multiply-adds: the partial pairs come from the same source inlined
+            # twice (the chunk programs and the no-wait path), and contraction may differ
+            # between the two copies; the no-wait path gave other bits with it (H100)
+            enable_fp_fusion=False,
             launch_pdl=True)  # the first copies overlap the slot fill (wait_prior_grid)
     if args.dgamma is not None or dbeta is not None:
         who = "RMSNormBackwardPlan" if rms else "LayerNormBackwardPlan"
