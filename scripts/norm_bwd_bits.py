@@ -13,7 +13,6 @@ import baracuda as bc
 from baracuda.families.normalization import plans_smem as NS
 
 CONFIGS = ({"R": 8, "NS": 4, "AHEAD": 1, "num_warps": 4, "PER_SM": 3, "maxnreg": None},
-           {"R": 8, "NS": 4, "AHEAD": 2, "num_warps": 4, "PER_SM": 3, "maxnreg": None},
            {"R": 8, "NS": 4, "AHEAD": 2, "num_warps": 4, "PER_SM": 4, "maxnreg": 128})
 
 

@@ -273,7 +273,12 @@ def fresh_slots(workspace: torch.Tensor, lines: int, chunks: int) -> torch.Tenso
 def published_pairs(slot_ptr, line, NCH: gl.constexpr, NCH_P2: gl.constexpr, SPIN,
                     num_warps: gl.constexpr):
     """(pairs still unset, a, b): the line's NCH pairs as [NCH_P2] vectors in chunk order (0
-    past NCH), polled at most SPIN more times while any is still NaN."""
+    past NCH), polled at most SPIN more times while any is still NaN. NCH_P2 must be at least
+    the program's thread count: no warp then holds a copy of another's pairs, so the unset
+    count is reduced across warps and every warp takes the same branch (with copies, a warp
+    that saw a pair late fell back alone, and the fallback's cross-warp reduction read
+    garbage: H100, session 10)."""
+    gl.static_assert(NCH_P2 >= 32 * num_warps)
     po = gl.arange(0, NCH_P2, layout=partials_layout(num_warps))
     first = slot_ptr + (line.to(gl.int64) * NCH + po) * 2
     live = po < NCH

@@ -118,7 +118,7 @@ BWD_SINGLE_TILE = {False: 16384, True: 8192}
 #: (1593); capped at 128 registers (18 B spilled) layer ran 1990.
 BWD_CONFIG = {
     False: {"R": 8, "NS": 4, "AHEAD": 2, "num_warps": 4, "PER_SM": 4, "maxnreg": 128},
-    True: {"R": 8, "NS": 4, "AHEAD": 1, "num_warps": 4, "PER_SM": 3, "maxnreg": None},
+    True: {"R": 8, "NS": 4, "AHEAD": 2, "num_warps": 4, "PER_SM": 3, "maxnreg": None},
 }
 #: Most chunks per row: a group's chunks must all be resident at once (PER_SM per SM on a
 #: Hopper of at least 64 SMs); longer rows take the Triton candidates.
@@ -169,12 +169,9 @@ def launch_smem_backward(desc, args, workspace: torch.Tensor, rms: bool,
             args.dy, x, x if args.gamma is None else args.gamma,
             args.rstd if mean is None else mean, args.rstd, args.dx, part, slots,
             rows, m, groups, -(-rows // groups), spin,
-            NCH=nch, NCH_P2=next_pow2(nch), RMS=rms, HAS_W=desc.has_gamma,
+            NCH=nch, NCH_P2=max(next_pow2(nch), 32 * cfg["num_warps"]), RMS=rms,
+            HAS_W=desc.has_gamma,
             HAS_DB=getattr(desc, "has_beta", False), **cfg,
-            # no fused multiply-adds: the partial pairs come from the same source inlined
-            # twice (the chunk programs and the no-wait path), and contraction may differ
-            # between the two copies; the no-wait path gave other bits with it (H100)
-            enable_fp_fusion=False,
             launch_pdl=True)  # the first copies overlap the slot fill (wait_prior_grid)
     if args.dgamma is not None or dbeta is not None:
         who = "RMSNormBackwardPlan" if rms else "LayerNormBackwardPlan"

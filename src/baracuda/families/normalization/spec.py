@@ -239,7 +239,8 @@ def _smem_bwd_variants(rms: bool):
                     "slot_ptr": "*fp32", "n_rows": "i32", "M": "i32",
                     "G": "i32", "group_rows": "i32", "SPIN": "i32"})
         nch = -(-extent // (cfg["R"] * 256))
-        const = dict(cfg, NCH=nch, NCH_P2=nch, RMS=rms, HAS_W=True, HAS_DB=not rms)
+        const = dict(cfg, NCH=nch, NCH_P2=max(nch, 32 * cfg["num_warps"]), RMS=rms,
+                     HAS_W=True, HAS_DB=not rms)
         sig.update({n: "constexpr" for n in const})
         yield AotVariant(f"bwd smem {'rms' if rms else 'ln'} {element.value} N={extent}",
                          kernel, sig, const, num_warps=cfg["num_warps"], divisible=("M",),
