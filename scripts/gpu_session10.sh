@@ -6,6 +6,7 @@ for step in "$@"; do
     sweep) SWEEP_CONFIGS=${SWEEP_CONFIGS:-} timeout 240 python3 scripts/norm_bwd_sweep.py 2>&1 | grep -v Warning ;;
     bwdtests) timeout 300 python3 -m pytest -q -p no:cacheprovider -n 8 -o addopts="" -W ignore --tb=short tests/families/test_norm_smem.py -k backward 2>&1 | grep -E "^E |passed|failed|Error" | head -40 ;;
     bits) timeout 200 python3 scripts/norm_bwd_bits.py 2>&1 | grep -v Warning ;;
+    benchnorm) timeout 300 python3 -m baracuda.cli bench --family normalization --quick --json $OUT/norm.json 2>&1 | grep -v "it/s\]" | tail -3; python3 scripts/bench_to_md.py $OUT/norm.json ;;
     tile) timeout 200 python3 scripts/tile_vs_liger.py 2>&1 | grep -v Warning ;;
   esac
 done
