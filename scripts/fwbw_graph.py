@@ -1,4 +1,4 @@
-# ruff: noqa: B023  (lambdas are timed at once)
+# ruff: noqa: B023, F821  (lambdas are timed at once; loop tensors are freed at the end)
 """rms_norm / layer_norm forward+backward through each library's torch function, captured in
 a CUDA graph and replayed back to back: the GPU time of a training step's norm without the
 host (the bench's fwd+bwd rows are host-bound on some runs). GB/s over 5 tensors (x, y, dy,
