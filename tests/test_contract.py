@@ -148,3 +148,47 @@ def test_sku_is_hashable_and_complete(plan, case):
     assert selected.precision_guarantee is sku.precision_guarantee
     assert plan.select(case.desc, case.preference) is selected  # cached per descriptor
     hash(case.desc)
+
+
+
+#: A descriptor each Hopper-only candidate (the Gluon kernels) takes on sm_90.
+_HOPPER_ONLY = {
+    "gluon_smem_exchange_softmax": lambda: bc.SoftmaxDescriptor(
+        bc.SoftmaxKind.SOFTMAX, (8, 65536), 1, torch.bfloat16),
+    "gluon_smem_exchange_cross_entropy_fused": lambda: bc.CrossEntropyLossDescriptor(
+        (8, 65536), torch.bfloat16),
+    "gluon_smem_exchange_rms_norm": lambda: bc.RMSNormDescriptor(
+        (8, 65536), (1,), True, 1e-5, torch.bfloat16),
+    "gluon_smem_exchange_layer_norm": lambda: bc.LayerNormDescriptor(
+        (8, 65536), (1,), True, True, 1e-5, torch.bfloat16),
+    "gluon_smem_exchange_rms_norm_backward": lambda: bc.RMSNormBackwardDescriptor(
+        (8, 65536), (1,), True, torch.bfloat16),
+    "gluon_smem_exchange_layer_norm_backward": lambda: bc.LayerNormBackwardDescriptor(
+        (8, 65536), (1,), True, True, torch.bfloat16),
+}
+
+
+def _hopper_only_candidates():
+    registry.discover()
+    return [(plan, cand) for plan in registry.plans() for cand in plan.candidates
+            if cand.name.startswith("gluon_")]
+
+
+def test_every_hopper_only_candidate_has_a_refusal_case():
+    assert sorted(c.name for _, c in _hopper_only_candidates()) == sorted(_HOPPER_ONLY)
+
+
+@pytest.mark.parametrize("plan,cand", _hopper_only_candidates(),
+                         ids=lambda v: getattr(v, "name", getattr(v, "__name__", str(v))))
+def test_a_hopper_candidates_refusal_reaches_the_user(plan, cand, monkeypatch):
+    """With a Hopper-only candidate as the plan's only one, selecting for an older GPU raises
+    Unsupported naming it and saying what it needs and got; on sm_90 it is selected."""
+    from baracuda.core.vocab import ArchSku, PlanPreference
+
+    desc = _HOPPER_ONLY[cand.name]()
+    monkeypatch.setattr(plan, "candidates", [cand])
+    with pytest.raises(Unsupported) as err:
+        plan._select(desc, PlanPreference(), ArchSku.SM80)
+    message = str(err.value)
+    assert cand.name in message and "needs sm_90" in message and "got sm80" in message
+    assert plan._select(desc, PlanPreference(), ArchSku.SM90).candidate is cand

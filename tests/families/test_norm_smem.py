@@ -114,11 +114,11 @@ def test_gpu_matches_reference_reruns_and_no_wait_path(layer, dtype, shape, n_no
         outs.append((y, mean, rstd))
     y_ref, mean_ref, rstd_ref = _reference(x, n_norm, w, b, layer)
     y, mean, rstd = outs[0]
-    torch.testing.assert_close(y.double(), y_ref, rtol=1.6e-2, atol=2e-2)
-    torch.testing.assert_close(rstd.double().flatten(), rstd_ref.flatten(), rtol=1e-4, atol=0)
+    assert_close(y, y_ref, dtype, "y")
+    # the statistics are f32 sums over up to 262144 elements: 5x the f32 row of the table
+    assert_close(rstd.flatten(), rstd_ref.flatten(), torch.float32, "rstd", scale=5.0)
     if layer:
-        torch.testing.assert_close(mean.double().flatten(), mean_ref.flatten(), rtol=1e-5,
-                                   atol=1e-5)
+        assert_close(mean.flatten(), mean_ref.flatten(), torch.float32, "mean", scale=5.0)
     for other in outs[1:]:
         for name, a, o in zip(("y", "mean", "rstd"), outs[0], other):
             if a is not None:
@@ -141,8 +141,8 @@ def test_gpu_strided_calls_run_the_triton_launch(layer):
     rstd = torch.empty(64, 1, device="cuda")
     plan.run(_args(layer, x, y, w, b, mean, rstd), ws)
     y_ref, _, rstd_ref = _reference(x, 1, w, b, layer)
-    torch.testing.assert_close(y.double(), y_ref, rtol=1.6e-2, atol=2e-2)
-    torch.testing.assert_close(rstd.double().flatten(), rstd_ref.flatten(), rtol=1e-4, atol=0)
+    assert_close(y, y_ref, torch.bfloat16, "y")
+    assert_close(rstd.flatten(), rstd_ref.flatten(), torch.float32, "rstd", scale=5.0)
 
 
 @pytest.mark.gpu
@@ -153,15 +153,15 @@ def test_gpu_frontend_uses_it_and_backward_still_works():
     b = torch.randn(65536, device="cuda").to(torch.bfloat16).requires_grad_()
     y = bt.layer_norm(x, [65536], w, b, EPS)
     ref = torch.nn.functional.layer_norm(x.float(), [65536], w.float(), b.float(), EPS)
-    torch.testing.assert_close(y.float(), ref, rtol=1.6e-2, atol=2e-2)
+    assert_close(y, ref.double(), torch.bfloat16, "y")
     dy = torch.randn_like(y)
     got = torch.autograd.grad(y, (x, w, b), dy)
     want = torch.autograd.grad(ref, (x, w, b), dy.float())
     for g_, w_ in zip(got, want):
-        torch.testing.assert_close(g_.float(), w_.float(), rtol=3e-2, atol=0.3)
+        assert_close(g_, w_.double(), torch.bfloat16, "grad", scale=2.0)
     y2 = bt.rms_norm(x.detach(), [65536], w.detach(), EPS)
     ref2 = torch.nn.functional.rms_norm(x.detach().float(), [65536], w.detach().float(), EPS)
-    torch.testing.assert_close(y2.float(), ref2, rtol=1.6e-2, atol=2e-2)
+    assert_close(y2, ref2.double(), torch.bfloat16, "y (rms_norm)")
 
 
 # -- backward: dy and x chunks through a shared-memory ring (kernels_smem.row_norm_bwd_...) --
