@@ -1,13 +1,13 @@
 # ruff: noqa: B023  (lambdas are timed at once)
 """The shared-memory ring backward of rms_norm / layer_norm (normalization/kernels_smem.py)
 against the Triton backward it replaces: kernel-only GB/s (dy + x + dx bytes; CUDA graph
-replay, back to back) per config "R/NS/AHEAD/warps/per_sm/maxnreg[/1]" (maxnreg 0: no cap;
-a trailing 1: dbeta's partial in shared memory), with the registers it compiled to, after a
-check that the default config agrees with the Triton launch.
+replay, back to back) per config "R/NS/AHEAD/warps/per_sm/maxnreg" (0: no cap), with the
+registers it compiled to, after a check that the default config agrees with the Triton
+launch.
 
     python scripts/norm_bwd_sweep.py
 
-SWEEP_SHAPES="1024x65536,4096x16384" and SWEEP_CONFIGS="8/4/1/4/4/0,8/6/2/4/4/0" narrow it.
+SWEEP_SHAPES="1024x65536,4096x16384" and SWEEP_CONFIGS="8/4/1/4/4,8/6/2/4/4" narrow it.
 """
 
 from __future__ import annotations
@@ -61,10 +61,10 @@ def main() -> None:
             triton_rate = _rate(nbytes, lambda: NP._launch_backward(d, a, ws, not layer))
             cells = [f"{'layer' if layer else 'rms':5} {shape} rel.err "
                      + "/".join(f"{e:.1e}" for e in errs), f"triton {triton_rate:5.0f}"]
-            for r, ns, ahead, warps, per_sm, maxnreg, *db_smem in CONFIGS:
+            for r, ns, ahead, warps, per_sm, maxnreg in CONFIGS:
                 cfg = {"R": r, "NS": ns, "AHEAD": ahead, "num_warps": warps, "PER_SM": per_sm,
-                       "maxnreg": maxnreg or None, "DB_SMEM": bool(db_smem and db_smem[0])}
-                name = f"{r}/{ns}/{ahead}/{warps}/{per_sm}/{maxnreg}" + ("/db" * cfg["DB_SMEM"])
+                       "maxnreg": maxnreg or None}
+                name = f"{r}/{ns}/{ahead}/{warps}/{per_sm}/{maxnreg}"
                 try:
                     k = NS.launch_smem_backward(d, a, ws, not layer, cfg=cfg)
                     rate = _rate(nbytes, lambda: NS.launch_smem_backward(d, a, ws, not layer,

@@ -130,7 +130,7 @@ def row_norm_bwd_smem_kernel(
     n_rows, M, G, group_rows, SPIN,
     NCH: gl.constexpr, NCH_P2: gl.constexpr, R: gl.constexpr, NS: gl.constexpr,
     AHEAD: gl.constexpr, RMS: gl.constexpr, HAS_W: gl.constexpr, HAS_DB: gl.constexpr,
-    num_warps: gl.constexpr, DB_SMEM: gl.constexpr = False,
+    num_warps: gl.constexpr,
 ):
     """Backward of long 16-bit rows, program id = group * NCH + chunk: a group's NCH
     programs walk its rows together, as kernels_exchange.row_norm_bwd_exchange_kernel does,
@@ -165,8 +165,6 @@ def row_norm_bwd_smem_kernel(
         w = gl.load(w_ptr + cols, mask=live, other=0.0).to(gl.float32)
     dg = gl.zeros([R, LANE], gl.float32, layout)
     db = gl.zeros([R, LANE], gl.float32, layout)
-    if DB_SMEM:  # dbeta's partial in shared memory (each thread its own elements): registers
-        db_acc = gl.allocate_shared_memory(gl.float32, [R, LANE], UNSWIZZLED, db)
     wait_prior_grid()  # the slots are set to NaN by the launch before this one
     for step in range(r0, r1 + AHEAD):
         done = step - AHEAD
@@ -187,10 +185,7 @@ def row_norm_bwd_smem_kernel(
             if HAS_W:
                 dg += dy * xhat
             if HAS_DB:
-                if DB_SMEM:
-                    db_acc.store(db_acc.load(layout) + dy)
-                else:
-                    db += dy
+                db += dy
             slot = slot_ptr + (step.to(gl.int64) * NCH + c) * 2
             gl.store(slot, a1)
             gl.store(slot + 1, a2)
@@ -237,6 +232,4 @@ def row_norm_bwd_smem_kernel(
         db_row = group.to(gl.int64)
         if HAS_W:
             db_row += G
-        if DB_SMEM:
-            db = db_acc.load(layout)
         gl.store(part_ptr + db_row * M + cols, db, mask=live)
