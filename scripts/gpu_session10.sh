@@ -10,6 +10,7 @@ for step in "$@"; do
     graph) timeout 200 python3 scripts/fwbw_graph.py 2>&1 | grep -v Warning; timeout 150 python3 scripts/fwbw_graph.py float32 2>&1 | grep -v Warning ;;
     normtests) timeout 420 python3 -m pytest -q -p no:cacheprovider -n 12 -o addopts="" -W ignore -k "RMSNorm or LayerNorm or normalization or norm_smem or test_frontend or test_core or launch_replay or softmax_smem or loss_smem" tests/test_contract.py tests/test_core.py tests/test_frontend.py tests/test_launch_replay.py tests/families/test_normalization.py tests/families/test_norm_smem.py tests/families/test_softmax_smem.py tests/families/test_loss_smem.py 2>&1 | grep -E "FAILED|ERROR|passed|failed" | tail -30 ;;
     smtests) timeout 480 python3 -m pytest -q -p no:cacheprovider -n 12 -o addopts="" -W ignore -k "Softmax or CrossEntropy or Nll or softmax or loss or smem or hopper" tests/test_contract.py tests/families/test_softmax.py tests/families/test_loss.py tests/families/test_norm_smem.py tests/families/test_softmax_smem.py tests/families/test_loss_smem.py 2>&1 | grep -E "FAILED|ERROR|passed|failed" | tail -30 ;;
+    tune) timeout 260 python3 -m baracuda.families.normalization.tune 110 both bfloat16 0 layer 2>&1 | grep -v Warning | tail -16 ;;
     tile) timeout 200 python3 scripts/tile_vs_liger.py 2>&1 | grep -v Warning ;;
   esac
 done
