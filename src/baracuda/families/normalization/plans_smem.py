@@ -112,26 +112,44 @@ BWD_SINGLE_TILE = {False: 16384, True: 8192}
 #: The backward's config per kind (layer_norm?): chunk of R rows of LANE columns, shared
 #: stages per tensor, rows published ahead of the one finished, warps, programs per SM (the
 #: row groups G fill them; every program of a group must be resident) and a register cap
-#: that lets that many fit. H100 sweep (scripts/norm_bwd_sweep.py, kernel-only dy + x + dx
-#: GB/s, bf16): rms [1024, 65536] 2625 (the Triton exchange: 2155), [256, 262144] 2630
-#: (its column split: 1630); layer (164 registers uncapped, 3 per SM) 2293 (1967) and 2235
-#: (1593); capped at 128 registers (18 B spilled) layer ran 1990.
-BWD_CONFIG = {
-    False: {"R": 8, "NS": 4, "AHEAD": 2, "num_warps": 4, "PER_SM": 4, "maxnreg": 128},
-    True: {"R": 8, "NS": 4, "AHEAD": 2, "num_warps": 4, "PER_SM": 3, "maxnreg": None},
-}
-#: Most chunks per row: a group's chunks must all be resident at once (PER_SM per SM on a
-#: Hopper of at least 64 SMs); longer rows take the Triton candidates.
+#: that lets that many fit. H100 sweeps (scripts/norm_bwd_sweep.py, kernel-only dy + x + dx
+#: GB/s, bf16; the Triton exchange it replaces in ()): rms [1024, 65536] 2644 (2138) on
+#: 1024-column chunks of 2 warps, 8 per SM under a 128-register cap (2048 columns on 4
+#: warps, 4 per SM: 2602-2620), [256, 262144] 2619 on 2048 columns (its column split:
+#: 1633); layer (168 registers: 6 per SM uncapped; capped at 128 it spilled and ran 2083)
+#: [1024, 65536] 2447 (1969), [4096, 16384] 2110 (1914; 2034 on 2048 columns, 3 per SM).
+#: Two rows ahead beat one (rms 2602 vs 2345 on 2048 columns), 4 stages beat 3, 5 and 6.
+#: ((layer_norm?, longest row or None: the rest), config), first match. Longer rows take
+#: 2048-column chunks: at 1024 columns a 262144-element row's partials vector (256 pairs
+#: over 64 threads) grew layer_norm to 199 registers, too many for its 6 per SM.
+BWD_TABLE = (
+    ((False, 65536), {"R": 4, "NS": 4, "AHEAD": 2, "num_warps": 2, "PER_SM": 8,
+                      "maxnreg": 128}),
+    ((False, None), {"R": 8, "NS": 4, "AHEAD": 2, "num_warps": 4, "PER_SM": 4, "maxnreg": 128}),
+    ((True, 65536), {"R": 4, "NS": 4, "AHEAD": 2, "num_warps": 2, "PER_SM": 6,
+                     "maxnreg": None}),
+    ((True, None), {"R": 8, "NS": 4, "AHEAD": 2, "num_warps": 4, "PER_SM": 3, "maxnreg": None}),
+)
+#: Most chunks per row (262144 elements): a group's chunks must all be resident at once
+#: (PER_SM per SM on a Hopper of at least 43 SMs); longer rows take the Triton candidates.
 BWD_MAX_CHUNKS = 256
 
 
-def bwd_config(desc) -> dict:
-    return BWD_CONFIG[isinstance(desc, LayerNormBackwardDescriptor)]
+def smem_bwd_config(layer: bool, extent: int) -> dict:
+    """The BWD_TABLE row of a layer_norm (or rms_norm) backward of rows of `extent`."""
+    for (kind, longest), cfg in BWD_TABLE:
+        if kind == layer and (longest is None or extent <= longest):
+            return cfg
+    raise AssertionError("the table ends with a catch-all row per kind")
+
+
+def _desc_config(desc) -> dict:
+    return smem_bwd_config(isinstance(desc, LayerNormBackwardDescriptor), desc.norm_total_extent)
 
 
 def bwd_shape(desc, cfg: dict | None = None) -> tuple[int, int]:
     """(chunks per row, row groups) of the backward launch."""
-    cfg = cfg or bwd_config(desc)
+    cfg = cfg or _desc_config(desc)
     nch = -(-desc.norm_total_extent // (cfg["R"] * 256))
     return nch, max(1, min(desc.rows, cfg["PER_SM"] * sm_count() // nch))
 
@@ -150,9 +168,9 @@ def bwd_smem_workspace(desc) -> int:
 def launch_smem_backward(desc, args, workspace: torch.Tensor, rms: bool,
                          spin: int = SPIN_LIMIT, cfg: dict | None = None) -> None:
     """One launch of the shared-memory backward over contiguous rows, then the fixed-order sum
-    of the dgamma / dbeta partials (spin=0: the no-wait path; cfg: another BWD_CONFIG, for
+    of the dgamma / dbeta partials (spin=0: the no-wait path; cfg: another BWD_TABLE row, for
     sweeps; the workspace must then fit it). Returns the compiled kernel (None for no rows)."""
-    cfg = dict(cfg or bwd_config(desc))
+    cfg = dict(cfg or _desc_config(desc))
     m, rows = desc.norm_total_extent, desc.rows
     nch, groups = bwd_shape(desc, cfg)
     cfg.pop("PER_SM")
@@ -193,7 +211,7 @@ class _SmemRowNormBackward(_RowNormCandidate):
                           BWD_SINGLE_TILE[not self.rms])
         nch, _ = bwd_shape(desc)
         if why is None and nch > BWD_MAX_CHUNKS:
-            why = (f"at most {BWD_MAX_CHUNKS} chunks of {bwd_config(desc)['R'] * 256} "
+            why = (f"at most {BWD_MAX_CHUNKS} chunks of {_desc_config(desc)['R'] * 256} "
                    f"elements per row, got {nch}")
         return why
 

@@ -226,13 +226,16 @@ def _smem_fwd_variants(rms: bool):
 
 
 def _smem_bwd_variants(rms: bool):
-    """The Hopper shared-memory ring backward (Gluon)."""
+    """The Hopper shared-memory ring backward (Gluon), each row of its table; the check fails
+    when a variant's registers would not let PER_SM programs share an SM (its grid must be
+    resident at once)."""
     from .kernels_smem import row_norm_bwd_smem_kernel as kernel
-    from .plans_smem import BWD_CONFIG
+    from .plans_smem import smem_bwd_config
 
     for element, extent in itertools.product((ElementKind.BF16, ElementKind.F16),
-                                             (16384, 65536, 262144)):
-        cfg = {k: v for k, v in BWD_CONFIG[not rms].items() if k not in ("PER_SM", "maxnreg")}
+                                             (16384, 65536, 131072, 262144)):
+        table = smem_bwd_config(not rms, extent)
+        cfg = {k: v for k, v in table.items() if k not in ("PER_SM", "maxnreg")}
         t = "*" + triton_dtype(element.torch_dtype)
         sig = {n: t for n in ("dy_ptr", "x_ptr", "w_ptr", "dx_ptr")}
         sig.update({"mean_ptr": "*fp32", "rstd_ptr": "*fp32", "part_ptr": "*fp32",
@@ -244,9 +247,8 @@ def _smem_bwd_variants(rms: bool):
         sig.update({n: "constexpr" for n in const})
         yield AotVariant(f"bwd smem {'rms' if rms else 'ln'} {element.value} N={extent}",
                          kernel, sig, const, num_warps=cfg["num_warps"], divisible=("M",),
-                         maxnreg=BWD_CONFIG[not rms]["maxnreg"],
-                         max_registers=65536 // (BWD_CONFIG[not rms]["PER_SM"] * 32
-                                                 * cfg["num_warps"]))
+                         maxnreg=table["maxnreg"],
+                         max_registers=65536 // (table["PER_SM"] * 32 * cfg["num_warps"]))
 
 
 def _aligned_ints(sig: dict) -> tuple[str, ...]:
