@@ -72,6 +72,24 @@ def _reference(x, n_norm, w, b, layer):
     return y.view(x.shape), mean.squeeze(-1), rstd.squeeze(-1)
 
 
+def _runs_agree_bitwise(plan, ws, fresh_args, no_wait, outputs, names):
+    """Run the plan twice and the no-wait path (spin=0) once, each on fresh NaN-poisoned
+    outputs; every run must give the first run's bits. Returns the first run's outputs."""
+    runs = []
+    for spin in (None, None, 0):
+        args = fresh_args()
+        if spin is None:
+            plan.run(args, ws)
+        else:
+            no_wait(plan.desc, args, spin)
+        runs.append(outputs(args))
+    for other in runs[1:]:
+        for name, first, again in zip(names, runs[0], other):
+            if first is not None:
+                assert_bitwise_equal(again, first, name)
+    return runs[0]
+
+
 def _args(layer, x, y, w, b, mean, rstd):
     if layer:
         return bc.LayerNormArgs(x=x, y=y, mean=mean, rstd=rstd, gamma=w, beta=b)
@@ -101,28 +119,22 @@ def test_gpu_matches_reference_reruns_and_no_wait_path(layer, dtype, shape, n_no
                                    else S.SmemExchangeRMSNorm).name
     ws = torch.empty(plan.workspace_size(), dtype=torch.uint8, device="cuda")
     stats_shape = shape[: len(shape) - n_norm] + (1,) * n_norm
-    outs = []
-    for spin in (None, None, 0):
-        y = torch.full_like(x, float("nan"))
-        mean = torch.full(stats_shape, float("nan"), device="cuda") if layer else None
-        rstd = torch.full(stats_shape, float("nan"), device="cuda")
-        args = _args(layer, x, y, w, b, mean, rstd)
-        if spin is None:
-            plan.run(args, ws)
-        else:
-            S.launch_smem(plan.desc, args, ws, not layer, spin=spin)
-        outs.append((y, mean, rstd))
+
+    def fresh():
+        nan = float("nan")
+        return _args(layer, x, torch.full_like(x, nan), w, b,
+                     torch.full(stats_shape, nan, device="cuda") if layer else None,
+                     torch.full(stats_shape, nan, device="cuda"))
+
+    y, mean, rstd = _runs_agree_bitwise(
+        plan, ws, fresh, lambda d, a, spin: S.launch_smem(d, a, ws, not layer, spin=spin),
+        lambda a: (a.y, getattr(a, "mean", None), a.rstd), ("y", "mean", "rstd"))
     y_ref, mean_ref, rstd_ref = _reference(x, n_norm, w, b, layer)
-    y, mean, rstd = outs[0]
     assert_close(y, y_ref, dtype, "y")
     # the statistics are f32 sums over up to 262144 elements: 5x the f32 row of the table
     assert_close(rstd.flatten(), rstd_ref.flatten(), torch.float32, "rstd", scale=5.0)
     if layer:
         assert_close(mean.flatten(), mean_ref.flatten(), torch.float32, "mean", scale=5.0)
-    for other in outs[1:]:
-        for name, a, o in zip(("y", "mean", "rstd"), outs[0], other):
-            if a is not None:
-                assert_bitwise_equal(o, a, name)
 
 
 @pytest.mark.gpu
@@ -264,21 +276,13 @@ def test_gpu_backward_matches_reference_reruns_and_no_wait_path(layer, dtype, sh
     plan = (bc.LayerNormBackwardPlan if layer else bc.RMSNormBackwardPlan).select(desc)
     assert plan.candidate.name == type(_bwd_cand(layer)).name
     ws = torch.empty(plan.workspace_size(), dtype=torch.uint8, device="cuda")
-    outs = []
-    for spin in (None, None, 0):
-        args = _backward_args(layer, x, dy, w, mean, rstd, affine)
-        if spin is None:
-            plan.run(args, ws)
-        else:
-            S.launch_smem_backward(plan.desc, args, ws, not layer, spin=spin)
-        outs.append(_grads(layer, args))
-    for name, got in zip(("dx", "dgamma", "dbeta"), outs[0]):
+    grads = _runs_agree_bitwise(
+        plan, ws, lambda: _backward_args(layer, x, dy, w, mean, rstd, affine),
+        lambda d, a, spin: S.launch_smem_backward(d, a, ws, not layer, spin=spin),
+        lambda a: _grads(layer, a), ("dx", "dgamma", "dbeta"))
+    for name, got in zip(("dx", "dgamma", "dbeta"), grads):
         if got is not None:
             assert_close(got, want[name], dtype, name, scale=2.0)
-    for other in outs[1:]:
-        for name, a, o in zip(("dx", "dgamma", "dbeta"), outs[0], other):
-            if a is not None:
-                assert_bitwise_equal(o, a, name)
 
 
 @pytest.mark.gpu

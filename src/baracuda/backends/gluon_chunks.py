@@ -99,14 +99,6 @@ def wait_prior_grid():
 
 
 @gluon.jit
-def arrive(count_ptr):
-    """Count this program in at its line's counter (release: every thread's partial store
-    is issued first); returns the count seen. Loads issued after it are not held back."""
-    gl.thread_barrier()
-    return gl.atomic_add(count_ptr, 1, sem="release") + 1
-
-
-@gluon.jit
 def poll_from(count_ptr, seen, NCH: gl.constexpr, SPIN):
     """Poll (acquire) from the count `seen` until the line's count reaches NCH, at most SPIN
     times; True when every chunk arrived (their partials visible)."""
@@ -115,13 +107,6 @@ def poll_from(count_ptr, seen, NCH: gl.constexpr, SPIN):
         seen = gl.atomic_add(count_ptr, 0, sem="acquire")
         polls += 1
     return seen >= NCH
-
-
-@gluon.jit
-def wait_arrivals(count_ptr, NCH: gl.constexpr, SPIN):
-    """The second half after `arrive`: poll until the line's NCH chunks arrived; polls at
-    least once, so the last arrival also acquires the others' partials."""
-    return poll_from(count_ptr, gl.atomic_add(count_ptr, 0, sem="acquire"), NCH, SPIN)
 
 
 @gluon.jit
