@@ -1,4 +1,9 @@
-# session 10 GPU call: setup, then the given steps
+#!/usr/bin/env bash
+# One device call, named steps (session 10's experiments): bash scripts/gpu_steps.sh STEP...
+# Steps: tests, bwdtests, normtests, smtests (CUDA test selections), sweep
+# (scripts/norm_bwd_sweep.py; SWEEP_SHAPES / SWEEP_CONFIGS), bits (scripts/norm_bwd_bits.py),
+# graph (scripts/fwbw_graph.py), benchnorm (normalization bench --quick into $OUT), tune
+# (layer_norm tiles at [32768, 1024]), tile (scripts/tile_vs_liger.py). Carry .whl and .commit.
 export PYTHONPATH=$PWD/src:/tmp/site; python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl >/dev/null 2>&1; export BARACUDA_COMMIT=$(cat .commit)
 for step in "$@"; do
   case $step in
