@@ -236,3 +236,21 @@ def test_backward_near_the_pole_at_zero_stays_finite_when_the_product_is(kind):
     want = g64 * (torch.digamma(x64) if kind == "lgamma" else torch.polygamma(1, x64))
     assert_close(dx, want, torch.float32, "dx")
     assert torch.isfinite(dx[:4]).all()
+
+
+@pytest.mark.parametrize("name", ["fmod", "remainder"])
+def test_divisor_gradient_overflows_as_torchs(name):
+    """d/db of fmod / remainder is -dy * trunc(a/b) (floor for remainder) with the quotient in
+    the input type: where a/b passes f32's range it is inf, times any dy, as torch gives,
+    although the exact float64 gradient may be finite for a small dy (the spec's float64
+    reference leaves such divisors out)."""
+    a = torch.tensor([1e3, -1e3, 2.5], device=DEVICE)
+    b = torch.tensor([1e-38, 1e-38, 0.75], device=DEVICE)
+    dy = torch.tensor([1e-5, 1e-5, 0.5], device=DEVICE)
+    grads = []
+    for fn in (getattr(bt, name), getattr(torch, name)):
+        bb = b.clone().requires_grad_()
+        (g,) = torch.autograd.grad(fn(a, bb), bb, dy)
+        grads.append(g)
+    assert torch.isinf(grads[1][:2]).all()  # the case this test is about
+    torch.testing.assert_close(grads[0], grads[1], rtol=0, atol=0)

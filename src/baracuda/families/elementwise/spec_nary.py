@@ -67,10 +67,13 @@ def operand(shape, el, gen, device, lo, hi, layout="contiguous", plant=None, non
     return with_layout(x, layout)
 
 
-def _pair_plants(el, kind=None):
+def _pair_plants(el, kind=None, backward=False):
     sp = [s for s in PAIR_SPECIALS if keeps_subnormals(el) or abs(s) != 1e-40]
-    if kind in (BinaryKind.POW, BinaryKind.ATAN2):
-        # subnormals overflow a**(b-1) and 1/(a*a+b*b) in the compute type, not in float64
+    if kind in (BinaryKind.POW, BinaryKind.ATAN2) or (
+            backward and kind in (BinaryKind.REMAINDER, BinaryKind.FMOD)):
+        # subnormals overflow a**(b-1), 1/(a*a+b*b) and (backward of remainder / fmod) the
+        # quotient a/b in the compute type, not in float64: -dy * trunc(a/b) is then inf
+        # (as torch's backward gives) where the reference may be finite for a small dy
         sp = [s for s in sp if s != 1e-40]
     a = [x for x in sp for _ in sp]
     b = [y for _ in sp for y in sp]
@@ -107,14 +110,14 @@ def _binary_combos(scale):
     yield BinaryKind.SUB, E.U8, E.I16, (N,), (N,), "contiguous"
 
 
-def _make_binary(desc, layout, out_el):
+def _make_binary(desc, layout, out_el, backward=False):
     kind = desc.kind
 
     def make(device, gen):
         (alo, ahi), (blo, bhi) = DOMAIN.get(kind, ((-3.0, 3.0), (-3.0, 3.0)))
         if not desc.a_element.is_float or not desc.b_element.is_float:
             (alo, ahi), (blo, bhi) = INT_DOMAIN.get(kind, ((-20, 20), (-20, 20)))
-        pa, pb = _pair_plants(desc.a_element, kind)
+        pa, pb = _pair_plants(desc.a_element, kind, backward)
         nonzero = kind in DIVIDES
         a = operand(desc.a_shape, desc.a_element, gen, device, alo, ahi, layout, pa)
         b = operand(desc.b_shape, desc.b_element, gen, device, blo, bhi, "contiguous", pb,
@@ -207,7 +210,7 @@ class BinaryBackwardSpec(PlanSpec):
             desc = BinaryBackwardDescriptor(kind, sa, sb, el, el, needs=needs)
 
             def make(device, gen, desc=desc, el=el):
-                fw = _make_binary(desc, "contiguous", el)(device, gen)
+                fw = _make_binary(desc, "contiguous", el, backward=True)(device, gen)
                 dt = el.torch_dtype
                 return BinaryBackwardArgs(
                     dy=_rand_dy(desc.shape, el, gen, device), a=fw.a, b=fw.b,
