@@ -22,6 +22,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy
 
+from .triton_exchange import _poll as triton_poll
 from .triton_exchange import exchange_bytes, fill, split_workspace, zero
 
 #: Columns of one chunk row: a chunk is R x LANE elements, held as R // SL slices.
@@ -99,23 +100,13 @@ def wait_prior_grid():
 
 
 @gluon.jit
-def poll_from(count_ptr, seen, NCH: gl.constexpr, SPIN):
-    """Poll (acquire) from the count `seen` until the line's count reaches NCH, at most SPIN
-    times; True when every chunk arrived (their partials visible)."""
-    polls = 0
-    while (seen < NCH) & (polls < SPIN):
-        seen = gl.atomic_add(count_ptr, 0, sem="acquire")
-        polls += 1
-    return seen >= NCH
-
-
-@gluon.jit
 def count_in_and_poll(count_ptr, NCH: gl.constexpr, SPIN):
     """Arrive at the line's counter (after this program's partial stores) and poll until all
     NCH chunks arrived, at most SPIN times. True when they did (their partials visible)."""
     wait_prior_grid()  # the counters are zeroed by the launch before this one
     gl.thread_barrier()  # every thread's partial store is issued before the arrival (release)
-    return poll_from(count_ptr, gl.atomic_add(count_ptr, 1, sem="acq_rel") + 1, NCH, SPIN)
+    # the Triton exchange's poll (backends/triton_exchange.py): one wait for both dialects
+    return triton_poll(count_ptr, gl.atomic_add(count_ptr, 1, sem="acq_rel") + 1, NCH, SPIN)
 
 
 #: Most chunks per line (a line's partials are merged as one vector).
