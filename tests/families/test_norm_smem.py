@@ -301,3 +301,42 @@ def test_gpu_backward_strided_calls_run_the_triton_launch(layer):
     for name, got in zip(("dx", "dgamma", "dbeta"), _grads(layer, args)):
         if got is not None:
             assert_close(got, want[name], torch.bfloat16, name, scale=2.0)
+
+
+@pytest.mark.parametrize("cand_type", [S.SmemExchangeRMSNorm, S.SmemExchangeLayerNorm,
+                                       S.SmemExchangeRMSNormBackward,
+                                       S.SmemExchangeLayerNormBackward])
+def test_launch_takes_the_shared_memory_kernel_only_for_contiguous_rows(cand_type,
+                                                                      monkeypatch):
+    """Contiguous rows and statistics go to the Gluon launch; a strided row tensor or
+    statistic goes to the Triton candidate's launch (both recorded, not run, on the CPU)."""
+    cand = cand_type()
+    layer, backward = not cand.rms, cand.backward
+    calls = []
+    monkeypatch.setattr(S, "launch_smem" if not backward else "launch_smem_backward",
+                        lambda desc, args, ws, rms: calls.append(("smem", rms)))
+    monkeypatch.setattr(P._RowNormCandidate, "launch",
+                        lambda self, desc, args, ws: calls.append(("triton", self.rms)))
+    shape = (4, 20224)
+
+    def t(strided=False, n=shape):
+        full = torch.randn(*n[:-1], 2 * n[-1]) if strided else torch.randn(n)
+        return full[..., ::2] if strided else full
+
+    def args(strided_row=False, strided_stat=False):
+        stat = torch.randn(4, 2)[:, :1] if strided_stat else torch.randn(4, 1)
+        w, b = t(n=shape[-1:]), t(n=shape[-1:])
+        if backward:
+            kw = dict(dy=t(strided_row), x=t(), rstd=stat, dx=t(), gamma=w, dgamma=t(n=(20224,)))
+            if layer:
+                return bc.LayerNormBackwardArgs(mean=torch.randn(4, 1), dbeta=b, **kw)
+            return bc.RMSNormBackwardArgs(**kw)
+        if layer:
+            return bc.LayerNormArgs(x=t(strided_row), y=t(), mean=torch.randn(4, 1), rstd=stat,
+                                    gamma=w, beta=b)
+        return bc.RMSNormArgs(x=t(strided_row), y=t(), rstd=stat, gamma=w)
+
+    desc = (_bwd_desc if backward else _desc)(layer, shape)
+    for a in (args(), args(strided_row=True), args(strided_stat=True)):
+        cand.launch(desc, a, None)
+    assert calls == [("smem", cand.rms), ("triton", cand.rms), ("triton", cand.rms)]

@@ -38,11 +38,7 @@ from .plans import (
     RMSNormPlan,
     _bwd_layout,
     _forward_ops,
-    _launch_backward,
-    _launch_forward,
     _RowNormCandidate,
-    backward_workspace,
-    forward_workspace,
     reduce_param_partials,
 )
 
@@ -67,42 +63,6 @@ def launch_smem(desc, args, workspace: torch.Tensor, rms: bool,
         NCH=nch, NCH_P2=next_pow2(nch), RMS=rms, HAS_W=args.gamma is not None,
         HAS_B=beta is not None, **cfg,
         launch_pdl=True)  # the kernel's copies overlap the counter fill (wait_prior_grid)
-
-
-class _SmemRowNorm(_RowNormCandidate):
-    """bf16 / f16 long rows on Hopper: chunks in shared memory (cp.async), sums exchanged."""
-
-    replayable = True  # a counter fill and the kernel, both Triton launches with pointer args
-    priority = -10  # before the Triton candidate, where it supports the row
-
-    def supports(self, desc, pref, arch):
-        if desc.has_residual:
-            return "the fused residual variant runs on the Triton candidate"
-        return unsupported(arch, desc.element, desc.norm_total_extent, SINGLE_TILE)
-
-    def workspace_size(self, desc) -> int:
-        own = exchange_workspace_bytes(desc.rows, n_chunks(desc.norm_total_extent))
-        return max(own, forward_workspace(desc))  # the Triton launch runs in it if delegated
-
-    def launch(self, desc, args, workspace) -> None:
-        mean, beta = _forward_ops(args)
-        if contiguous_rows(args.x, args.y, args.gamma, beta) and args.rstd.is_contiguous() \
-                and (mean is None or mean.is_contiguous()):
-            launch_smem(desc, args, workspace, self.rms)
-        else:
-            _launch_forward(desc, args, self.rms, workspace)
-
-
-@register_candidate(RMSNormPlan)
-class SmemExchangeRMSNorm(_SmemRowNorm):
-    name = "gluon_smem_exchange_rms_norm"
-    rms, backward = True, False
-
-
-@register_candidate(LayerNormPlan)
-class SmemExchangeLayerNorm(_SmemRowNorm):
-    name = "gluon_smem_exchange_layer_norm"
-    rms, backward = False, False
 
 
 #: Backward rows up to this many elements stay in registers (layout._bwd_config: 16K for
@@ -198,42 +158,63 @@ def launch_smem_backward(desc, args, workspace: torch.Tensor, rms: bool,
     return kernel if rows else None
 
 
-class _SmemRowNormBackward(_RowNormCandidate):
-    """bf16 / f16 long rows on Hopper: dy and x chunks through a shared-memory ring."""
+class _SmemRowNorm(_RowNormCandidate):
+    """bf16 / f16 long rows on Hopper, chunks through shared memory (cp.async): the forward
+    exchanges sums (launch_smem), the backward walks row groups through a ring of stages
+    (launch_smem_backward). A call whose rows are not contiguous and 16-byte aligned, or
+    whose statistics are strided, runs the Triton candidate's launch in the same workspace."""
 
-    replayable = True  # a counter fill, the kernel and the partial sums: Triton launches
-    priority = -10
+    replayable = True  # fills, the kernel and (backward) the partial sums: Triton launches
+    priority = -10  # before the Triton candidate, where it supports the row
 
     def supports(self, desc, pref, arch):
         if desc.has_residual:
             return "the fused residual variant runs on the Triton candidate"
-        why = unsupported(arch, desc.element, desc.norm_total_extent,
-                          BWD_SINGLE_TILE[not self.rms])
-        nch, _ = bwd_shape(desc)
-        if why is None and nch > BWD_MAX_CHUNKS:
-            why = (f"at most {BWD_MAX_CHUNKS} chunks of {_desc_config(desc)['R'] * 256} "
-                   f"elements per row, got {nch}")
+        in_registers = BWD_SINGLE_TILE[not self.rms] if self.backward else SINGLE_TILE
+        why = unsupported(arch, desc.element, desc.norm_total_extent, in_registers)
+        if why is None and self.backward:
+            nch, _ = bwd_shape(desc)
+            if nch > BWD_MAX_CHUNKS:
+                why = (f"at most {BWD_MAX_CHUNKS} chunks of {_desc_config(desc)['R'] * 256} "
+                       f"elements per row, got {nch}")
         return why
 
     def workspace_size(self, desc) -> int:
-        return max(bwd_smem_workspace(desc), backward_workspace(desc))
+        own = (bwd_smem_workspace(desc) if self.backward else
+               exchange_workspace_bytes(desc.rows, n_chunks(desc.norm_total_extent)))
+        return max(own, super().workspace_size(desc))  # the Triton launch may run in it
 
     def launch(self, desc, args, workspace) -> None:
         mean = getattr(args, "mean", None)
-        if contiguous_rows(args.dy, args.x, args.dx, args.gamma) \
-                and args.rstd.is_contiguous() and (mean is None or mean.is_contiguous()):
-            launch_smem_backward(desc, args, workspace, self.rms)
+        rows = ((args.dy, args.x, args.dx, args.gamma) if self.backward
+                else (args.x, args.y, args.gamma, getattr(args, "beta", None)))
+        if contiguous_rows(*rows) and args.rstd.is_contiguous() \
+                and (mean is None or mean.is_contiguous()):
+            (launch_smem_backward if self.backward else launch_smem)(desc, args, workspace,
+                                                                     self.rms)
         else:
-            _launch_backward(desc, args, workspace, self.rms)
+            super().launch(desc, args, workspace)
+
+
+@register_candidate(RMSNormPlan)
+class SmemExchangeRMSNorm(_SmemRowNorm):
+    name = "gluon_smem_exchange_rms_norm"
+    rms, backward = True, False
+
+
+@register_candidate(LayerNormPlan)
+class SmemExchangeLayerNorm(_SmemRowNorm):
+    name = "gluon_smem_exchange_layer_norm"
+    rms, backward = False, False
 
 
 @register_candidate(RMSNormBackwardPlan)
-class SmemExchangeRMSNormBackward(_SmemRowNormBackward):
+class SmemExchangeRMSNormBackward(_SmemRowNorm):
     name = "gluon_smem_exchange_rms_norm_backward"
     rms, backward = True, True
 
 
 @register_candidate(LayerNormBackwardPlan)
-class SmemExchangeLayerNormBackward(_SmemRowNormBackward):
+class SmemExchangeLayerNormBackward(_SmemRowNorm):
     name = "gluon_smem_exchange_layer_norm_backward"
     rms, backward = False, True
