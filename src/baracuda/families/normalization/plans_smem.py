@@ -83,10 +83,10 @@ BWD_SINGLE_TILE = {False: 16384, True: 8192}
 #: 2048-column chunks: at 1024 columns a 262144-element row's partials vector (256 pairs
 #: over 64 threads) grew layer_norm to 199 registers, too many for its 6 per SM.
 BWD_TABLE = (
-    ((False, 65536), {"R": 4, "NS": 4, "AHEAD": 2, "num_warps": 2, "PER_SM": 8,
-                      "maxnreg": 128}),
+    ((False, 65536), {"R": 2, "NS": 4, "AHEAD": 2, "num_warps": 1, "PER_SM": 12,
+                      "maxnreg": None}),
     ((False, None), {"R": 8, "NS": 4, "AHEAD": 2, "num_warps": 4, "PER_SM": 4, "maxnreg": 128}),
-    ((True, 65536), {"R": 4, "NS": 4, "AHEAD": 2, "num_warps": 2, "PER_SM": 6,
+    ((True, 65536), {"R": 2, "NS": 4, "AHEAD": 2, "num_warps": 1, "PER_SM": 12,
                      "maxnreg": None}),
     ((True, None), {"R": 8, "NS": 4, "AHEAD": 2, "num_warps": 4, "PER_SM": 3, "maxnreg": None}),
 )
