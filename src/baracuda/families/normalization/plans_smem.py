@@ -73,21 +73,21 @@ BWD_SINGLE_TILE = {False: 16384, True: 8192}
 #: stages per tensor, rows published ahead of the one finished, warps, programs per SM (the
 #: row groups G fill them; every program of a group must be resident) and a register cap
 #: that lets that many fit. H100 sweeps (scripts/norm_bwd_sweep.py, kernel-only dy + x + dx
-#: GB/s, bf16; the Triton exchange it replaces in ()): rms [1024, 65536] 2644 (2138) on
-#: 1024-column chunks of 2 warps, 8 per SM under a 128-register cap (2048 columns on 4
-#: warps, 4 per SM: 2602-2620), [256, 262144] 2619 on 2048 columns (its column split:
-#: 1633); layer (168 registers: 6 per SM uncapped; capped at 128 it spilled and ran 2083)
-#: [1024, 65536] 2447 (1969), [4096, 16384] 2110 (1914; 2034 on 2048 columns, 3 per SM).
-#: Two rows ahead beat one (rms 2602 vs 2345 on 2048 columns), 4 stages beat 3, 5 and 6.
-#: ((layer_norm?, longest row or None: the rest), config), first match. Longer rows take
-#: 2048-column chunks: at 1024 columns a 262144-element row's partials vector (256 pairs
-#: over 64 threads) grew layer_norm to 199 registers, too many for its 6 per SM.
+#: GB/s, bf16; the Triton exchange it replaces in ()): rows up to 65536 take 512-column
+#: chunks of one warp, 16 per SM under a 128-register cap (the register file's limit):
+#: rms [1024, 65536] 2648 (2143; 1024 columns on 2 warps, 8 per SM: 2652), layer
+#: [1024, 65536] 2548 (1955; 1024 columns on 2 warps, 6 per SM: 2442), [4096, 16384] 2517
+#: (1878; that 1024-column config: 2119; 12 per SM: 2449). Longer rows take 2048-column
+#: chunks on 4 warps: rms [256, 262144] 2619 (its column split: 1633); at 1024 columns a
+#: 262144-element row's partials vector (256 pairs over 64 threads) grew layer_norm to 199
+#: registers, too many for its 6 per SM. Two rows ahead beat one (rms 2602 vs 2345 on 2048
+#: columns) and three (2393-2513); 4 stages beat 3, 5 and 6.
+#: ((layer_norm?, longest row or None: the rest), config), first match.
+_SHORT_ROWS = {"R": 2, "NS": 4, "AHEAD": 2, "num_warps": 1, "PER_SM": 16, "maxnreg": 128}
 BWD_TABLE = (
-    ((False, 65536), {"R": 2, "NS": 4, "AHEAD": 2, "num_warps": 1, "PER_SM": 12,
-                      "maxnreg": None}),
+    ((False, 65536), _SHORT_ROWS),
     ((False, None), {"R": 8, "NS": 4, "AHEAD": 2, "num_warps": 4, "PER_SM": 4, "maxnreg": 128}),
-    ((True, 65536), {"R": 2, "NS": 4, "AHEAD": 2, "num_warps": 1, "PER_SM": 12,
-                     "maxnreg": None}),
+    ((True, 65536), _SHORT_ROWS),
     ((True, None), {"R": 8, "NS": 4, "AHEAD": 2, "num_warps": 4, "PER_SM": 3, "maxnreg": None}),
 )
 #: Most chunks per row (262144 elements): a group's chunks must all be resident at once
