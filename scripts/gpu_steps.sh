@@ -2,7 +2,7 @@
 # One device call, named steps (session 10's experiments): bash scripts/gpu_steps.sh STEP...
 # Steps: tests, bwdtests, normtests, smtests (CUDA test selections), sweep
 # (scripts/norm_bwd_sweep.py; SWEEP_SHAPES / SWEEP_CONFIGS), fwdsweep (scripts/smem_sweep.py norm,
-# bf16 and f32), ring (scripts/norm_ring_sweep.py), bits (scripts/norm_bwd_bits.py),
+# bf16 and f32), bits (scripts/norm_bwd_bits.py),
 # graph (scripts/fwbw_graph.py), benchnorm (normalization bench --quick into $OUT), tune
 # (layer_norm tiles at [32768, 1024]), tile (scripts/tile_vs_liger.py). Carry .whl and .commit.
 export PYTHONPATH=$PWD/src:/tmp/site; python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl >/dev/null 2>&1; export BARACUDA_COMMIT=$(cat .commit)
@@ -12,7 +12,6 @@ for step in "$@"; do
     sweep) SWEEP_CONFIGS=${SWEEP_CONFIGS:-} timeout 240 python3 scripts/norm_bwd_sweep.py 2>&1 | grep -v Warning ;;
     bwdtests) timeout 300 python3 -m pytest -q -p no:cacheprovider -n 8 -o addopts="" -W ignore --tb=short tests/families/test_norm_smem.py -k backward 2>&1 | grep -E "^E |passed|failed|Error" | head -40 ;;
     fwdsweep) for dt in bfloat16 float32; do SWEEP_DTYPE=$dt SWEEP_SHAPES=${SWEEP_SHAPES:-1024x65536} timeout 150 python3 scripts/smem_sweep.py norm 2>&1 | grep -v Warning; done ;;
-    ring) for dt in ${RING_DTYPES:-bfloat16 float32}; do SWEEP_DTYPE=$dt timeout 200 python3 scripts/norm_ring_sweep.py 2>&1 | grep -v Warning; done ;;
     bits) timeout 200 python3 scripts/norm_bwd_bits.py 2>&1 | grep -v Warning ;;
     benchnorm) timeout 300 python3 -m baracuda.cli bench --family normalization --quick --json $OUT/norm.json 2>&1 | grep -v "it/s\]" | tail -3; python3 scripts/bench_to_md.py $OUT/norm.json ;;
     graph) timeout 200 python3 scripts/fwbw_graph.py 2>&1 | grep -v Warning; timeout 150 python3 scripts/fwbw_graph.py float32 2>&1 | grep -v Warning ;;

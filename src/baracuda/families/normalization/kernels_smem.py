@@ -116,16 +116,8 @@ def pair_sums(xhat, wdy):
 
 
 @gluon.jit
-def ring_row_stats(x_ptr, mean_ptr, rstd_ptr, row, M, FORWARD: gl.constexpr,
-                   RMS: gl.constexpr):
-    """What a ring step needs of a row before its pairs, as (mean, rstd): the backward's
-    saved statistics (rms_norm has no mean: 0); the forward's shift k in place of the mean
-    (the row's first element for layer_norm, so that the variance does not cancel when
-    |mean| >> std, as the loop forward's shift in kernels.py; 0 for rms_norm) and 1."""
-    if FORWARD:
-        if RMS:
-            return 0.0, 1.0
-        return gl.load(x_ptr + row.to(gl.int64) * M).to(gl.float32), 1.0
+def row_stats(mean_ptr, rstd_ptr, row, RMS: gl.constexpr):
+    """(mean, rstd) saved by the forward; rms_norm has no mean (0)."""
     rstd = gl.load(rstd_ptr + row).to(gl.float32)
     if RMS:
         return 0.0, rstd
@@ -133,36 +125,23 @@ def ring_row_stats(x_ptr, mean_ptr, rstd_ptr, row, M, FORWARD: gl.constexpr,
 
 
 @gluon.jit
-def ring_terms(dy, x, w, mean, rstd, live, FORWARD: gl.constexpr, HAS_W: gl.constexpr):
-    """The two factors (a, b) of a chunk's pairs sum(a b), sum(b) (pair_sums): the forward's
-    (d, d), d = x - k (k in `mean`), so the pairs are sum(d^2), sum(d); the backward's
-    (xhat, w dy). 0 past the row's end."""
-    if FORWARD:
-        d = gl.where(live, x - mean, 0.0)
-        return d, d
-    return grad_terms(dy, x, w, mean, rstd, live, HAS_W)
-
-
-@gluon.jit
-def row_norm_ring_kernel(
-    dy_ptr, x_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, out_ptr, part_ptr, slot_ptr,
-    n_rows, M, G, group_rows, eps, SPIN,
+def row_norm_bwd_smem_kernel(
+    dy_ptr, x_ptr, w_ptr, mean_ptr, rstd_ptr, dx_ptr, part_ptr, slot_ptr,
+    n_rows, M, G, group_rows, SPIN,
     NCH: gl.constexpr, NCH_P2: gl.constexpr, R: gl.constexpr, NS: gl.constexpr,
-    AHEAD: gl.constexpr, FORWARD: gl.constexpr, RMS: gl.constexpr, HAS_W: gl.constexpr,
-    HAS_B: gl.constexpr, num_warps: gl.constexpr,
+    AHEAD: gl.constexpr, RMS: gl.constexpr, HAS_W: gl.constexpr, HAS_DB: gl.constexpr,
+    num_warps: gl.constexpr,
 ):
-    """Long 16-bit rows, forward or backward, program id = group * NCH + chunk: a group's NCH
+    """Backward of long 16-bit rows, program id = group * NCH + chunk: a group's NCH
     programs walk its rows together, as kernels_exchange.row_norm_bwd_exchange_kernel does,
-    but each row's chunk of x (and, backward, dy) lands in a ring of NS shared-memory stages
-    (cp.async, issued NS rows ahead) instead of registers, and the pairs are swapped through
-    NaN-set slots, not counters (gluon_chunks.published_pairs: no fence or atomic per row).
-    Step `row`: publish row `row` from its stage (forward: sum((x-k)^2), sum(x-k); backward:
-    sum(w dy xhat), sum(w dy) into its slot, and the dgamma / dbeta partials in registers),
-    then finish row `row - AHEAD` (its chunks have usually all published by now): take its
-    chunk from the stage into registers, refill the stage with row `row - AHEAD + NS`, gather
-    the row's pairs in chunk order and write y (and, chunk 0, mean and rstd) or dx. DRAM
-    traffic: each input read once, each output written once, no L2 re-read. HAS_B: the
-    forward adds beta, the backward writes dbeta."""
+    but each row's chunks of dy and x land in a ring of NS shared-memory stages (cp.async,
+    issued NS rows ahead) instead of registers, and the pairs are swapped through NaN-set
+    slots, not counters (gluon_chunks.published_pairs: no fence or atomic per row). Step
+    `row`: publish row `row` from its stage (sum(w dy xhat) and sum(w dy) into its slot,
+    dgamma / dbeta partials in registers), then finish row `row - AHEAD` (its chunks have
+    usually all published by now): take its chunk from the stage into registers, refill the
+    stage with row `row - AHEAD + NS`, gather the row's pairs in chunk order and write dx.
+    DRAM traffic: dy and x read once, dx written once, no L2 re-read."""
     gl.static_assert(NS > AHEAD)  # a stage is refilled only once its row is finished
     gl.static_assert(AHEAD >= 1)  # a row is finished only after its own arrival
     layout: gl.constexpr = slice_layout(num_warps)
@@ -171,51 +150,42 @@ def row_norm_ring_kernel(
     c = pid % NCH
     cols = slice_cols(c, 0, R, R, num_warps)
     live = cols < M
+    dy_ring = gl.allocate_shared_memory(dy_ptr.dtype.element_ty, [NS, R, LANE], UNSWIZZLED)
     x_ring = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [NS, R, LANE], UNSWIZZLED)
-    if not FORWARD:
-        dy_ring = gl.allocate_shared_memory(dy_ptr.dtype.element_ty, [NS, R, LANE],
-                                            UNSWIZZLED)
     r0 = group * group_rows
     r1 = gl.minimum(r0 + group_rows, n_rows)
     for k in gl.static_range(NS):  # one copy group per stage, empty past the group's rows
         if r0 + k < r1:
             off = (r0 + k).to(gl.int64) * M
-            if not FORWARD:
-                copy_slice(dy_ring.index(k), dy_ptr + off, c, 0, M, R, R, num_warps)
+            copy_slice(dy_ring.index(k), dy_ptr + off, c, 0, M, R, R, num_warps)
             copy_slice(x_ring.index(k), x_ptr + off, c, 0, M, R, R, num_warps)
         async_copy.commit_group()
     w = 1.0
     if HAS_W:
         w = gl.load(w_ptr + cols, mask=live, other=0.0).to(gl.float32)
-    if FORWARD and HAS_B:
-        beta = gl.load(b_ptr + cols, mask=live, other=0.0).to(gl.float32)
     dg = gl.zeros([R, LANE], gl.float32, layout)
     db = gl.zeros([R, LANE], gl.float32, layout)
     wait_prior_grid()  # the slots are set to NaN by the launch before this one
     for step in range(r0, r1 + AHEAD):
         done = step - AHEAD
-        # the finished row's statistics (forward: its shift), loaded first so their latency
-        # hides behind the publish (a valid row even when nothing is finished yet)
-        f_mean, f_rstd = ring_row_stats(x_ptr, mean_ptr, rstd_ptr, gl.maximum(done, r0), M,
-                                        FORWARD, RMS)
+        # the finished row's statistics, loaded first so their latency hides behind the
+        # publish (a valid row even when nothing is finished yet)
+        f_mean, f_rstd = row_stats(mean_ptr, rstd_ptr, gl.maximum(done, r0), RMS)
         if step < r1:  # publish row `step`
             # groups issued so far: NS + (step - r0 - AHEAD) refills; row `step` is the
             # (step - r0)-th, so at most NS - AHEAD - 1 may still be in flight
             async_copy.wait_group(NS - AHEAD - 1)
             gl.thread_barrier()
             stage = (step - r0) % NS  # the prologue put row r0 + k in stage k
+            dy = gl.where(live, dy_ring.index(stage).load(layout).to(gl.float32), 0.0)
             x = x_ring.index(stage).load(layout).to(gl.float32)
-            dy = x
-            if not FORWARD:
-                dy = gl.where(live, dy_ring.index(stage).load(layout).to(gl.float32), 0.0)
-            mean, rstd = ring_row_stats(x_ptr, mean_ptr, rstd_ptr, step, M, FORWARD, RMS)
-            fa, fb = ring_terms(dy, x, w, mean, rstd, live, FORWARD, HAS_W)
-            a1, a2 = pair_sums(fa, fb)
-            if not FORWARD:
-                if HAS_W:
-                    dg += dy * fa
-                if HAS_B:
-                    db += dy
+            mean, rstd = row_stats(mean_ptr, rstd_ptr, step, RMS)
+            xhat, wdy = grad_terms(dy, x, w, mean, rstd, live, HAS_W)
+            a1, a2 = pair_sums(xhat, wdy)
+            if HAS_W:
+                dg += dy * xhat
+            if HAS_DB:
+                db += dy
             slot = slot_ptr + (step.to(gl.int64) * NCH + c) * 2
             gl.store(slot, a1)
             gl.store(slot + 1, a2)
@@ -223,14 +193,12 @@ def row_norm_ring_kernel(
             # its chunk into registers first (as stored: 16-bit values, half the registers of
             # f32 terms), so its stage is refilled before the wait for the row's partials
             stage = (done - r0) % NS
+            dy_held = dy_ring.index(stage).load(layout)
             x_held = x_ring.index(stage).load(layout)
-            if not FORWARD:
-                dy_held = dy_ring.index(stage).load(layout)
             gl.thread_barrier()  # every thread read the stage before it is refilled
             if done + NS < r1:
                 nxt = (done + NS).to(gl.int64) * M
-                if not FORWARD:
-                    copy_slice(dy_ring.index(stage), dy_ptr + nxt, c, 0, M, R, R, num_warps)
+                copy_slice(dy_ring.index(stage), dy_ptr + nxt, c, 0, M, R, R, num_warps)
                 copy_slice(x_ring.index(stage), x_ptr + nxt, c, 0, M, R, R, num_warps)
             async_copy.commit_group()
             off = done.to(gl.int64) * M
@@ -241,49 +209,27 @@ def row_norm_ring_kernel(
                 for other in range(NCH):
                     oc = slice_cols(other, 0, R, R, num_warps)
                     o_live = oc < M
+                    o_dy = gl.load(dy_ptr + off + oc, mask=o_live, other=0.0).to(gl.float32)
                     o_x = gl.load(x_ptr + off + oc, mask=o_live, other=0.0).to(gl.float32)
-                    o_dy = o_x
                     o_w = 1.0
-                    if not FORWARD:
-                        o_dy = gl.load(dy_ptr + off + oc, mask=o_live, other=0.0).to(
-                            gl.float32)
-                        if HAS_W:
-                            o_w = gl.load(w_ptr + oc, mask=o_live, other=0.0).to(gl.float32)
-                    o_a, o_b = ring_terms(o_dy, o_x, o_w, f_mean, f_rstd, o_live, FORWARD,
-                                          HAS_W)
-                    b1, b2 = pair_sums(o_a, o_b)
+                    if HAS_W:
+                        o_w = gl.load(w_ptr + oc, mask=o_live, other=0.0).to(gl.float32)
+                    o_xhat, o_wdy = grad_terms(o_dy, o_x, o_w, f_mean, f_rstd, o_live, HAS_W)
+                    b1, b2 = pair_sums(o_xhat, o_wdy)
                     p1 = gl.where(po == other, b1, p1)
                     p2 = gl.where(po == other, b2, p2)
-            if FORWARD:
-                m1 = gl.sum(p2, axis=0) / M
-                if RMS:
-                    y_mean = 0.0
-                    var = gl.sum(p1, axis=0) / M
-                else:
-                    y_mean = f_mean + m1
-                    var = gl.maximum(gl.sum(p1, axis=0) / M - m1 * m1, 0.0)
-                y_rstd = 1.0 / gl.sqrt(var + eps)
-                if c == 0:
-                    if not RMS:
-                        gl.store(mean_ptr + done, y_mean)
-                    gl.store(rstd_ptr + done, y_rstd)
-                out = (x_held.to(gl.float32) - y_mean) * y_rstd * w
-                if HAS_B:
-                    out += beta
+            c1 = gl.sum(p1, axis=0) / M
+            xhat, wdy = grad_terms(dy_held.to(gl.float32), x_held.to(gl.float32), w, f_mean,
+                                   f_rstd, live, HAS_W)
+            if RMS:
+                dx = (wdy - xhat * c1) * f_rstd
             else:
-                c1 = gl.sum(p1, axis=0) / M
-                xhat, wdy = grad_terms(dy_held.to(gl.float32), x_held.to(gl.float32), w,
-                                       f_mean, f_rstd, live, HAS_W)
-                if RMS:
-                    out = (wdy - xhat * c1) * f_rstd
-                else:
-                    out = (wdy - xhat * c1 - gl.sum(p2, axis=0) / M) * f_rstd
-            gl.store(out_ptr + off + cols, out.to(out_ptr.dtype.element_ty), mask=live)
-    if not FORWARD:
-        if HAS_W:  # the group's dgamma partial: row `group` of [G, M]
-            gl.store(part_ptr + group.to(gl.int64) * M + cols, dg, mask=live)
-        if HAS_B:  # then dbeta's [G, M] (or alone without gamma)
-            db_row = group.to(gl.int64)
-            if HAS_W:
-                db_row += G
-            gl.store(part_ptr + db_row * M + cols, db, mask=live)
+                dx = (wdy - xhat * c1 - gl.sum(p2, axis=0) / M) * f_rstd
+            gl.store(dx_ptr + off + cols, dx.to(dx_ptr.dtype.element_ty), mask=live)
+    if HAS_W:  # the group's dgamma partial: row `group` of [G, M]
+        gl.store(part_ptr + group.to(gl.int64) * M + cols, dg, mask=live)
+    if HAS_DB:  # then dbeta's [G, M] (or alone without gamma)
+        db_row = group.to(gl.int64)
+        if HAS_W:
+            db_row += G
+        gl.store(part_ptr + db_row * M + cols, db, mask=live)

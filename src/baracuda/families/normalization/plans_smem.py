@@ -26,14 +26,10 @@ from ...backends.gluon_chunks import (
 from ...backends.triton_exchange import SPIN_LIMIT
 from ...backends.triton_support import next_pow2, sm_count
 from ...core.registry import register_candidate
-from .descriptors import (
-    LayerNormBackwardDescriptor,
-    LayerNormDescriptor,
-    RMSNormBackwardDescriptor,
-)
+from .descriptors import LayerNormBackwardDescriptor
 from .kernels_smem import (  # imported here: enable_fast_launch sees them
+    row_norm_bwd_smem_kernel,
     row_norm_fwd_smem_kernel,
-    row_norm_ring_kernel,
 )
 from .plans import (
     LayerNormBackwardPlan,
@@ -104,37 +100,26 @@ def smem_bwd_config(layer: bool, extent: int) -> dict:
     for (kind, longest), cfg in BWD_TABLE:
         if kind == layer and (longest is None or extent <= longest):
             return cfg
-    raise AssertionError("BWD_TABLE ends with a catch-all row per kind")
-
-
-def _backward(desc) -> bool:
-    return isinstance(desc, (RMSNormBackwardDescriptor, LayerNormBackwardDescriptor))
-
-
-def _layer(desc) -> bool:
-    return isinstance(desc, (LayerNormDescriptor, LayerNormBackwardDescriptor))
+    raise AssertionError("the table ends with a catch-all row per kind")
 
 
 def _desc_config(desc) -> dict:
-    return smem_bwd_config(_layer(desc), desc.norm_total_extent)
+    return smem_bwd_config(isinstance(desc, LayerNormBackwardDescriptor), desc.norm_total_extent)
 
 
 def bwd_shape(desc, cfg: dict | None = None) -> tuple[int, int]:
-    """(chunks per row, row groups) of a ring launch."""
+    """(chunks per row, row groups) of the backward launch."""
     cfg = cfg or _desc_config(desc)
     nch = -(-desc.norm_total_extent // (cfg["R"] * 256))
     return nch, max(1, min(desc.rows, cfg["PER_SM"] * sm_count() // nch))
 
 
 def _param_parts(desc) -> int:
-    """dgamma / dbeta partial rows per group (the backward's; none for the forward)."""
-    if not _backward(desc):
-        return 0
     return int(desc.has_gamma) + int(getattr(desc, "has_beta", False))
 
 
 def bwd_smem_workspace(desc) -> int:
-    """The [G, M] f32 dgamma / dbeta partials (backward), then the slots of the rows' pairs."""
+    """The [G, M] f32 dgamma / dbeta partials, then the slots of the rows' partial pairs."""
     nch, groups = bwd_shape(desc)
     return (4 * _param_parts(desc) * groups * desc.norm_total_extent
             + slots_workspace_bytes(desc.rows, nch))
@@ -142,12 +127,10 @@ def bwd_smem_workspace(desc) -> int:
 
 def launch_smem_backward(desc, args, workspace: torch.Tensor, rms: bool,
                          spin: int = SPIN_LIMIT, cfg: dict | None = None) -> None:
-    """One launch of the shared-memory ring over contiguous rows, forward or backward (by the
-    descriptor); the backward then sums its dgamma / dbeta partials in fixed order (spin=0:
-    the no-wait path; cfg: another BWD_TABLE row, for sweeps; the workspace must then fit
-    it). Returns the compiled kernel (None for no rows)."""
+    """One launch of the shared-memory backward over contiguous rows, then the fixed-order sum
+    of the dgamma / dbeta partials (spin=0: the no-wait path; cfg: another BWD_TABLE row, for
+    sweeps; the workspace must then fit it). Returns the compiled kernel (None for no rows)."""
     cfg = dict(cfg or _desc_config(desc))
-    backward = _backward(desc)
     m, rows = desc.norm_total_extent, desc.rows
     nch, groups = bwd_shape(desc, cfg)
     cfg.pop("PER_SM")
@@ -155,20 +138,20 @@ def launch_smem_backward(desc, args, workspace: torch.Tensor, rms: bool,
         cfg.pop("maxnreg", None)
     n_part = 4 * _param_parts(desc) * groups * m
     part = workspace[:n_part].view(torch.float32)
-    mean, beta = _forward_ops(args)
     dbeta = getattr(args, "dbeta", None)
+    mean = getattr(args, "mean", None)
     if rows:
         slots = fresh_slots(workspace[n_part:], rows, nch)
         x = args.x
-        dy, out = (args.dy, args.dx) if backward else (x, args.y)
-        kernel = row_norm_ring_kernel[(groups * nch,)](
-            dy, x, x if args.gamma is None else args.gamma, x if beta is None else beta,
-            args.rstd if mean is None else mean, args.rstd, out, part if n_part else slots,
-            slots, rows, m, groups, -(-rows // groups), 0.0 if backward else desc.eps, spin,
-            NCH=nch, NCH_P2=max(next_pow2(nch), 32 * cfg["num_warps"]), FORWARD=not backward,
-            RMS=rms, HAS_W=desc.has_gamma, HAS_B=getattr(desc, "has_beta", False), **cfg,
+        kernel = row_norm_bwd_smem_kernel[(groups * nch,)](
+            args.dy, x, x if args.gamma is None else args.gamma,
+            args.rstd if mean is None else mean, args.rstd, args.dx, part, slots,
+            rows, m, groups, -(-rows // groups), spin,
+            NCH=nch, NCH_P2=max(next_pow2(nch), 32 * cfg["num_warps"]), RMS=rms,
+            HAS_W=desc.has_gamma,
+            HAS_DB=getattr(desc, "has_beta", False), **cfg,
             launch_pdl=True)  # the first copies overlap the slot fill (wait_prior_grid)
-    if backward and (args.dgamma is not None or dbeta is not None):
+    if args.dgamma is not None or dbeta is not None:
         who = "RMSNormBackwardPlan" if rms else "LayerNormBackwardPlan"
         reduce_param_partials(desc, args, part, groups if rows else 0,
                               _bwd_layout(who, desc, args))

@@ -202,7 +202,6 @@ class _FwdSpec(PlanSpec):
                              kernel, sig, const, num_warps=warps,
                              divisible=_aligned_ints(sig))
         yield from _smem_fwd_variants(self.rms)
-        yield from _smem_ring_variants(self.rms, forward=True)
 
 
 def _smem_fwd_variants(rms: bool):
@@ -226,11 +225,11 @@ def _smem_fwd_variants(rms: bool):
                          divisible=("M", "stride_x", "stride_y"))
 
 
-def _smem_ring_variants(rms: bool, forward: bool = False):
-    """The Hopper shared-memory ring (Gluon), backward or forward, each row of its table; the
-    check fails when a variant's registers would not let PER_SM programs share an SM (its grid
-    must be resident at once)."""
-    from .kernels_smem import row_norm_ring_kernel as kernel
+def _smem_bwd_variants(rms: bool):
+    """The Hopper shared-memory ring backward (Gluon), each row of its table; the check fails
+    when a variant's registers would not let PER_SM programs share an SM (its grid must be
+    resident at once)."""
+    from .kernels_smem import row_norm_bwd_smem_kernel as kernel
     from .plans_smem import smem_bwd_config
 
     for element, extent in itertools.product((ElementKind.BF16, ElementKind.F16),
@@ -238,16 +237,15 @@ def _smem_ring_variants(rms: bool, forward: bool = False):
         table = smem_bwd_config(not rms, extent)
         cfg = {k: v for k, v in table.items() if k not in ("PER_SM", "maxnreg")}
         t = "*" + triton_dtype(element.torch_dtype)
-        sig = {n: t for n in ("dy_ptr", "x_ptr", "w_ptr", "b_ptr")}
-        sig.update({"mean_ptr": "*fp32", "rstd_ptr": "*fp32", "out_ptr": t, "part_ptr": "*fp32",
-                    "slot_ptr": "*fp32", "n_rows": "i32", "M": "i32", "G": "i32",
-                    "group_rows": "i32", "eps": "fp32", "SPIN": "i32"})
+        sig = {n: t for n in ("dy_ptr", "x_ptr", "w_ptr", "dx_ptr")}
+        sig.update({"mean_ptr": "*fp32", "rstd_ptr": "*fp32", "part_ptr": "*fp32",
+                    "slot_ptr": "*fp32", "n_rows": "i32", "M": "i32",
+                    "G": "i32", "group_rows": "i32", "SPIN": "i32"})
         nch = -(-extent // (cfg["R"] * 256))
-        const = dict(cfg, NCH=nch, NCH_P2=max(nch, 32 * cfg["num_warps"]), FORWARD=forward,
-                     RMS=rms, HAS_W=True, HAS_B=not rms)
+        const = dict(cfg, NCH=nch, NCH_P2=max(nch, 32 * cfg["num_warps"]), RMS=rms,
+                     HAS_W=True, HAS_DB=not rms)
         sig.update({n: "constexpr" for n in const})
-        yield AotVariant(f"{'fwd ring' if forward else 'bwd smem'} {'rms' if rms else 'ln'} "
-                         f"{element.value} N={extent}",
+        yield AotVariant(f"bwd smem {'rms' if rms else 'ln'} {element.value} N={extent}",
                          kernel, sig, const, num_warps=cfg["num_warps"], divisible=("M",),
                          maxnreg=table["maxnreg"],
                          max_registers=65536 // (table["PER_SM"] * 32 * cfg["num_warps"]))
@@ -414,7 +412,7 @@ class _BwdSpec(PlanSpec):
             yield AotVariant(f"bwd {'rms' if self.rms else 'ln'} {element.value} N={extent}",
                              row_norm_bwd_kernel, sig, const, num_warps=warps,
                              divisible=_aligned_ints(sig), max_spill_bytes=allowed)
-        yield from _smem_ring_variants(self.rms)
+        yield from _smem_bwd_variants(self.rms)
         if self.rms:
             for extent in (1024, 65536):
                 pcfg = partial_config(extent, 264)
