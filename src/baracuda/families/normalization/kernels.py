@@ -366,12 +366,14 @@ def row_norm_bwd_kernel(
 
 @triton.jit
 def partial_sum_kernel(
-    part_ptr, part_off, out_ptr, G, M, IN1, IN2, osa, osb, osc,
+    part_ptr, out_ptr, out2_ptr, G, M, IN1, IN2, osa, osb, osc, os2a, os2b, os2c,
     NI: tl.constexpr, ACC: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_C: tl.constexpr,
 ):
-    """out[c] = sum over g of part[part_off + g * M + c], in a fixed order (the second, tiny
-    stage). The offset selects dgamma's or dbeta's partials without a host-side view."""
-    part_ptr += part_off
+    """out[c] = sum over g of part[g * M + c], in a fixed order (the second, tiny stage);
+    programs of grid axis 1 = 1 sum the next [G, M] block into out2: dgamma and dbeta in one
+    launch (a second launch cost ~4 us, 3% of a layer_norm backward at [32768, 1024])."""
+    second = tl.program_id(1)
+    part_ptr += second.to(tl.int64) * G * M
     pid = tl.program_id(0).to(tl.int64)
     cols = pid * BLOCK_C + tl.arange(0, BLOCK_C).to(tl.int64)
     cm = cols < M
@@ -381,9 +383,11 @@ def partial_sum_kernel(
         g = start + gi
         acc += tl.load(part_ptr + g[:, None] * M + cols[None, :],
                        mask=(g < G)[:, None] & cm[None, :], other=0.0)
-    total = tl.sum(acc, 0)
-    tl.store(out_ptr + _col_off(cols, IN1, IN2, osa, osb, osc, NI),
-             total.to(out_ptr.dtype.element_ty), mask=cm)
+    total = tl.sum(acc, 0).to(out_ptr.dtype.element_ty)
+    if second == 0:
+        tl.store(out_ptr + _col_off(cols, IN1, IN2, osa, osb, osc, NI), total, mask=cm)
+    else:
+        tl.store(out2_ptr + _col_off(cols, IN1, IN2, os2a, os2b, os2c, NI), total, mask=cm)
 
 
 def cdiv(a: int, b: int) -> int:

@@ -398,27 +398,31 @@ def _launch_backward(desc, args, workspace, rms: bool) -> None:
 
 def reduce_param_partials(desc, args, part, g: int, lay) -> None:
     """dgamma / dbeta = the column sums of the [g, M] partials in `part` (dgamma's first),
-    in a fixed order (partial_sum_kernel): the second stage of every backward path."""
+    in a fixed order (partial_sum_kernel, one launch for both): the second stage of every
+    backward path."""
     m = desc.norm_total_extent
-    dbeta = getattr(args, "dbeta", None)
-    pgrid, pcfg = _partial_launch(m, g)
     i = lay.inner
-    for k, (out, stride) in enumerate(((args.dgamma, i[5]), (dbeta, i[6]))):
-        if out is None:
-            continue
-        if g == 0:  # empty batch: the sums over no rows are zero
+    outs = [(out, stride) for out, stride in ((args.dgamma, i[5]),
+                                              (getattr(args, "dbeta", None), i[6]))
+            if out is not None]
+    if not outs:
+        return
+    if g == 0:  # empty batch: the sums over no rows are zero
+        for out, _ in outs:
             out.zero_()
-            continue
-        off = (k if args.dgamma is not None else 0) * g * m
-        partial_sum_kernel[pgrid](part, off, out, g, m, lay.in1, lay.in2, *stride, NI=lay.ni,
-                                  ACC=acc_type(desc.element), **pcfg)
+        return
+    (out, stride), (out2, stride2) = outs[0], outs[-1]
+    pgrid, pcfg = _partial_launch(m, g)
+    partial_sum_kernel[(pgrid, len(outs))](part, out, out2, g, m, lay.in1, lay.in2, *stride,
+                                           *stride2, NI=lay.ni, ACC=acc_type(desc.element),
+                                           **pcfg)
 
 
 @functools.lru_cache(maxsize=2048)
 def _partial_launch(m: int, g: int):
     """Grid and constexprs of the partial sum over g rows of M columns."""
     pcfg = partial_config(m, g)
-    return (cdiv(m, pcfg["BLOCK_C"]),), pcfg
+    return cdiv(m, pcfg["BLOCK_C"]), pcfg
 
 
 @functools.lru_cache(maxsize=2048)

@@ -193,16 +193,15 @@ class _ChanCandidate(Candidate):
                 HAS_DB=args.dbeta is not None, WANT_DG=args.dgamma is not None,
                 ACC=acc_type(desc.element), BLOCK=BLOCK, num_warps=4,
             )
-        for i, out in enumerate((args.dgamma, args.dbeta)):
-            if out is None:
-                continue
-            if not (n and s):  # empty batch: sums over nothing
+        outs = [out for out in (args.dgamma, args.dbeta) if out is not None]
+        if outs and not (n and s):  # empty batch: sums over nothing
+            for out in outs:
                 out.zero_()
-                continue
-            off = (i if args.dgamma is not None else 0) * rows * c
-            partial_sum_kernel[(cdiv(c, 64),)](
-                part, off, out, rows, c, 1, c, 0, 0, out.stride(0), NI=1,
-                ACC=acc_type(desc.element), BLOCK_G=16, BLOCK_C=64, num_warps=4,
+        elif outs:
+            partial_sum_kernel[(cdiv(c, 64), len(outs))](
+                part, outs[0], outs[-1], rows, c, 1, c, 0, 0, outs[0].stride(0), 0, 0,
+                outs[-1].stride(0), NI=1, ACC=acc_type(desc.element), BLOCK_G=16, BLOCK_C=64,
+                num_warps=4,
             )
 
 

@@ -417,9 +417,10 @@ class _BwdSpec(PlanSpec):
             for extent in (1024, 65536):
                 pcfg = partial_config(extent, 264)
                 warps = pcfg.pop("num_warps")
-                const = dict(pcfg, NI=1, ACC=acc_type(ElementKind.F32), osc=1)
-                sig = {"part_ptr": "*fp32", "part_off": "i64", "out_ptr": "*bf16", "G": "i64",
-                       "M": "i64", "IN1": "i64", "IN2": "i64", "osa": "i64", "osb": "i64"}
+                const = dict(pcfg, NI=1, ACC=acc_type(ElementKind.F32), osc=1, os2c=1)
+                sig = {"part_ptr": "*fp32", "out_ptr": "*bf16", "out2_ptr": "*bf16", "G": "i64",
+                       "M": "i64", "IN1": "i64", "IN2": "i64", "osa": "i64", "osb": "i64",
+                       "os2a": "i64", "os2b": "i64"}
                 sig.update({n: "constexpr" for n in const})
                 yield AotVariant(f"partial sum N={extent}", partial_sum_kernel, sig, const,
                                  num_warps=warps, divisible=_aligned_ints(sig))
