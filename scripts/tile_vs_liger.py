@@ -18,7 +18,7 @@ from baracuda.families.softmax import plans as P
 
 SHAPES = ((32768, 1024), (4096, 16384))
 #: (rows per program, warps) tried beside the table's tile, per line length
-VARIANTS = {1024: ((1, 2), (1, 4), (2, 4), (4, 4), (2, 8), (8, 8)),
+VARIANTS = {1024: ((1, 2), (4, 8), (4, 4), (2, 4), (1, 8)),
             16384: ((1, 8), (1, 32))}
 
 

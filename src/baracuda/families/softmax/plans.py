@@ -97,6 +97,10 @@ def launch_config(extent: int, element: ElementKind, rows: int = 1 << 20,
         block = next_pow2(extent)
         # short lines: several per program so each program moves >= ~8 KB
         rows_per = max(1, min(16, 4096 // block)) if block <= 2048 else 1
+        if not backward and block == 1024:  # but one line per program on 4 warps forward:
+            # H100 kernel-only GB/s at [32768, 1024] (scripts/tile_vs_liger.py, sessions 10
+            # and 11): f32 2950-2952 vs 2904 for 4 lines, bf16 2884 vs 2872 (Liger 2953 / 2898)
+            rows_per = 1
         elems = block * rows_per
         warps = 4 if elems <= 1024 else 8 if elems <= 4096 else 16
         if size == 4 and rows_per > 1:  # f32 short lines: 32 elements per thread, 2880 vs
