@@ -67,9 +67,6 @@ def row_norm_fwd_smem_kernel(
         k = gl.load(x_row).to(gl.float32)  # one scalar per program (L2 after the first)
 
     t1, t2 = chunk_sums(slices, x_row, c, M, k, False, R, SL, num_warps)
-    # the first slice's gamma / beta are loaded before the wait for the row's partials, and
-    # each later slice's one slice ahead: their L2 latency no longer stalls the write
-    w_next, b_next = slice_params(w_ptr, b_ptr, c, 0, M, HAS_W, HAS_B, R, SL, num_warps)
     p1, p2 = exchange_pairs(t1, t2, part_ptr, count_ptr, slices, x_row, row, M, k, SPIN,
                             chunk_sums, 0.0, NCH, NCH_P2, R, SL, num_warps)
     m1 = gl.sum(p1, axis=0) / M
@@ -88,33 +85,14 @@ def row_norm_fwd_smem_kernel(
     y_row = y_ptr + row.to(gl.int64) * stride_y
     for s in range(R // SL):
         cols = slice_cols(c, s, R, SL, num_warps)
-        w_s, b_s = w_next, b_next
-        # (past the last slice: masked off, no load)
-        w_next, b_next = slice_params(w_ptr, b_ptr, c, s + 1, M, HAS_W, HAS_B, R, SL,
-                                      num_warps)
+        live = cols < M
         x = slices.index(s).load(slice_layout(num_warps)).to(gl.float32)
         y = (x - mean) * rstd
         if HAS_W:
-            y = y * w_s.to(gl.float32)
+            y = y * gl.load(w_ptr + cols, mask=live, other=0.0).to(gl.float32)
         if HAS_B:
-            y = y + b_s.to(gl.float32)
-        gl.store(y_row + cols, y.to(y_ptr.dtype.element_ty), mask=cols < M)
-
-
-@gluon.jit
-def slice_params(w_ptr, b_ptr, c, s, M, HAS_W: gl.constexpr, HAS_B: gl.constexpr,
-                 R: gl.constexpr, SL: gl.constexpr, num_warps: gl.constexpr):
-    """gamma and beta over slice s of chunk c as stored (0 where absent, past the row's end
-    or past the chunk's last slice)."""
-    cols = slice_cols(c, s, R, SL, num_warps)
-    live = (cols < M) & (s < R // SL)
-    w = gl.zeros([SL, LANE], w_ptr.dtype.element_ty, slice_layout(num_warps))
-    b = gl.zeros([SL, LANE], b_ptr.dtype.element_ty, slice_layout(num_warps))
-    if HAS_W:
-        w = gl.load(w_ptr + cols, mask=live, other=0.0)
-    if HAS_B:
-        b = gl.load(b_ptr + cols, mask=live, other=0.0)
-    return w, b
+            y = y + gl.load(b_ptr + cols, mask=live, other=0.0).to(gl.float32)
+        gl.store(y_row + cols, y.to(y_ptr.dtype.element_ty), mask=live)
 
 
 @gluon.jit
