@@ -2,9 +2,9 @@
 """rms_norm / layer_norm forward+backward through each library's torch function, captured in
 a CUDA graph and replayed back to back: the GPU time of a training step's norm without the
 host (the bench's fwd+bwd rows are host-bound on some runs). GB/s over 5 tensors (x, y, dy,
-x, dx), as the bench counts them.
+x, dx), as the bench counts them; with `fwd`, the forward alone (x, y: 2 tensors).
 
-    python scripts/fwbw_graph.py [float32]
+    python scripts/fwbw_graph.py [float32] [fwd]
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ def _libraries(op):
 
 def main() -> None:
     dtype = torch.float32 if "float32" in sys.argv[1:] else torch.bfloat16
+    fwd_only = "fwd" in sys.argv[1:]
     for op in ("rms", "layer"):
         for shape in SHAPES:
             x = torch.randn(shape, device="cuda", dtype=dtype, requires_grad=True)
@@ -46,11 +47,15 @@ def main() -> None:
             b = torch.randn(shape[-1:], device="cuda", dtype=dtype, requires_grad=True)
             dy = torch.randn(shape, device="cuda", dtype=dtype)
             inputs = (x, w, b) if op == "layer" else (x, w)
-            nbytes = 5 * x.numel() * x.element_size()
-            cells = [f"{op:5} fwd+bwd {list(shape)} {str(dtype)[6:]}"]
+            nbytes = (2 if fwd_only else 5) * x.numel() * x.element_size()
+            cells = [f"{op:5} {'fwd' if fwd_only else 'fwd+bwd'} {list(shape)} "
+                     f"{str(dtype)[6:]}"]
             for name, fn in _libraries(op):
                 try:
-                    step = lambda: torch.autograd.grad(fn(x, w, b), inputs, dy)
+                    if fwd_only:
+                        step = lambda: fn(x.detach(), w.detach(), b.detach())
+                    else:
+                        step = lambda: torch.autograd.grad(fn(x, w, b), inputs, dy)
                     ms = triton.testing.do_bench_cudagraph(step, rep=100)
                     cells.append(f"{name} {nbytes / ms / 1e6:5.0f}")
                 except Exception as exc:  # noqa: BLE001

@@ -3,7 +3,7 @@
 # Steps: tests, bwdtests, normtests, smtests (CUDA test selections), sweep
 # (scripts/norm_bwd_sweep.py; SWEEP_SHAPES / SWEEP_CONFIGS), fwdsweep (scripts/smem_sweep.py norm,
 # bf16 and f32), bits (scripts/norm_bwd_bits.py),
-# graph (scripts/fwbw_graph.py), benchnorm / benchsm (normalization / softmax bench
+# graph / fwdgraph (scripts/fwbw_graph.py: fwd+bwd / fwd), benchnorm / benchsm (normalization / softmax bench
 # --quick into $OUT), tune
 # (layer_norm tiles at [32768, 1024]), tile (scripts/tile_vs_liger.py). Carry .whl and .commit.
 export PYTHONPATH=$PWD/src:/tmp/site; python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl >/dev/null 2>&1; export BARACUDA_COMMIT=$(cat .commit)
@@ -17,6 +17,7 @@ for step in "$@"; do
     benchnorm) timeout 300 python3 -m baracuda.cli bench --family normalization --quick --json $OUT/norm.json 2>&1 | grep -v "it/s\]" | tail -3; python3 scripts/bench_to_md.py $OUT/norm.json ;;
     benchsm) timeout 400 python3 -m baracuda.cli bench --family softmax --quick --json $OUT/softmax.json 2>&1 | grep -v "it/s\]" | tail -3; python3 scripts/bench_to_md.py $OUT/softmax.json ;;
     graph) timeout 200 python3 scripts/fwbw_graph.py 2>&1 | grep -v Warning; timeout 150 python3 scripts/fwbw_graph.py float32 2>&1 | grep -v Warning ;;
+    fwdgraph) for dt in bfloat16 float32; do timeout 150 python3 scripts/fwbw_graph.py $dt fwd 2>&1 | grep -v Warning; done ;;
     normtests) timeout 420 python3 -m pytest -q -p no:cacheprovider -n 12 -o addopts="" -W ignore -k "RMSNorm or LayerNorm or normalization or norm_smem or test_frontend or test_core or launch_replay or softmax_smem or loss_smem" tests/test_contract.py tests/test_core.py tests/test_frontend.py tests/test_launch_replay.py tests/families/test_normalization.py tests/families/test_norm_smem.py tests/families/test_softmax_smem.py tests/families/test_loss_smem.py 2>&1 | grep -E "FAILED|ERROR|passed|failed" | tail -30 ;;
     smtests) timeout 480 python3 -m pytest -q -p no:cacheprovider -n 12 -o addopts="" -W ignore -k "Softmax or CrossEntropy or Nll or softmax or loss or smem or hopper" tests/test_contract.py tests/families/test_softmax.py tests/families/test_loss.py tests/families/test_norm_smem.py tests/families/test_softmax_smem.py tests/families/test_loss_smem.py 2>&1 | grep -E "FAILED|ERROR|passed|failed" | tail -30 ;;
     tune) timeout 260 python3 -m baracuda.families.normalization.tune 110 both bfloat16 0 layer 2>&1 | grep -v Warning | tail -16 ;;
