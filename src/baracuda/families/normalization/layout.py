@@ -157,9 +157,12 @@ def _fwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) ->
         # 2618 -> 2817, layer bf16 2555 -> 2803, rms f32 2715 -> 2914, layer f32 2665 -> 2895;
         # at [16384, 4096]: rms bf16 2838 -> 2930, layer bf16 2815 -> 2842, rms f32 2872 ->
         # 2966, layer f32 2659 -> 2952; [16384, 2048] is the best of its sweep too.
+        # layer_norm halves at 4096 on 4 warps (32 per thread): 2845-2856 -> 2912 at
+        # [16384, 4096] (sessions 6 and 11; Liger's kernel 2932 in a CUDA graph)
         block_n = next_pow2(m)
-        return dict(BLOCK_R=1, BLOCK_N=block_n, SINGLE=True, num_warps=block_n // 512,
-                    PIPE=False, G=rows)
+        per_thread = 32 if (layer and _is_half(element) and block_n == 4096) else 16
+        return dict(BLOCK_R=1, BLOCK_N=block_n, SINGLE=True,
+                    num_warps=block_n // (32 * per_thread), PIPE=False, G=rows)
     if m <= single_max:
         block_n = next_pow2(m)
         block_r = _clamp(_register_tile(block_n, element) // block_n, 1, 32)
