@@ -60,13 +60,11 @@ def row_norm_fwd_smem_kernel(
     row = pid // NCH
     c = pid % NCH
     x_row = x_ptr + row.to(gl.int64) * stride_x
+    slices = copy_chunk(x_row, c, M, R, SL, num_warps)
     if RMS:
         k = 0.0
     else:
-        # one scalar per program, issued before the chunk's copies are waited for: loaded
-        # after them, its latency came on top of theirs
-        k = gl.load(x_row).to(gl.float32)
-    slices = copy_chunk(x_row, c, M, R, SL, num_warps)
+        k = gl.load(x_row).to(gl.float32)  # one scalar per program (L2 after the first)
 
     t1, t2 = chunk_sums(slices, x_row, c, M, k, False, R, SL, num_warps)
     p1, p2 = exchange_pairs(t1, t2, part_ptr, count_ptr, slices, x_row, row, M, k, SPIN,
