@@ -164,12 +164,6 @@ def row_norm_fwd_kernel(
                 x = tl.load(x_row + xo, mask=mask, other=0.0)
                 if HAS_RES:
                     r = tl.load(r_row + ro, mask=mask, other=0.0)
-                # gamma loads with the row (as stored), not after its reductions, whose
-                # barriers kept its latency from overlapping x's (beta too spilled layer_norm
-                # f32 16K rows in the sm_90a compile)
-                if HAS_W:
-                    w = tl.load(w_ptr + _col_off(cols0, IN1, IN2, wsa, wsb, wsc, NI), mask=cm,
-                                other=0.0)
             if HAS_RES:
                 # h is rounded to the storage type first: the backward sees exactly this h.
                 x = _residual_sum(x, r, ACC, h_ptr.dtype.element_ty)
@@ -184,13 +178,17 @@ def row_norm_fwd_kernel(
                 xc = tl.where(mask, xf - mean[:, None], 0.0)
             rstd = 1.0 / tl.sqrt(tl.sum(xc * xc, 1) / M + eps_a)
             y = xc * rstd[:, None]
-            if HAS_B and not PIPE:
-                b = tl.load(b_ptr + _col_off(cols0, IN1, IN2, bsa, bsb, bsc, NI), mask=cm,
-                            other=0.0)
+            if not PIPE:
+                if HAS_W:
+                    w = tl.load(w_ptr + _col_off(cols0, IN1, IN2, wsa, wsb, wsc, NI), mask=cm,
+                                other=0.0).to(ACC)
+                if HAS_B:
+                    b = tl.load(b_ptr + _col_off(cols0, IN1, IN2, bsa, bsb, bsc, NI), mask=cm,
+                                other=0.0).to(ACC)
             if HAS_W:
-                y = y * w[None, :].to(ACC)
+                y = y * w[None, :]
             if HAS_B:
-                y = y + b[None, :].to(ACC)
+                y = y + b[None, :]
             tl.store(y_row + _col_off(cols0, IN1, IN2, ysa, ysb, ysc, NI)[None, :],
                      y.to(y_ptr.dtype.element_ty), mask=mask)
         else:
