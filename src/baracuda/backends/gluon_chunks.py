@@ -258,13 +258,17 @@ def published_pairs(slot_ptr, line, NCH: gl.constexpr, NCH_P2: gl.constexpr, SPI
     po = gl.arange(0, NCH_P2, layout=partials_layout(num_warps))
     first = slot_ptr + (line.to(gl.int64) * NCH + po) * 2
     live = po < NCH
-    a = gl.load(first, mask=live, other=0.0, volatile=True)
-    b = gl.load(first + 1, mask=live, other=0.0, volatile=True)
-    unset = gl.sum(((a != a) | (b != b)).to(gl.int32), axis=0)
+    unset, a, b = _poll_slots(first, live)
     polls = 0
     while (unset > 0) & (polls < SPIN):
-        a = gl.load(first, mask=live, other=0.0, volatile=True)
-        b = gl.load(first + 1, mask=live, other=0.0, volatile=True)
-        unset = gl.sum(((a != a) | (b != b)).to(gl.int32), axis=0)
+        unset, a, b = _poll_slots(first, live)
         polls += 1
     return unset, a, b
+
+
+@gluon.jit
+def _poll_slots(first, live):
+    """One read of a line's slots: (how many pairs are still NaN, a, b)."""
+    a = gl.load(first, mask=live, other=0.0, volatile=True)
+    b = gl.load(first + 1, mask=live, other=0.0, volatile=True)
+    return gl.sum(((a != a) | (b != b)).to(gl.int32), axis=0), a, b
