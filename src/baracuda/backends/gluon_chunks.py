@@ -231,16 +231,15 @@ def empty_pairs(A_EMPTY: gl.constexpr, NCH_P2: gl.constexpr, num_warps: gl.const
 # the same bits, only slower.
 
 def slots_workspace_bytes(lines: int, chunks: int) -> int:
-    """Workspace of the slot protocol: an f32 pair per chunk."""
-    return lines * chunks * 2 * 4
+    """Workspace of the slot protocol: an f32 pair per chunk, no counters."""
+    return exchange_bytes(torch.float32, lines * chunks * 2, 0)
 
 
 def fresh_slots(workspace: torch.Tensor, lines: int, chunks: int) -> torch.Tensor:
     """The pairs' slots carved from `workspace` and set to NaN by a fill launch. Launch the
     kernel right after it with `launch_pdl=True`; it waits for the fill (wait_prior_grid)
     before its first store."""
-    slots = workspace.view(torch.uint8)[: slots_workspace_bytes(lines, chunks)].view(
-        torch.float32)
+    slots, _ = split_workspace(workspace, torch.float32, lines * chunks * 2, 0)
     fill(slots, float("nan"))
     return slots
 

@@ -41,7 +41,7 @@ SPIN_LIMIT = 0 if INTERPRET else 1 << 16
 INTERPRET_MAX_CHUNKS = 4
 
 #: Block of the fill.
-ZERO_BLOCK = 4096
+FILL_BLOCK = 4096
 
 
 @triton.jit
@@ -58,7 +58,7 @@ def fill(t: torch.Tensor, value: float = 0) -> None:
     if not n:
         return
     if t.is_contiguous():
-        fill_kernel[(triton.cdiv(n, ZERO_BLOCK),)](t, n, VALUE=value, BLOCK=ZERO_BLOCK)
+        fill_kernel[(triton.cdiv(n, FILL_BLOCK),)](t, n, VALUE=value, BLOCK=FILL_BLOCK)
     else:
         t.fill_(value)
 

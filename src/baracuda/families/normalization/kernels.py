@@ -392,3 +392,20 @@ def partial_sum_kernel(
 
 def cdiv(a: int, b: int) -> int:
     return triton.cdiv(a, b)
+
+
+def sum_partials(part, outs, g: int, m: int, in1: int, in2: int, ni: int, acc, cfg: dict):
+    """outs[k] = the column sums of the k-th [g, m] block of `part` (dgamma's first), in a
+    fixed order, one partial_sum_kernel launch for all (the second stage of every norm and
+    channel-norm backward). outs: (tensor, (sa, sb, sc)) with the normalized suffix collapsed
+    to `ni` dims [.., in1, in2]; g == 0 (an empty batch) writes zeros, the sums over no rows.
+    cfg: BLOCK_G, BLOCK_C, num_warps."""
+    if not outs:
+        return
+    if g == 0:
+        for out, _ in outs:
+            out.zero_()
+        return
+    (out, stride), (out2, stride2) = outs[0], outs[-1]
+    partial_sum_kernel[(cdiv(m, cfg["BLOCK_C"]), len(outs))](
+        part, out, out2, g, m, in1, in2, *stride, *stride2, NI=ni, ACC=acc, **cfg)

@@ -204,7 +204,3 @@ def running_from_instances_kernel(
              .to(rm_ptr.dtype.element_ty))
     tl.store(rv_ptr + c * rvs, (rv * (1.0 - momentum) + unbiased * momentum)
              .to(rv_ptr.dtype.element_ty))
-
-
-def cdiv(a: int, b: int) -> int:
-    return triton.cdiv(a, b)

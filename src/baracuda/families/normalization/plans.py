@@ -49,7 +49,7 @@ from .descriptors import (
     RMSNormBackwardDescriptor,
     RMSNormDescriptor,
 )
-from .kernels import cdiv, partial_sum_kernel, row_norm_bwd_kernel, row_norm_fwd_kernel
+from .kernels import cdiv, row_norm_bwd_kernel, row_norm_fwd_kernel, sum_partials
 from .kernels_colsplit import col_grad_kernel, row_grad_stats_kernel
 from .kernels_exchange import row_norm_bwd_exchange_kernel, row_norm_fwd_exchange_kernel
 from .layout import (
@@ -398,31 +398,20 @@ def _launch_backward(desc, args, workspace, rms: bool) -> None:
 
 def reduce_param_partials(desc, args, part, g: int, lay) -> None:
     """dgamma / dbeta = the column sums of the [g, M] partials in `part` (dgamma's first),
-    in a fixed order (partial_sum_kernel, one launch for both): the second stage of every
-    backward path."""
-    m = desc.norm_total_extent
+    in a fixed order: the second stage of every backward path (kernels.sum_partials)."""
     i = lay.inner
     outs = [(out, stride) for out, stride in ((args.dgamma, i[5]),
                                               (getattr(args, "dbeta", None), i[6]))
             if out is not None]
-    if not outs:
-        return
-    if g == 0:  # empty batch: the sums over no rows are zero
-        for out, _ in outs:
-            out.zero_()
-        return
-    (out, stride), (out2, stride2) = outs[0], outs[-1]
-    pgrid, pcfg = _partial_launch(m, g)
-    partial_sum_kernel[(pgrid, len(outs))](part, out, out2, g, m, lay.in1, lay.in2, *stride,
-                                           *stride2, NI=lay.ni, ACC=acc_type(desc.element),
-                                           **pcfg)
+    m = desc.norm_total_extent
+    sum_partials(part, outs, g, m, lay.in1, lay.in2, lay.ni, acc_type(desc.element),
+                 _partial_cfg(m, g))
 
 
 @functools.lru_cache(maxsize=2048)
-def _partial_launch(m: int, g: int):
-    """Grid and constexprs of the partial sum over g rows of M columns."""
-    pcfg = partial_config(m, g)
-    return cdiv(m, pcfg["BLOCK_C"]), pcfg
+def _partial_cfg(m: int, g: int) -> dict:
+    """Constexprs of the partial sum over g rows of M columns (cached: host time per call)."""
+    return partial_config(m, g)
 
 
 @functools.lru_cache(maxsize=2048)

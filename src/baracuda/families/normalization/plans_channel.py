@@ -44,9 +44,8 @@ from .descriptors_channel import (
     InstanceNormBackwardDescriptor,
     InstanceNormDescriptor,
 )
-from .kernels import partial_sum_kernel
+from .kernels import sum_partials
 from .kernels_channel import (
-    cdiv,
     chan_norm_bwd_kernel,
     chan_norm_fwd_kernel,
     running_from_instances_kernel,
@@ -54,6 +53,8 @@ from .kernels_channel import (
 from .layout import acc_dtype, acc_type
 
 BLOCK = 1024
+#: The partial sum over the [rows, C] dgamma / dbeta partials (kernels.sum_partials).
+_PARTIAL_CFG = {"BLOCK_G": 16, "BLOCK_C": 64, "num_warps": 4}
 
 
 def _opt(who, name, t, present, flag, shape, kinds):
@@ -193,16 +194,10 @@ class _ChanCandidate(Candidate):
                 HAS_DB=args.dbeta is not None, WANT_DG=args.dgamma is not None,
                 ACC=acc_type(desc.element), BLOCK=BLOCK, num_warps=4,
             )
-        outs = [out for out in (args.dgamma, args.dbeta) if out is not None]
-        if outs and not (n and s):  # empty batch: sums over nothing
-            for out in outs:
-                out.zero_()
-        elif outs:
-            partial_sum_kernel[(cdiv(c, 64), len(outs))](
-                part, outs[0], outs[-1], rows, c, 1, c, 0, 0, outs[0].stride(0), 0, 0,
-                outs[-1].stride(0), NI=1, ACC=acc_type(desc.element), BLOCK_G=16, BLOCK_C=64,
-                num_warps=4,
-            )
+        outs = [(out, (0, 0, out.stride(0))) for out in (args.dgamma, args.dbeta)
+                if out is not None]
+        sum_partials(part, outs, rows if n and s else 0, c, 1, c, 1, acc_type(desc.element),
+                     _PARTIAL_CFG)
 
 
 def _make(plan_name, desc_t, args_t, partner, is_bwd, mode, cand_name):

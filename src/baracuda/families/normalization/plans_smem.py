@@ -12,8 +12,10 @@ selected.
 from __future__ import annotations
 
 import torch
+import triton
 
 from ...backends.gluon_chunks import (
+    LANE,
     chunk_config,
     contiguous_rows,
     exchange_workspace_bytes,
@@ -110,19 +112,27 @@ def _desc_config(desc) -> dict:
 def bwd_shape(desc, cfg: dict | None = None) -> tuple[int, int]:
     """(chunks per row, row groups) of the backward launch."""
     cfg = cfg or _desc_config(desc)
-    nch = -(-desc.norm_total_extent // (cfg["R"] * 256))
+    nch = n_chunks(desc.norm_total_extent, cfg)
     return nch, max(1, min(desc.rows, cfg["PER_SM"] * sm_count() // nch))
 
 
-def _param_parts(desc) -> int:
-    return int(desc.has_gamma) + int(getattr(desc, "has_beta", False))
+def ring_constexprs(nch: int, cfg: dict) -> dict:
+    """NCH and NCH_P2 of the backward kernel: the pairs vector holds at least one element per
+    thread (gluon_chunks.published_pairs asserts it; the launch and the AOT variants take
+    both from here)."""
+    return {"NCH": nch, "NCH_P2": max(next_pow2(nch), 32 * cfg["num_warps"])}
+
+
+def _partials_bytes(desc, groups: int) -> int:
+    """The [G, M] f32 dgamma (then dbeta) partials at the head of the workspace."""
+    parts = int(desc.has_gamma) + int(getattr(desc, "has_beta", False))
+    return 4 * parts * groups * desc.norm_total_extent
 
 
 def bwd_smem_workspace(desc) -> int:
-    """The [G, M] f32 dgamma / dbeta partials, then the slots of the rows' partial pairs."""
+    """The dgamma / dbeta partials, then the slots of the rows' partial pairs."""
     nch, groups = bwd_shape(desc)
-    return (4 * _param_parts(desc) * groups * desc.norm_total_extent
-            + slots_workspace_bytes(desc.rows, nch))
+    return _partials_bytes(desc, groups) + slots_workspace_bytes(desc.rows, nch)
 
 
 def launch_smem_backward(desc, args, workspace: torch.Tensor, rms: bool,
@@ -136,7 +146,7 @@ def launch_smem_backward(desc, args, workspace: torch.Tensor, rms: bool,
     cfg.pop("PER_SM")
     if cfg.get("maxnreg") is None:
         cfg.pop("maxnreg", None)
-    n_part = 4 * _param_parts(desc) * groups * m
+    n_part = _partials_bytes(desc, groups)
     part = workspace[:n_part].view(torch.float32)
     dbeta = getattr(args, "dbeta", None)
     mean = getattr(args, "mean", None)
@@ -146,9 +156,8 @@ def launch_smem_backward(desc, args, workspace: torch.Tensor, rms: bool,
         kernel = row_norm_bwd_smem_kernel[(groups * nch,)](
             args.dy, x, x if args.gamma is None else args.gamma,
             args.rstd if mean is None else mean, args.rstd, args.dx, part, slots,
-            rows, m, groups, -(-rows // groups), spin,
-            NCH=nch, NCH_P2=max(next_pow2(nch), 32 * cfg["num_warps"]), RMS=rms,
-            HAS_W=desc.has_gamma,
+            rows, m, groups, triton.cdiv(rows, groups), spin, **ring_constexprs(nch, cfg),
+            RMS=rms, HAS_W=desc.has_gamma,
             HAS_DB=getattr(desc, "has_beta", False), **cfg,
             launch_pdl=True)  # the first copies overlap the slot fill (wait_prior_grid)
     if args.dgamma is not None or dbeta is not None:
@@ -175,8 +184,8 @@ class _SmemRowNorm(_RowNormCandidate):
         if why is None and self.backward:
             nch, _ = bwd_shape(desc)
             if nch > BWD_MAX_CHUNKS:
-                why = (f"at most {BWD_MAX_CHUNKS} chunks of {_desc_config(desc)['R'] * 256} "
-                       f"elements per row, got {nch}")
+                why = (f"at most {BWD_MAX_CHUNKS} chunks of "
+                       f"{_desc_config(desc)['R'] * int(LANE)} elements per row, got {nch}")
         return why
 
     def workspace_size(self, desc) -> int:

@@ -229,8 +229,9 @@ def _smem_bwd_variants(rms: bool):
     """The Hopper shared-memory ring backward (Gluon), each row of its table; the check fails
     when a variant's registers would not let PER_SM programs share an SM (its grid must be
     resident at once)."""
+    from ...backends.gluon_chunks import n_chunks
     from .kernels_smem import row_norm_bwd_smem_kernel as kernel
-    from .plans_smem import smem_bwd_config
+    from .plans_smem import ring_constexprs, smem_bwd_config
 
     for element, extent in itertools.product((ElementKind.BF16, ElementKind.F16),
                                              (16384, 65536, 131072, 262144)):
@@ -241,9 +242,8 @@ def _smem_bwd_variants(rms: bool):
         sig.update({"mean_ptr": "*fp32", "rstd_ptr": "*fp32", "part_ptr": "*fp32",
                     "slot_ptr": "*fp32", "n_rows": "i32", "M": "i32",
                     "G": "i32", "group_rows": "i32", "SPIN": "i32"})
-        nch = -(-extent // (cfg["R"] * 256))
-        const = dict(cfg, NCH=nch, NCH_P2=max(nch, 32 * cfg["num_warps"]), RMS=rms,
-                     HAS_W=True, HAS_DB=not rms)
+        const = dict(cfg, **ring_constexprs(n_chunks(extent, cfg), cfg), RMS=rms, HAS_W=True,
+                     HAS_DB=not rms)
         sig.update({n: "constexpr" for n in const})
         yield AotVariant(f"bwd smem {'rms' if rms else 'ln'} {element.value} N={extent}",
                          kernel, sig, const, num_warps=cfg["num_warps"], divisible=("M",),
