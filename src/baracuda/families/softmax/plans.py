@@ -66,6 +66,11 @@ MAX_SINGLE_BLOCK = 16384
 EXCHANGE_BYTES = 16384
 EXCHANGE_BWD_WARPS = 4
 EXCHANGE_FWD_PER_THREAD = 32
+#: Register cap of the forward exchange (32 f32 values per thread): 8 programs of 4 warps per
+#: SM. Uncapped, log_softmax's chunk max / exp-sum keeps x and exp(x - max) alive together
+#: and compiled to 72 registers at 64 partials per line ([256, 262144]; 7 programs per SM),
+#: softmax to 64; capped, both compile to 64 without spills (sm_90a).
+EXCHANGE_FWD_MAXNREG = 64
 #: The forward LOOP (second read partly from L2, hints) stays ahead of the exchange when calls
 #: run back to back (the bench's timing; scripts/softmax_long_ab.py, H100 bf16, GB/s): LOOP
 #: 2486 / 1948 vs exchange 2353 / 1857 at [1024, 65536] / [256, 262144], although the
@@ -118,8 +123,11 @@ def launch_config(extent: int, element: ElementKind, rows: int = 1 << 20,
     warps = EXCHANGE_BWD_WARPS if backward else max(1, block // (32 * EXCHANGE_FWD_PER_THREAD))
     block = chunk_length(block, extent)
     parts = next_pow2(triton_cdiv(extent, block))
-    return {"MODE": EXCHANGE, "BLOCK": block, "ROWS": 1, "num_warps": warps, "PARTS": parts,
-            "SPIN": SPIN_LIMIT}
+    cfg = {"MODE": EXCHANGE, "BLOCK": block, "ROWS": 1, "num_warps": warps, "PARTS": parts,
+           "SPIN": SPIN_LIMIT}
+    if not backward and size <= 4:  # (f64 values take two registers each)
+        cfg["maxnreg"] = EXCHANGE_FWD_MAXNREG
+    return cfg
 
 
 def _chunk_len(extent: int, cfg: dict, backward: bool) -> int:

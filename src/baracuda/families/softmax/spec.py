@@ -124,6 +124,7 @@ class SoftmaxSpec(PlanSpec):
                 for mode, cfg in cfgs.items():
                     cfg = dict(cfg)
                     warps = cfg.pop("num_warps")
+                    maxnreg = cfg.pop("maxnreg", None)
                     del cfg["MODE"]
                     cfg.pop("SEG", None)  # a launch argument (seg_len), not a constexpr
                     sig = {p: t for p in ptrs}
@@ -137,9 +138,11 @@ class SoftmaxSpec(PlanSpec):
                     sig.update({n: "i32" for n in kernel.arg_names
                                 if n not in sig and n not in const})
                     sig.update({n: "constexpr" for n in const})
-                    yield AotVariant(f"{kernel.__name__} {element.value} N={extent} mode={mode}",
-                                     kernel, sig, const, num_warps=warps,
-                                     divisible=tuple(n for n in sig if sig[n] == "i32"))
+                    for log in (False, True):
+                        yield AotVariant(
+                            f"{kernel.__name__} {element.value} N={extent} mode={mode} "
+                            f"log={log}", kernel, sig, dict(const, LOG=log), num_warps=warps,
+                            maxnreg=maxnreg, divisible=tuple(n for n in sig if sig[n] == "i32"))
         yield from smem_aot_variants()
 
 
