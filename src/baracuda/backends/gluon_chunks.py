@@ -2,13 +2,11 @@
 shared-memory exchange shares (softmax/kernels_smem.py, normalization/kernels_smem.py).
 
 A line of N elements is cut into chunks of R x LANE elements, one program each (program id =
-line * NCH + chunk), or one program per chunk of a few consecutive lines (id = (line //
-lines) * NCH + chunk: the normalization forward, whose gamma / beta loads they share). A
-program copies its chunk into shared memory with cp.async (16 bytes per copy, no registers
-held while the copies fly), reduces it slice by slice (SL x LANE, re-read from shared memory
-rather than held), swaps its partials with the line's other chunks through the workspace
-(backends/triton_exchange.py's protocol: integer arrival count, release / acquire), and
-writes its chunk from shared memory. Why shared memory: a chunk held
+line * NCH + chunk). A program copies its chunk into shared memory with cp.async (16 bytes
+per copy, no registers held while the copies fly), reduces it slice by slice (SL x LANE,
+re-read from shared memory rather than held), swaps its partials with the line's other
+chunks through the workspace (backends/triton_exchange.py's protocol: integer arrival count,
+release / acquire), and writes its chunk from shared memory. Why shared memory: a chunk held
 in registers as f32 keeps half the bytes in flight per register that a 16-bit chunk has, and
 the 16-bit forwards stalled at ~2.1-2.5 TB/s on the H100; a chunk in shared memory costs ~40
 registers per thread and lets ~13 programs per SM keep their chunks in flight
@@ -68,28 +66,14 @@ def copy_slice(dst, line_ptr, c, s, N, R: gl.constexpr, SL: gl.constexpr,
 def copy_chunk(line_ptr, c, N, R: gl.constexpr, SL: gl.constexpr, num_warps: gl.constexpr):
     """Chunk c of a contiguous line into new shared memory; returns its [R // SL, SL, LANE]
     slices once every thread's copies have landed (elements past N are left unset)."""
-    slices = issue_chunk(line_ptr, c, N, R, SL, num_warps)
-    land_copies()
-    return slices
-
-
-@gluon.jit
-def issue_chunk(line_ptr, c, N, R: gl.constexpr, SL: gl.constexpr, num_warps: gl.constexpr):
-    """New shared memory for chunk c of a contiguous line, its copies issued, not waited for
-    (`land_copies`): a program that takes several lines issues every copy before one wait."""
     slices = gl.allocate_shared_memory(line_ptr.dtype.element_ty, [R // SL, SL, LANE],
                                        UNSWIZZLED)
     for s in gl.static_range(R // SL):  # every copy issued before any wait
         copy_slice(slices.index(s), line_ptr, c, s, N, R, SL, num_warps)
-    return slices
-
-
-@gluon.jit
-def land_copies():
-    """Wait until every copy this thread issued has landed, then for every thread's."""
     async_copy.commit_group()
     async_copy.wait_group(0)
     gl.thread_barrier()
+    return slices
 
 
 @gluon.jit
@@ -204,9 +188,9 @@ def exchange_pairs(a, b, part_ptr, count_ptr, slices, line_ptr, line, N, aux, SP
     computes every chunk's pair from global memory with `chunk_pair(slices, line_ptr, chunk,
     N, aux, FROM_GLOBAL=True, R, SL, num_warps)`, the function the chunk programs ran on their
     shared memory: the same bits either way."""
-    slot = line * NCH + gl.program_id(0) % NCH  # program id = (line // lines) * NCH + chunk
-    gl.store(part_ptr + slot * 2, a)
-    gl.store(part_ptr + slot * 2 + 1, b)
+    pid = gl.program_id(0)  # = line * NCH + chunk
+    gl.store(part_ptr + pid * 2, a)
+    gl.store(part_ptr + pid * 2 + 1, b)
     all_in = count_in_and_poll(count_ptr + line, NCH, SPIN)
     if all_in:
         pa, pb = arrived_pairs(part_ptr, line, A_EMPTY, NCH, NCH_P2, num_warps)

@@ -2,8 +2,7 @@
 shared memory (Gluon, cp.async; the shared pieces and why: backends/gluon_chunks.py). Not run
 by the Triton interpreter: plans select it on sm_90 only.
 
-Per program (one chunk of one row, or of ROWS = 2 consecutive rows that then share their
-gamma / beta loads): copy the chunk to shared memory; reduce it to the sums of
+Per program (one chunk of one row): copy the chunk to shared memory; reduce it to the sums of
 (x - k) and (x - k)^2, k = the row's first element (layer_norm; 0 for rms_norm), so that the
 variance does not cancel when |mean| >> std (the loop forward's shift, kernels.py); publish
 them, count in and wait for the row's other chunks; sum the row's partials in chunk order (the
@@ -21,11 +20,10 @@ from triton.experimental.gluon.language.nvidia.ampere import async_copy
 from ...backends.gluon_chunks import (
     LANE,
     UNSWIZZLED,
+    copy_chunk,
     copy_slice,
     empty_pairs,
     exchange_pairs,
-    issue_chunk,
-    land_copies,
     load_slice,
     partials_layout,
     published_pairs,
@@ -52,15 +50,22 @@ def chunk_sums(slices, row_ptr, c, M, k, FROM_GLOBAL: gl.constexpr, R: gl.conste
 
 
 @gluon.jit
-def row_moments(slices, x_row, row, c, M, eps, part_ptr, count_ptr, SPIN, NCH: gl.constexpr,
-                NCH_P2: gl.constexpr, R: gl.constexpr, SL: gl.constexpr, RMS: gl.constexpr,
-                num_warps: gl.constexpr):
-    """(mean, rstd) of a row (mean 0 for rms_norm) from chunk c in shared memory and the
-    partial sums the row's other chunks publish."""
+def row_norm_fwd_smem_kernel(
+    x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, part_ptr, count_ptr,
+    M, stride_x, stride_y, eps, SPIN,
+    NCH: gl.constexpr, NCH_P2: gl.constexpr, R: gl.constexpr, SL: gl.constexpr,
+    RMS: gl.constexpr, HAS_W: gl.constexpr, HAS_B: gl.constexpr, num_warps: gl.constexpr,
+):
+    pid = gl.program_id(0)
+    row = pid // NCH
+    c = pid % NCH
+    x_row = x_ptr + row.to(gl.int64) * stride_x
+    slices = copy_chunk(x_row, c, M, R, SL, num_warps)
     if RMS:
         k = 0.0
     else:
         k = gl.load(x_row).to(gl.float32)  # one scalar per program (L2 after the first)
+
     t1, t2 = chunk_sums(slices, x_row, c, M, k, False, R, SL, num_warps)
     p1, p2 = exchange_pairs(t1, t2, part_ptr, count_ptr, slices, x_row, row, M, k, SPIN,
                             chunk_sums, 0.0, NCH, NCH_P2, R, SL, num_warps)
@@ -71,75 +76,23 @@ def row_moments(slices, x_row, row, c, M, eps, part_ptr, count_ptr, SPIN, NCH: g
     else:
         mean = k + m1
         var = gl.maximum(gl.sum(p2, axis=0) / M - m1 * m1, 0.0)
-    return mean, 1.0 / gl.sqrt(var + eps)
-
-
-@gluon.jit
-def store_moments(mean_ptr, rstd_ptr, row, mean, rstd, RMS: gl.constexpr):
-    if not RMS:
-        gl.store(mean_ptr + row, mean)
-    gl.store(rstd_ptr + row, rstd)
-
-
-@gluon.jit
-def write_slice(chunk, s, y_row, cols, live, mean, rstd, w, b, HAS_W: gl.constexpr,
-                HAS_B: gl.constexpr, num_warps: gl.constexpr):
-    """y of slice s of a row's chunk: (x - mean) * rstd [* w] [+ b]."""
-    x = chunk.index(s).load(slice_layout(num_warps)).to(gl.float32)
-    y = (x - mean) * rstd
-    if HAS_W:
-        y = y * w
-    if HAS_B:
-        y = y + b
-    gl.store(y_row + cols, y.to(y_row.dtype.element_ty), mask=live)
-
-
-@gluon.jit
-def row_norm_fwd_smem_kernel(
-    x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, part_ptr, count_ptr,
-    M, stride_x, stride_y, eps, SPIN,
-    NCH: gl.constexpr, NCH_P2: gl.constexpr, R: gl.constexpr, SL: gl.constexpr,
-    ROWS: gl.constexpr, RMS: gl.constexpr, HAS_W: gl.constexpr, HAS_B: gl.constexpr,
-    num_warps: gl.constexpr,
-):
-    # ROWS = 2: the program takes chunk c of two consecutive rows, so the rows share their
-    # gamma / beta loads (L2 traffic per element: x, gamma, beta for one row; half of gamma
-    # and beta each for two)
-    gl.static_assert((ROWS == 1) | (ROWS == 2))
-    pid = gl.program_id(0)
-    row = (pid // NCH) * ROWS
-    c = pid % NCH
-    x_row = x_ptr + row.to(gl.int64) * stride_x
-    y_row = y_ptr + row.to(gl.int64) * stride_y
-    first = issue_chunk(x_row, c, M, R, SL, num_warps)
-    if ROWS == 2:
-        second = issue_chunk(x_row + stride_x, c, M, R, SL, num_warps)
-    land_copies()
-    mean, rstd = row_moments(first, x_row, row, c, M, eps, part_ptr, count_ptr, SPIN, NCH,
-                             NCH_P2, R, SL, RMS, num_warps)
+    rstd = 1.0 / gl.sqrt(var + eps)
     if c == 0:
-        store_moments(mean_ptr, rstd_ptr, row, mean, rstd, RMS)
-    if ROWS == 2:
-        mean2, rstd2 = row_moments(second, x_row + stride_x, row + 1, c, M, eps, part_ptr,
-                                   count_ptr, SPIN, NCH, NCH_P2, R, SL, RMS, num_warps)
-        if c == 0:
-            store_moments(mean_ptr, rstd_ptr, row + 1, mean2, rstd2, RMS)
+        if not RMS:
+            gl.store(mean_ptr + row, mean)
+        gl.store(rstd_ptr + row, rstd)
 
+    y_row = y_ptr + row.to(gl.int64) * stride_y
     for s in range(R // SL):
         cols = slice_cols(c, s, R, SL, num_warps)
         live = cols < M
+        x = slices.index(s).load(slice_layout(num_warps)).to(gl.float32)
+        y = (x - mean) * rstd
         if HAS_W:
-            w = gl.load(w_ptr + cols, mask=live, other=0.0).to(gl.float32)
-        else:
-            w = 1.0
+            y = y * gl.load(w_ptr + cols, mask=live, other=0.0).to(gl.float32)
         if HAS_B:
-            b = gl.load(b_ptr + cols, mask=live, other=0.0).to(gl.float32)
-        else:
-            b = 0.0
-        write_slice(first, s, y_row, cols, live, mean, rstd, w, b, HAS_W, HAS_B, num_warps)
-        if ROWS == 2:
-            write_slice(second, s, y_row + stride_y, cols, live, mean2, rstd2, w, b, HAS_W,
-                        HAS_B, num_warps)
+            y = y + gl.load(b_ptr + cols, mask=live, other=0.0).to(gl.float32)
+        gl.store(y_row + cols, y.to(y_ptr.dtype.element_ty), mask=live)
 
 
 @gluon.jit

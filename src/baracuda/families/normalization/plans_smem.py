@@ -54,24 +54,17 @@ def launch_smem(desc, args, workspace: torch.Tensor, rms: bool,
     cfg: a chunk config other than gluon_chunks.chunk_config, for sweeps)."""
     m, rows = desc.norm_total_extent, desc.rows
     mean, beta = _forward_ops(args)
-    cfg = dict(cfg or fwd_smem_config(m, rows))
-    if rows % cfg.setdefault("ROWS", 1):
-        cfg["ROWS"] = 1
+    cfg = cfg or chunk_config(m)
     nch = n_chunks(m, cfg)
     partials, counters = fresh_exchange(workspace, rows, nch)
     x = args.x
-    row_norm_fwd_smem_kernel[(rows // cfg["ROWS"] * nch,)](
+    row_norm_fwd_smem_kernel[(rows * nch,)](
         x, args.y, x if args.gamma is None else args.gamma, x if beta is None else beta,
         args.rstd if mean is None else mean, args.rstd, partials, counters,
         m, m, m, desc.eps, spin,
         NCH=nch, NCH_P2=next_pow2(nch), RMS=rms, HAS_W=args.gamma is not None,
         HAS_B=beta is not None, **cfg,
         launch_pdl=True)  # the kernel's copies overlap the counter fill (wait_prior_grid)
-
-
-def fwd_smem_config(extent: int, rows: int) -> dict:
-    """The forward's chunk config (gluon_chunks.chunk_config) and rows per program (ROWS)."""
-    return dict(chunk_config(extent), ROWS=1)
 
 
 #: Backward rows up to this many elements stay in registers (layout._bwd_config: 16K for
@@ -197,8 +190,7 @@ class _SmemRowNorm(_RowNormCandidate):
 
     def workspace_size(self, desc) -> int:
         own = (bwd_smem_workspace(desc) if self.backward else
-               exchange_workspace_bytes(desc.rows, n_chunks(
-                   desc.norm_total_extent, fwd_smem_config(desc.norm_total_extent, desc.rows))))
+               exchange_workspace_bytes(desc.rows, n_chunks(desc.norm_total_extent)))
         return max(own, super().workspace_size(desc))  # the Triton launch may run in it
 
     def launch(self, desc, args, workspace) -> None:

@@ -205,27 +205,23 @@ class _FwdSpec(PlanSpec):
 
 
 def _smem_fwd_variants(rms: bool):
-    """The Hopper shared-memory exchange forward (Gluon): the config of each row length, and
-    two rows per program with the chunk halved."""
-    from ...backends.gluon_chunks import n_chunks
+    """The Hopper shared-memory exchange forward (Gluon), both chunk configs."""
+    from ...backends.gluon_chunks import chunk_config, n_chunks
     from .kernels_smem import row_norm_fwd_smem_kernel as kernel
-    from .plans_smem import fwd_smem_config
 
-    for element, extent, rows_per in itertools.product((ElementKind.BF16, ElementKind.F16),
-                                                       (65536, 262144), (1, 2)):
-        cfg = fwd_smem_config(extent, 1024)
-        if cfg["ROWS"] != rows_per:
-            cfg = dict(cfg, ROWS=rows_per, R=cfg["R"] * cfg["ROWS"] // rows_per)
+    for element, extent in itertools.product((ElementKind.BF16, ElementKind.F16),
+                                             (65536, 262144)):
+        cfg = dict(chunk_config(extent))
         t = "*" + triton_dtype(element.torch_dtype)
         sig = {n: t for n in kernel.arg_names[:4]}
         sig.update({"mean_ptr": "*fp32", "rstd_ptr": "*fp32", "part_ptr": "*fp32",
                     "count_ptr": "*i32", "M": "i32", "stride_x": "i32", "stride_y": "i32",
                     "eps": "fp32", "SPIN": "i32"})
-        nch = n_chunks(extent, cfg)
+        nch = n_chunks(extent)
         const = dict(cfg, NCH=nch, NCH_P2=nch, RMS=rms, HAS_W=True, HAS_B=not rms)
         sig.update({n: "constexpr" for n in const})
-        yield AotVariant(f"fwd smem {'rms' if rms else 'ln'} {element.value} N={extent} "
-                         f"rows={rows_per}", kernel, sig, const, num_warps=cfg["num_warps"],
+        yield AotVariant(f"fwd smem {'rms' if rms else 'ln'} {element.value} N={extent}",
+                         kernel, sig, const, num_warps=cfg["num_warps"],
                          divisible=("M", "stride_x", "stride_y"))
 
 

@@ -66,11 +66,13 @@ MAX_SINGLE_BLOCK = 16384
 EXCHANGE_BYTES = 16384
 EXCHANGE_BWD_WARPS = 4
 EXCHANGE_FWD_PER_THREAD = 32
-#: Register cap of the forward exchange (32 f32 values per thread): 8 programs of 4 warps per
-#: SM. Uncapped, log_softmax's chunk max / exp-sum keeps x and exp(x - max) alive together
-#: and compiled to 72 registers at 64 partials per line ([256, 262144]; 7 programs per SM),
-#: softmax to 64; capped, both compile to 64 without spills (sm_90a).
-EXCHANGE_FWD_MAXNREG = 64
+#: Register cap of the log_softmax forward exchange (32 values per thread): uncapped, its
+#: chunk reduction keeps x and exp(x - max) alive together and compiled to 72 registers at 64
+#: partials per line ([256, 262144]; 7 programs of 4 warps per SM), capped to 64 without
+#: spills (sm_90a; 8 per SM). H100 kernel-only f32 [256, 262144] (scripts/long_row_sweep.py,
+#: session 12): 2627 -> 2732 GB/s. softmax compiles to 64 uncapped; capped it measured slower
+#: there (2744 -> 2496), so it stays uncapped.
+EXCHANGE_LOG_MAXNREG = 64
 #: The forward LOOP (second read partly from L2, hints) stays ahead of the exchange when calls
 #: run back to back (the bench's timing; scripts/softmax_long_ab.py, H100 bf16, GB/s): LOOP
 #: 2486 / 1948 vs exchange 2353 / 1857 at [1024, 65536] / [256, 262144], although the
@@ -123,11 +125,16 @@ def launch_config(extent: int, element: ElementKind, rows: int = 1 << 20,
     warps = EXCHANGE_BWD_WARPS if backward else max(1, block // (32 * EXCHANGE_FWD_PER_THREAD))
     block = chunk_length(block, extent)
     parts = next_pow2(triton_cdiv(extent, block))
-    cfg = {"MODE": EXCHANGE, "BLOCK": block, "ROWS": 1, "num_warps": warps, "PARTS": parts,
-           "SPIN": SPIN_LIMIT}
-    if not backward and size <= 4:  # (f64 values take two registers each)
-        cfg["maxnreg"] = EXCHANGE_FWD_MAXNREG
-    return cfg
+    return {"MODE": EXCHANGE, "BLOCK": block, "ROWS": 1, "num_warps": warps, "PARTS": parts,
+            "SPIN": SPIN_LIMIT}
+
+
+def register_cap(mode: int, log: bool, backward: bool, element: ElementKind) -> int | None:
+    """Triton's `maxnreg` for a launch (None: uncapped): the log_softmax forward exchange
+    (f64 values take two registers each: uncapped)."""
+    if mode == EXCHANGE and log and not backward and element.torch_dtype.itemsize <= 4:
+        return EXCHANGE_LOG_MAXNREG
+    return None
 
 
 def _chunk_len(extent: int, cfg: dict, backward: bool) -> int:
@@ -230,8 +237,13 @@ def _steps(kernel, desc, tensors, cfg):
     warps = cfg.pop("num_warps")
     mode = cfg.pop("MODE")
     wide = view.extent * max(abs(s) for s in view.axis_strides) >= WIDE_LIMIT
-    common = dict(LOG=desc.kind is SoftmaxKind.LOG_SOFTMAX, ACC=_acc(desc.element),
-                  ROWS=rows_per_prog, num_warps=warps, WIDE=wide, **cfg)
+    log = desc.kind is SoftmaxKind.LOG_SOFTMAX
+    # (a sweep's cfg may set its own cap; None: uncapped)
+    cap = cfg.pop("maxnreg", register_cap(mode, log, backward, desc.element))
+    common = dict(LOG=log, ACC=_acc(desc.element), ROWS=rows_per_prog, num_warps=warps,
+                  WIDE=wide, **cfg)
+    if cap is not None:
+        common["maxnreg"] = cap
     single = len(view.outer_shape) <= MAX_OUTER_DIMS
     out = []
     for group, shape, strides in outer_launch_groups(view, tensors):

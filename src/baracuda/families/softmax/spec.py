@@ -21,7 +21,7 @@ from .descriptors import (
     SoftmaxKind,
 )
 from .kernels import softmax_bwd_kernel, softmax_fwd_kernel
-from .plans import SoftmaxBackwardPlan, SoftmaxPlan, launch_config
+from .plans import SoftmaxBackwardPlan, SoftmaxPlan, launch_config, register_cap
 
 FLOATS = (ElementKind.F32, ElementKind.F16, ElementKind.BF16, ElementKind.F64)
 
@@ -124,7 +124,6 @@ class SoftmaxSpec(PlanSpec):
                 for mode, cfg in cfgs.items():
                     cfg = dict(cfg)
                     warps = cfg.pop("num_warps")
-                    maxnreg = cfg.pop("maxnreg", None)
                     del cfg["MODE"]
                     cfg.pop("SEG", None)  # a launch argument (seg_len), not a constexpr
                     sig = {p: t for p in ptrs}
@@ -142,7 +141,8 @@ class SoftmaxSpec(PlanSpec):
                         yield AotVariant(
                             f"{kernel.__name__} {element.value} N={extent} mode={mode} "
                             f"log={log}", kernel, sig, dict(const, LOG=log), num_warps=warps,
-                            maxnreg=maxnreg, divisible=tuple(n for n in sig if sig[n] == "i32"))
+                            maxnreg=register_cap(mode, log, backward, element),
+                            divisible=tuple(n for n in sig if sig[n] == "i32"))
         yield from smem_aot_variants()
 
 
