@@ -1,9 +1,13 @@
 # ruff: noqa: B023  (lambdas are timed at once)
-"""softmax / log_softmax forwards of long f32 lines by the register exchange, kernel only (CUDA
-graph replay, back to back), x + y GB/s, with and without a register cap (softmax/plans.py
-register_cap), in interleaved rounds:
+"""Forwards of long f32 rows by the register exchange, kernel only (CUDA graph replay, back to
+back), x + y GB/s, against register caps:
 
-    python scripts/long_row_sweep.py [rounds]
+- softmax / log_softmax, with and without the cap (softmax/plans.py register_cap), in
+  interleaved rounds;
+- rms_norm / layer_norm (normalization/kernels_exchange.py), chunk x warps x cap (the cap sets
+  how many programs share an SM; values past it spill).
+
+    python scripts/long_row_sweep.py [rounds] [softmax] [norm]
 
 SWEEP_SHAPES="1024x65536,256x262144" picks the shapes. (Session 12's run of this script at
 7e1926a also swept two rows per program in the norms' shared-memory forward: slower,
@@ -29,7 +33,7 @@ def _gbs(nbytes, fn) -> float:
     return nbytes / triton.testing.do_bench_cudagraph(fn, rep=100) / 1e6
 
 
-def main(rounds: int) -> None:
+def softmax_cap(rounds: int) -> None:
     ws = torch.empty(1 << 24, dtype=torch.uint8, device="cuda")
     for shape in SHAPES:
         x = torch.randn(shape, device="cuda")
@@ -47,5 +51,37 @@ def main(rounds: int) -> None:
             print("  ".join(cells), flush=True)
 
 
+#: (chunk columns, warps, register cap or None) of the norm exchange forward
+NORM_CONFIGS = [(8192, 8, None), (8192, 8, 80), (8192, 8, 72), (8192, 8, 64), (4096, 4, None),
+                (4096, 4, 72), (4096, 4, 64), (4096, 4, 56), (8192, 16, None), (16384, 16, 64)]
+
+
+def norm_cap() -> None:
+    from baracuda.families.normalization import layout as L
+    from baracuda.families.normalization import tune as T
+
+    for shape in SHAPES:
+        for layer in (False, True):
+            plan_cls, desc, args, nbytes = T._problem("fwd", shape, torch.float32, layer)
+            T._use("fwd", None)
+            T._time(plan_cls, desc, args)  # clocks up, compiled
+            cells = [f"{'layer' if layer else 'rms'} f32 {shape} table "
+                     f"{nbytes / T._time(plan_cls, desc, args) / 1e6:5.0f}"]
+            for block_n, warps, cap in NORM_CONFIGS:
+                n_chunks = -(-shape[1] // block_n)
+                T._use("fwd", dict(EXCHANGE=True, BLOCK_N=block_n, num_warps=warps,
+                                   PARTS=L.next_pow2(n_chunks), N_CHUNKS=n_chunks,
+                                   G=shape[0] * n_chunks, SPIN=L.SPIN_LIMIT, maxnreg=cap))
+                rate = nbytes / T._time(plan_cls, desc, args) / 1e6
+                cells.append(f"{block_n}x{warps}/{cap or '-'} {rate:5.0f}")
+            T._use("fwd", None)
+            print("  ".join(cells), flush=True)
+
+
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 3)
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    which = sys.argv[2:] or ["softmax", "norm"]
+    if "softmax" in which:
+        softmax_cap(rounds)
+    if "norm" in which:
+        norm_cap()

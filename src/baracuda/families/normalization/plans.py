@@ -226,6 +226,8 @@ def _fwd_exchange_recipe(desc, rms: bool, lay, n_rows, o1, o2, o):
               HAS_RES=desc.has_residual, NI=lay.ni, COL64=lay.col64,
               ACC=acc_type(desc.element), BLOCK_N=cfg["BLOCK_N"], PARTS=cfg["PARTS"],
               SPIN=cfg["SPIN"], num_warps=cfg["num_warps"])
+    if cfg.get("maxnreg") is not None:
+        kw["maxnreg"] = cfg["maxnreg"]
     return (cfg["G"],), scalars, kw
 
 
