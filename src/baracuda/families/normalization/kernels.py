@@ -112,7 +112,7 @@ def row_norm_fwd_kernel(
     RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr, HAS_RES: tl.constexpr,
     NI: tl.constexpr, ACC: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr,
     SINGLE: tl.constexpr, COL64: tl.constexpr, PIPE: tl.constexpr,
-    KEEP: tl.constexpr = "", STREAM: tl.constexpr = "",
+    KEEP: tl.constexpr = "", STREAM: tl.constexpr = "", W_FIRST: tl.constexpr = False,
 ):
     pid = tl.program_id(0).to(tl.int64)
     cols0 = _cols(BLOCK_N, COL64)
@@ -161,6 +161,9 @@ def row_norm_fwd_kernel(
                         r_ptr + _row_off(rows_n, O1, O2, rs0, rs1, rs2)[:, None] + ro,
                         mask=m_n, other=0.0)
             else:
+                if W_FIRST and HAS_W:  # gamma's load in flight with the row's, not after
+                    w = tl.load(w_ptr + _col_off(cols0, IN1, IN2, wsa, wsb, wsc, NI), mask=cm,
+                                other=0.0).to(ACC)
                 x = tl.load(x_row + xo, mask=mask, other=0.0)
                 if HAS_RES:
                     r = tl.load(r_row + ro, mask=mask, other=0.0)
@@ -179,7 +182,7 @@ def row_norm_fwd_kernel(
             rstd = 1.0 / tl.sqrt(tl.sum(xc * xc, 1) / M + eps_a)
             y = xc * rstd[:, None]
             if not PIPE:
-                if HAS_W:
+                if HAS_W and not W_FIRST:
                     w = tl.load(w_ptr + _col_off(cols0, IN1, IN2, wsa, wsb, wsc, NI), mask=cm,
                                 other=0.0).to(ACC)
                 if HAS_B:

@@ -64,6 +64,8 @@ EPS = 1e-5
 # (The JIT also specializes the unit outer extents of a 2-D problem and contiguous stats.)
 _UNIT_FWD = {**{f"{p}sc": 1 for p in "xrhywb"}, "O1": 1, "O2": 1, "IN1": 1, "ms0": 1, "ts0": 1}
 _UNIT_BWD = {**{f"{p}sc": 1 for p in "gxhdw"}, "O1": 1, "O2": 1, "IN1": 1, "ms0": 1, "ts0": 1}
+#: The forward kernel's defaulted constexprs (else the AOT signature would take them as ints).
+FWD_DEFAULTS = {"KEEP": "", "STREAM": "", "W_FIRST": False}
 
 
 def _axes(shape, n_norm):
@@ -192,8 +194,9 @@ class _FwdSpec(PlanSpec):
             sig = {n: t for n in kernel.arg_names[:6]}
             sig.update({n: v for n, v in (("mean_ptr", s), ("rstd_ptr", s), ("ws_ptr", s),
                                           ("cnt_ptr", "*i32")) if n in kernel.arg_names})
-            const = dict(cfg, RMS=self.rms, HAS_W=True, HAS_B=not self.rms, HAS_RES=False,
-                         NI=1, COL64=False, ACC=acc_type(element), **_UNIT_FWD)
+            defaults = FWD_DEFAULTS if kernel is row_norm_fwd_kernel else {}
+            const = dict(defaults, **cfg, RMS=self.rms, HAS_W=True, HAS_B=not self.rms,
+                         HAS_RES=False, NI=1, COL64=False, ACC=acc_type(element), **_UNIT_FWD)
             for n in kernel.arg_names:
                 if n not in sig and n not in const:
                     sig[n] = "fp32" if n.startswith("eps") else "i64"
