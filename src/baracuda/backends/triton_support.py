@@ -130,8 +130,11 @@ def outer_launch_groups(view, tensors):
     strides = [list(s) for s in view.outer_strides]
     extra = len(shape) - MAX_OUTER_DIMS
     if extra <= 0:
+        # padded after the real dims: the unit extents become the JIT's constant 1s, so a
+        # kernel's row -> offset math folds to row * stride (no 64-bit division by a runtime
+        # extent before a program's first load)
         pad = MAX_OUTER_DIMS - len(shape)
-        yield (tensors, [1] * pad + shape, [[0] * pad + s for s in strides])
+        yield (tensors, shape + [1] * pad, [s + [0] * pad for s in strides])
         return
     lead, rest = shape[:extra], shape[extra:]
     for idx in itertools.product(*[range(d) for d in lead]):

@@ -40,9 +40,11 @@ class RowLayout:
 
     @functools.cached_property
     def _single(self):
+        # padded after the real dims: the unit extents become the JIT's constant 1s, so the
+        # kernels' row -> offset math (_row_off) folds to row * stride for one outer dim
         pad = MAX_OUTER - len(self.outer_shape)
-        rest = [1] * pad + list(self.outer_shape)
-        strides = tuple(tuple([0] * pad + list(st)) for st in self.outer)
+        rest = list(self.outer_shape) + [1] * pad
+        strides = tuple(tuple(list(st) + [0] * pad) for st in self.outer)
         return rest[0] * rest[1] * rest[2], rest[1], rest[2], strides
 
     def launches(self, tensors):
