@@ -123,18 +123,25 @@ def line_offset(row, S1, S2, S3, st0, st1, st2, st3):
     return i0 * st0 + i1 * st1 + i2 * st2 + i3 * st3
 
 
-def outer_launch_groups(view, tensors):
+def outer_launch_groups(view, tensors, pad_last: bool = False):
     """Yield (tensor views, outer shape[4], per-tensor strides[4]) covering all lines of an
-    AxisView, padding to MAX_OUTER_DIMS dims; extra leading dims become separate launches."""
+    AxisView, padding to MAX_OUTER_DIMS dims; extra leading dims become separate launches.
+
+    `pad_last` puts the unit dims after the real ones: they become the JIT's constant 1s, so
+    `line_offset` of a one-outer-dim launch folds to row * stride, with no 64-bit division by
+    a runtime extent before a program's first load. Measured per kernel (H100, session 12):
+    softmax's one-pass TILE gained (bf16 [32768, 1024] 2884-2907 -> 2925 GB/s kernel-only),
+    while its chunk EXCHANGE lost 7% (f32 [256, 262144] 2743 -> 2543): not understood, so the
+    other modes keep the unit dims first."""
     shape = list(view.outer_shape)
     strides = [list(s) for s in view.outer_strides]
     extra = len(shape) - MAX_OUTER_DIMS
     if extra <= 0:
-        # padded after the real dims: the unit extents become the JIT's constant 1s, so a
-        # kernel's row -> offset math folds to row * stride (no 64-bit division by a runtime
-        # extent before a program's first load)
         pad = MAX_OUTER_DIMS - len(shape)
-        yield (tensors, shape + [1] * pad, [s + [0] * pad for s in strides])
+        if pad_last:
+            yield (tensors, shape + [1] * pad, [s + [0] * pad for s in strides])
+        else:
+            yield (tensors, [1] * pad + shape, [[0] * pad + s for s in strides])
         return
     lead, rest = shape[:extra], shape[extra:]
     for idx in itertools.product(*[range(d) for d in lead]):

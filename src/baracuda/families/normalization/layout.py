@@ -40,11 +40,9 @@ class RowLayout:
 
     @functools.cached_property
     def _single(self):
-        # padded after the real dims: the unit extents become the JIT's constant 1s, so the
-        # kernels' row -> offset math (_row_off) folds to row * stride for one outer dim
         pad = MAX_OUTER - len(self.outer_shape)
-        rest = list(self.outer_shape) + [1] * pad
-        strides = tuple(tuple(list(st) + [0] * pad) for st in self.outer)
+        rest = [1] * pad + list(self.outer_shape)
+        strides = tuple(tuple([0] * pad + list(st)) for st in self.outer)
         return rest[0] * rest[1] * rest[2], rest[1], rest[2], strides
 
     def launches(self, tensors):
@@ -138,6 +136,15 @@ def _register_tile(block_n: int, element: ElementKind) -> int:
 PLAIN_ROWS = (512, 4096)
 
 
+def _gamma_first(element: ElementKind, layer: bool) -> bool:
+    """W_FIRST of a register tile that loads its parameters per row (not PIPE): gamma's load
+    issued with the row's, not after its reductions. H100 kernel-only x + y GB/s
+    (scripts/norm_vs_liger.py, session 12): layer f32 [4096, 16384] 2885 -> 2926, rms f32
+    [16384, 4096] 2961 -> 2970, rms bf16 [16384, 4096] 2907 -> 2918, the other rows +0-0.2%;
+    but layer_norm halves lose (bf16 [4096, 16384] 2843 -> 2172: beta's registers)."""
+    return not (layer and _is_half(element))
+
+
 @functools.lru_cache(maxsize=1024)
 def _fwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) -> dict:
     """Tile table for the forward: the row in registers up to 16K elements (8K in f64):
@@ -164,7 +171,8 @@ def _fwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) ->
         block_n = next_pow2(m)
         per_thread = 32 if (layer and _is_half(element) and block_n == 4096) else 16
         return dict(BLOCK_R=1, BLOCK_N=block_n, SINGLE=True,
-                    num_warps=block_n // (32 * per_thread), PIPE=False, G=rows)
+                    num_warps=block_n // (32 * per_thread), PIPE=False, G=rows,
+                    W_FIRST=_gamma_first(element, layer))
     if m <= single_max:
         block_n = next_pow2(m)
         block_r = _clamp(_register_tile(block_n, element) // block_n, 1, 32)
@@ -175,7 +183,8 @@ def _fwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) ->
         per_sm = (2 if block_r * block_n == 8192 else 4) if _is_half(element) else 8
         groups = -(-rows // block_r)
         return dict(BLOCK_R=block_r, BLOCK_N=block_n, SINGLE=True, num_warps=warps,
-                    PIPE=pipe, G=min(groups, per_sm * sm_count()) if pipe else groups)
+                    PIPE=pipe, G=min(groups, per_sm * sm_count()) if pipe else groups,
+                    W_FIRST=not pipe and _gamma_first(element, layer))
     # 16 KB of input per loop step for halves; f32 takes 2048 (4096 x 16 warps spills 8 B in
     # the sm_90a compile), f64 2048 (16 KB). Two programs per SM and L2 hints (first read
     # evict_last, second read and the stores evict_first): rms_norm bf16 [1024, 65536]

@@ -246,7 +246,7 @@ def _steps(kernel, desc, tensors, cfg):
         common["maxnreg"] = cap
     single = len(view.outer_shape) <= MAX_OUTER_DIMS
     out = []
-    for group, shape, strides in outer_launch_groups(view, tensors):
+    for group, shape, strides in outer_launch_groups(view, tensors, pad_last=mode == TILE):
         n_rows = 1
         for d in shape:
             n_rows *= d
