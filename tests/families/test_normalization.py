@@ -532,3 +532,53 @@ def test_group_norm_error_parity():
     for fn in (group_norm, F.group_norm):
         with pytest.raises(RuntimeError, match="divisible by num_groups"):
             fn(x, 4)
+
+
+def test_gamma_first_rule():
+    """Register tiles that load their parameters per row take gamma with the row (W_FIRST),
+    except layer_norm halves (measured slower there, layout._gamma_first); persistent
+    prefetching tiles load it once per program."""
+    from baracuda.families.normalization.layout import fwd_config
+
+    f32, bf16 = bc.ElementKind.F32, bc.ElementKind.BF16
+    assert fwd_config(1024, 32768, f32, True)["W_FIRST"]
+    assert fwd_config(1024, 32768, bf16, False)["W_FIRST"]
+    assert not fwd_config(1024, 32768, bf16, True)["W_FIRST"]
+    assert fwd_config(16384, 4096, f32, True)["W_FIRST"]
+    assert not fwd_config(16384, 4096, bf16, True)["W_FIRST"]
+    piped = fwd_config(16384, 4096, bf16, False)
+    assert piped["PIPE"] and not piped["W_FIRST"]
+
+
+@pytest.mark.parametrize("rms", [True, False], ids=["rms", "layer"])
+@pytest.mark.parametrize("w_first", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_forward_gamma_placement_matches_reference(rms, w_first, dtype, monkeypatch):
+    """Both placements of gamma's load in the plain one-row forward give the float64
+    reference's result (rows of 600: the plain grid; |mean| >> std; NaN-poisoned outputs)."""
+    from baracuda.families.normalization import layout as L
+    from baracuda.families.normalization import plans as P
+
+    x = (_rand((3, 5, 600), seed=12) + 20.0).to(dtype)
+    w, b = _rand((600,), seed=13).to(dtype), _rand((600,), seed=14).to(dtype)
+    monkeypatch.setattr(P, "fwd_config", lambda *a: dict(L.fwd_config(*a), W_FIRST=w_first))
+    P._fwd_recipe.cache_clear()
+    try:
+        assert not L.fwd_config(600, 15, bc.ElementKind.of(dtype), not rms)["PIPE"]
+        nan = float("nan")
+        y, rstd = torch.full_like(x, nan), torch.full((3, 5, 1), nan, device=x.device)
+        if rms:
+            desc = bc.RMSNormDescriptor(tuple(x.shape), (2,), True, 1e-5, dtype)
+            args = bc.RMSNormArgs(x=x, y=y, rstd=rstd, gamma=w)
+            plan = bc.RMSNormPlan.select(desc)
+        else:
+            mean = torch.full((3, 5, 1), nan, device=x.device)
+            desc = bc.LayerNormDescriptor(tuple(x.shape), (2,), True, True, 1e-5, dtype)
+            args = bc.LayerNormArgs(x=x, y=y, mean=mean, rstd=rstd, gamma=w, beta=b)
+            plan = bc.LayerNormPlan.select(desc)
+        plan.run(args, torch.empty(plan.workspace_size(), dtype=torch.uint8, device=x.device))
+    finally:
+        P._fwd_recipe.cache_clear()
+    want = R.row_norm_forward(x, 1, w, None if rms else b, 1e-5, rms)
+    assert_close(y, want["y"], dtype, "y")
+    assert_close(rstd, want["rstd"], torch.float32, "rstd")

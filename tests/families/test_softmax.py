@@ -287,3 +287,25 @@ def test_interpreter_chunk_length_rule():
         got = X.chunk_length(chunk, extent, unit)
         assert got >= chunk and got % unit == 0 and (got // unit) & (got // unit - 1) == 0
         assert -(-extent // got) <= X.INTERPRET_MAX_CHUNKS
+
+
+def test_register_cap_rule_and_tile_offsets():
+    """The 64-register cap goes to the log_softmax forward exchange only (f16 / bf16 / f32;
+    f64 values take two registers each), and only TILE launches pad the outer dims last (the
+    JIT then folds the row offset; softmax/PERF_NOTES.md, session 12)."""
+    from baracuda.backends.triton_support import outer_launch_groups
+    from baracuda.core.layout import axis_view
+
+    f32, f64 = bc.ElementKind.F32, bc.ElementKind.F64
+    assert P.register_cap(EXCHANGE, True, False, f32) == P.EXCHANGE_LOG_MAXNREG
+    assert P.register_cap(EXCHANGE, True, False, bc.ElementKind.BF16) == P.EXCHANGE_LOG_MAXNREG
+    for args in ((EXCHANGE, False, False, f32), (EXCHANGE, True, True, f32),
+                 (EXCHANGE, True, False, f64), (TILE, True, False, f32),
+                 (LOOP, True, False, f32)):
+        assert P.register_cap(*args) is None
+    x = torch.empty(6, 10)
+    view = axis_view((6, 10), [x], 1)
+    (_, last, st_last), = outer_launch_groups(view, [x], pad_last=True)
+    (_, first, st_first), = outer_launch_groups(view, [x])
+    assert last == [6, 1, 1, 1] and st_last == [[10, 0, 0, 0]]
+    assert first == [1, 1, 1, 6] and st_first == [[0, 0, 0, 10]]
