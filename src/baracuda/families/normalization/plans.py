@@ -225,10 +225,13 @@ def _fwd_exchange_recipe(desc, rms: bool, lay, n_rows, o1, o2, o):
     kw = dict(RMS=rms, HAS_W=desc.has_gamma, HAS_B=getattr(desc, "has_beta", False),
               HAS_RES=desc.has_residual, NI=lay.ni, COL64=lay.col64,
               ACC=acc_type(desc.element), BLOCK_N=cfg["BLOCK_N"], PARTS=cfg["PARTS"],
-              SPIN=cfg["SPIN"], num_warps=cfg["num_warps"])
-    if cfg.get("maxnreg") is not None:
-        kw["maxnreg"] = cfg["maxnreg"]
+              SPIN=cfg["SPIN"], num_warps=cfg["num_warps"], **_register_cap(cfg))
     return (cfg["G"],), scalars, kw
+
+
+def _register_cap(cfg: dict) -> dict:
+    """Triton's `maxnreg` launch option of an exchange config that sets one (else none)."""
+    return {} if cfg.get("maxnreg") is None else {"maxnreg": cfg["maxnreg"]}
 
 
 def forward_workspace(desc) -> int:
@@ -330,9 +333,8 @@ def _bwd_exchange_recipe(desc, rms: bool, lay, n_rows, o1, o2, o, accum: bool):
     scalars = (n_rows, m, o1, o2, lay.in1, lay.in2, g, n_chunks, cdiv(n_rows, g),
                *_bwd_strides(lay, o))
     kw = dict(_bwd_flags(desc, rms, lay, accum), BLOCK_N=cfg["BLOCK_N"], PARTS=cfg["PARTS"],
-              SPIN=cfg["SPIN"], AHEAD=cfg["AHEAD"], num_warps=cfg["num_warps"])
-    if cfg.get("maxnreg") is not None:
-        kw["maxnreg"] = cfg["maxnreg"]
+              SPIN=cfg["SPIN"], AHEAD=cfg["AHEAD"], num_warps=cfg["num_warps"],
+              **_register_cap(cfg))
     return (g * n_chunks,), scalars, kw
 
 
