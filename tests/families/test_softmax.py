@@ -247,20 +247,25 @@ def test_f64_long_lines_through_the_frontend():
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not ON_GPU, reason="needs a CUDA device")
-@pytest.mark.parametrize("shape", [(256, 262144), (4096, 20000)])
-def test_exchange_is_deterministic_and_matches_its_no_wait_path_gpu(shape):
+@pytest.mark.parametrize("shape,kind,dtype", [
+    ((256, 262144), bc.SoftmaxKind.SOFTMAX, torch.bfloat16),
+    ((4096, 20000), bc.SoftmaxKind.SOFTMAX, torch.bfloat16),
+    # the register-capped log_softmax forward (plans.register_cap)
+    ((256, 262144), bc.SoftmaxKind.LOG_SOFTMAX, torch.float32)])
+def test_exchange_is_deterministic_and_matches_its_no_wait_path_gpu(shape, kind, dtype):
     """Reruns are bit-identical, and so is the path where no program waits (every program
     recomputes its line's partials): the exchange's merge order does not depend on timing."""
-    x = torch.randn(shape, device="cuda", dtype=torch.bfloat16) * 3
+    element = bc.ElementKind.of(dtype)
+    x = torch.randn(shape, device="cuda", dtype=dtype) * 3
     dy = torch.randn_like(x)
-    fd = bc.SoftmaxDescriptor(bc.SoftmaxKind.SOFTMAX, shape, 1, x.dtype)
-    bd = bc.SoftmaxBackwardDescriptor(bc.SoftmaxKind.SOFTMAX, shape, 1, x.dtype)
+    fd = bc.SoftmaxDescriptor(kind, shape, 1, x.dtype)
+    bd = bc.SoftmaxBackwardDescriptor(kind, shape, 1, x.dtype)
     # room for a (max, sum) pair per 1024 elements and a counter per line: any chunking here
     ws = torch.empty(shape[0] * (shape[1] // 1024 * 8 + 8), dtype=torch.uint8, device="cuda")
     outs = []
     for spin in (None, None, 0):
-        cfg_f = P.launch_config(shape[1], bc.ElementKind.BF16, shape[0])
-        cfg_b = P.launch_config(shape[1], bc.ElementKind.BF16, shape[0], backward=True)
+        cfg_f = P.launch_config(shape[1], element, shape[0])
+        cfg_b = P.launch_config(shape[1], element, shape[0], backward=True)
         if cfg_f["MODE"] != EXCHANGE:  # the forward may LOOP; the backward always exchanges
             cfg_f = dict(cfg_b, PARTS=P.next_pow2(-(-shape[1] // cfg_b["BLOCK"])))
         if spin is not None:
@@ -269,8 +274,9 @@ def test_exchange_is_deterministic_and_matches_its_no_wait_path_gpu(shape):
         P._launch(P.softmax_fwd_kernel, fd, [x, y], ws, cfg_f)
         P._launch(P.softmax_bwd_kernel, bd, [dy, y, dx], ws, cfg_b)
         outs.append((y, dx))
-    torch.testing.assert_close(outs[0][0].float(), torch.softmax(x.float(), 1), rtol=2e-2,
-                               atol=1e-6)
+    ref = (torch.log_softmax if kind is bc.SoftmaxKind.LOG_SOFTMAX else torch.softmax)(
+        x.double(), 1)
+    torch.testing.assert_close(outs[0][0].double(), ref, rtol=2e-2, atol=1e-5)
     for y, dx in outs[1:]:
         assert torch.equal(y, outs[0][0]) and torch.equal(dx, outs[0][1])
 
