@@ -442,3 +442,65 @@ def test_cudnn_graph_cache_is_bounded(monkeypatch):
         assert pc._graph(desc, False, False, {"q": (1,)}, 0, None) is first  # cached
         assert len(pc._GRAPHS) <= 3
     assert len(built) == 7
+
+
+# -- fused deterministic backward ----------------------------------------------------------------
+
+from baracuda.families.attention import plans_fused  # noqa: E402
+
+
+@pytest.mark.parametrize("stagger", [False, True])
+@pytest.mark.parametrize("dtype,b,h,hkv,sq,sk,causal", [
+    (torch.bfloat16, 1, 4, 2, 70, 150, "none"),         # more key tiles than query tiles
+    (torch.float16, 2, 2, 1, 150, 70, "none"),          # fewer: the staggered starts wrap
+    (torch.bfloat16, 1, 2, 2, 64, 128, "top_left"),
+    (torch.bfloat16, 1, 4, 2, 130, 70, "bottom_right"),  # rows that see no key at all
+    (torch.float16, 1, 2, 1, 70, 130, "bottom_right"),
+])
+def test_fused_backward_matches_reference_and_reruns_bit_identically(
+        monkeypatch, stagger, dtype, b, h, hkv, sq, sk, causal):
+    """The fused backward (dQ summed in a fixed order through the workspace) against the f64
+    reference, GQA, ragged lengths, both causal alignments; in the ascending order the CPU
+    runs and in the staggered order of the GPU (whose waits give up at once on the CPU: the
+    index arithmetic of the wrapping starts is what runs); reruns bit-identical."""
+    monkeypatch.setattr(plans_fused, "STAGGER", stagger)
+    d = 32
+    ck = bc.CausalKind(causal)
+    desc = bc.SdpaBackwardDescriptor(b, h, hkv, sq, sk, d, d, 0.3, dtype, ck)
+    plan = bc.SdpaBackwardPlan.select(desc, PlanPreference(prefer_backend=BackendKind.TRITON,
+                                                           require_deterministic=True))
+    assert plan.sku.candidate == "triton_flash_bwd_fused"
+    g = torch.Generator().manual_seed(sq * 3 + sk)
+    mk = lambda *s: torch.randn(*s, generator=g, dtype=torch.float64).to(DEVICE, dtype)  # noqa
+    q, k, v, do = mk(b, h, sq, d), mk(b, hkv, sk, d), mk(b, hkv, sk, d), mk(b, h, sq, d)
+    off = None if ck is C.NONE else desc.causal_offset
+    out, lse = ref.sdpa_forward(q, k, v, scale=0.3, causal_offset=off)
+    out, lse = out.to(DEVICE, dtype), lse.to(DEVICE, torch.float32)
+    grads = [torch.full_like(x, float("nan")) for x in (q, k, v)]
+    args = bc.SdpaBackwardArgs(q, k, v, out, do, lse, *grads)
+    ws = torch.full((plan.workspace_size(),), 255, dtype=torch.uint8, device=DEVICE)
+    plan.run(args, workspace=ws)  # a dirty workspace: the plan zeroes what it sums into
+    want = ref.sdpa_backward(q, k, v, do, scale=0.3, causal_offset=off)
+    tol = tolerance_for(bc.ElementKind.BF16 if dtype is torch.bfloat16 else bc.ElementKind.F16)
+    for name, got, exp in zip(("dq", "dk", "dv"), grads, want):
+        res = compare(got, exp, tol.scaled(3.0), name)
+        assert res.ok, res.message
+    first = [x.clone() for x in grads]
+    plan.run(args, workspace=ws)
+    assert all(torch.equal(a, b) for a, b in zip(first, grads))
+
+
+def test_fused_backward_declines_what_it_cannot_order():
+    """f32 / f64 keep the exact two-kernel backward; on a GPU, a head with more key tiles than
+    multiprocessors (its ordered dQ sum needs them resident at once) does too."""
+    pref = PlanPreference(prefer_backend=BackendKind.TRITON)
+    f32 = bc.SdpaBackwardDescriptor(1, 2, 2, 64, 64, 32, 32, 0.3, torch.float32)
+    assert bc.SdpaBackwardPlan.select(f32, pref).sku.candidate == "triton_flash_bwd"
+    reason = plans_fused.TritonFlashBackwardFused().supports(f32, pref, ArchSku.current())
+    assert "f16 / bf16" in reason
+    if DEVICE.type == "cuda":
+        long = bc.SdpaBackwardDescriptor(1, 2, 2, 64, 1 << 16, 64, 64, 0.1, torch.bfloat16)
+        plan = bc.SdpaBackwardPlan.select(long, pref)
+        assert plan.sku.candidate == "triton_flash_bwd"
+        reason = plans_fused.TritonFlashBackwardFused().supports(long, pref, ArchSku.current())
+        assert "multiprocessors" in reason

@@ -1,7 +1,10 @@
 """Attention family: scaled dot-product attention (flash-style, GQA, masks, dropout) forward
 and backward, rotary embeddings, KV-cache append."""
 
-from . import plans_cudnn  # noqa: F401  - registers the cuDNN candidates
+from . import (
+    plans_cudnn,  # noqa: F401  - registers the cuDNN candidates
+    plans_fused,  # noqa: F401  - registers the fused deterministic Triton backward
+)
 from .descriptors import (
     CausalKind,
     KvCacheAppendArgs,
