@@ -25,12 +25,10 @@ from baracuda.families.attention.descriptors import (
 )
 from baracuda.tools.bench import CudaEventChain
 
-SPIN = F.SPIN_LIMIT
-# (BLOCK_M, BLOCK_N, warps, stages, DEFER)
-TILES = {128: [(32, 64, 4, 2, 1), (32, 64, 4, 2, 0), (16, 64, 4, 2, 1), (32, 128, 8, 2, 1),
-               (64, 128, 8, 2, 1), (16, 128, 8, 2, 1), (64, 64, 4, 2, 1)],
-         64: [(64, 64, 4, 2, 1), (64, 64, 4, 2, 0), (32, 64, 4, 2, 1), (64, 128, 8, 2, 1),
-              (32, 128, 8, 2, 1)]}
+TILES = {128: [(32, 64, 4, 2, 0), (32, 64, 4, 3, 0), (32, 64, 8, 2, 0), (32, 64, 8, 2, 1),
+               (64, 64, 8, 2, 0), (64, 64, 8, 2, 1), (16, 64, 4, 2, 0), (32, 128, 8, 2, 0)],
+         64: [(64, 64, 4, 2, 0), (32, 64, 4, 2, 0), (64, 64, 4, 3, 0), (64, 128, 8, 2, 0),
+              (64, 64, 4, 2, 1)]}
 
 
 def _ms(fn, reps=10):
@@ -75,15 +73,12 @@ def main(which: str, budget: float) -> None:
                 if name == "triton_flash_bwd":
                     ref = grads
             fused = cands["triton_flash_bwd_fused"]
-            for tile in TILES[dh] + [TILES[dh][0] + ("nowait",)]:
-                # "nowait": the first tile with SPIN = 0 (waits give up at once; the order is
-                # then not fixed): what the waiting costs, a diagnostic only
-                F.SPIN_LIMIT = 0 if tile[-1] == "nowait" else SPIN
+            for tile in TILES[dh]:
                 if time.time() > t_end:
                     print("budget spent", flush=True)
                     break
                 P._FUSED[("half", max(64, dh))] = tile[:4]
-                F.DEFER = bool(tile[4])
+                F.DQ_T = bool(tile[4])
                 try:
                     p = P.SdpaBackwardPlan(db, fused, pref, arch)
                     grads = [torch.full_like(x, float("nan")) for x in (q, k, v)]

@@ -34,24 +34,16 @@ from .kernels import _dkdv_step, _dot, _f, _load_rows
 
 
 @triton.jit
-def _ordered_add(acc_ptrs, val, count_ptr, rank, prev_ptr, has_prev, SPIN: tl.constexpr,
-                 DEFER: tl.constexpr):
-    """acc += val once `rank` earlier contributions have landed, then count this one in.
-    DEFER: count in the previous step's contribution (prev_ptr, when has_prev) first and
-    leave this one's for the next step, so the release's fence finds the adds it orders
-    already done instead of waiting for them (the caller releases the last one)."""
-    if DEFER:
-        tl.debug_barrier()
-        tl.atomic_add(prev_ptr, 1, mask=has_prev, sem="release")
+def _ordered_add(acc_ptrs, val, count_ptr, rank, SPIN: tl.constexpr):
+    """acc += val once `rank` earlier contributions have landed, then count this one in."""
     seen = tl.atomic_add(count_ptr, 0, sem="acquire")
     polls = 0
     while (seen < rank) & (polls < SPIN):
         seen = tl.atomic_add(count_ptr, 0, sem="acquire")
         polls += 1
     tl.atomic_add(acc_ptrs, val, sem="relaxed")
-    if not DEFER:
-        tl.debug_barrier()  # every thread's add is issued before the count (release)
-        tl.atomic_add(count_ptr, 1, sem="release")
+    tl.debug_barrier()  # every thread's add is issued before the count (release)
+    tl.atomic_add(count_ptr, 1, sem="release")
 
 
 @triton.jit
@@ -69,10 +61,15 @@ def _rank(i, pid_n, n_q, n_k, causal_off, CAUSAL: tl.constexpr, STAGGER: tl.cons
 
 
 @triton.jit
-def _dq_term(ds, k, BLOCK_M: tl.constexpr, BLOCK_DK: tl.constexpr, ACC: tl.constexpr,
-             PREC: tl.constexpr, INTERP: tl.constexpr):
-    """The pair's unscaled dQ term dS·K [M, DK] from dSᵀ [N, M]."""
-    return _dot(tl.trans(ds), k, tl.zeros([BLOCK_M, BLOCK_DK], ACC), PREC, INTERP)
+def _dq_term(ds, k, kt, BLOCK_M: tl.constexpr, BLOCK_DK: tl.constexpr, ACC: tl.constexpr,
+             PREC: tl.constexpr, INTERP: tl.constexpr, DQ_T: tl.constexpr):
+    """The pair's unscaled dQ term dS·K from dSᵀ [N, M]: as [M, DK], or (DQ_T) as its
+    transpose Kᵀ·dSᵀ [DK, M], which needs no transpose of the register tile dSᵀ."""
+    if DQ_T:
+        term = _dot(kt, ds, tl.zeros([BLOCK_DK, BLOCK_M], ACC), PREC, INTERP)
+    else:
+        term = _dot(tl.trans(ds), k, tl.zeros([BLOCK_M, BLOCK_DK], ACC), PREC, INTERP)
+    return term
 
 
 @triton.jit
@@ -86,7 +83,7 @@ def sdpa_bwd_fused_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
     MASK_KIND: tl.constexpr, DROPOUT: tl.constexpr, PREC: tl.constexpr, ACC: tl.constexpr,
     INTERP: tl.constexpr, IDX: tl.constexpr, EVEN: tl.constexpr, STAGGER: tl.constexpr,
-    SPIN: tl.constexpr, DEFER: tl.constexpr = False,
+    SPIN: tl.constexpr, DQ_T: tl.constexpr = False,
 ):
     """One program per (key tile, batch, kv head): dK, dV as sdpa_bwd_dkdv_kernel, and each
     pair's dS·K added to dq_acc [B·H, n_q·BLOCK_M, BLOCK_DK] (unscaled f32; rows past Sq get
@@ -111,9 +108,12 @@ def sdpa_bwd_fused_kernel(
                    (offs_dv < DV)[None, :], EVEN)  # [N, DV]
     dk = tl.zeros([BLOCK_N, BLOCK_DK], ACC)
     dv = tl.zeros([BLOCK_N, BLOCK_DV], ACC)
-    acc_tile = offs_m0[:, None] * BLOCK_DK + offs_dk[None, :]
-    prev = count_ptr  # DEFER: the count of the previous step's contribution
-    has_prev = False
+    if DQ_T:  # the dQ term as [DK, M] (k transposed as the A operand), added transposed
+        acc_tile = offs_m0[None, :] * BLOCK_DK + offs_dk[:, None]
+        kt = tl.trans(k)
+    else:
+        acc_tile = offs_m0[:, None] * BLOCK_DK + offs_dk[None, :]
+        kt = k
     seed = 0
     rng_off = 0
     if DROPOUT:
@@ -147,12 +147,10 @@ def sdpa_bwd_fused_kernel(
                     smm, smn, seed, rng_off, bhq, p_drop, DK, DV, True, MASK_KIND, DROPOUT, PREC,
                     ACC, INTERP, IDX, EVEN, BLOCK_M, BLOCK_N)
                 i = start_m // BLOCK_M
-                dq = _dq_term(ds, k, BLOCK_M, BLOCK_DK, ACC, PREC, INTERP)
+                dq = _dq_term(ds, k, kt, BLOCK_M, BLOCK_DK, ACC, PREC, INTERP, DQ_T)
                 _ordered_add(acc_base + i * (BLOCK_M * BLOCK_DK) + acc_tile, dq, counts + i,
                              _rank(i, pid_n, n_q, n_k, causal_off, True, STAGGER, BLOCK_M,
-                                   BLOCK_N), prev, has_prev, SPIN, DEFER)
-                prev = counts + i
-                has_prev = True
+                                   BLOCK_N), SPIN)
         for t in range(0, tl.cdiv(Sq - mid, BLOCK_M)):
             i = mid // BLOCK_M + start + t
             i = tl.where(i >= n_q, i - (n_q - mid // BLOCK_M), i)  # wraps (non-causal only)
@@ -161,15 +159,10 @@ def sdpa_bwd_fused_kernel(
                 do_base, lse_base, delta_base, mask_base, Sq, Sk, causal_off, sqm, sdm, slm,
                 smm, smn, seed, rng_off, bhq, p_drop, DK, DV, False, MASK_KIND, DROPOUT, PREC,
                 ACC, INTERP, IDX, EVEN, BLOCK_M, BLOCK_N)
-            dq = _dq_term(ds, k, BLOCK_M, BLOCK_DK, ACC, PREC, INTERP)
+            dq = _dq_term(ds, k, kt, BLOCK_M, BLOCK_DK, ACC, PREC, INTERP, DQ_T)
             _ordered_add(acc_base + i * (BLOCK_M * BLOCK_DK) + acc_tile, dq, counts + i,
                          _rank(i, pid_n, n_q, n_k, causal_off, CAUSAL, STAGGER, BLOCK_M,
-                               BLOCK_N), prev, has_prev, SPIN, DEFER)
-            prev = counts + i
-            has_prev = True
-    if DEFER:
-        tl.debug_barrier()
-        tl.atomic_add(prev, 1, mask=has_prev, sem="release")
+                               BLOCK_N), SPIN)
     dk = dk * _f(scale, scale_lo, ACC)
     if EVEN:
         tl.store(dk_ptr + b * sdkb + hk * sdkh + rows_n * sdkn + offs_dk[None, :],

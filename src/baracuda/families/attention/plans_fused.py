@@ -41,8 +41,8 @@ STORE_ROWS = 64
 #: order, so it takes the ascending order, which never waits there (tests flip this to run the
 #: staggered order's index arithmetic on the CPU: its waits then give up at once, SPIN = 0).
 STAGGER = not INTERPRET
-#: Release each contribution's count one step late (kernels_fused._ordered_add).
-DEFER = True
+#: The dQ term formed transposed (kernels_fused._dq_term); a tuning knob.
+DQ_T = False
 
 
 def _layout(desc):
@@ -74,7 +74,7 @@ def fused_backward_launches(d, a, workspace, tf32: bool) -> list[Launch]:
                           (counts, counts.numel()), dict(VALUE=0, BLOCK=FILL_BLOCK)))
     if d.key_len and d.batch * d.num_kv_heads:
         cfg = dict(cfg)
-        cfg.update(EVEN=_even(d, cfg, p.cc), STAGGER=STAGGER, SPIN=SPIN_LIMIT, DEFER=DEFER)
+        cfg.update(EVEN=_even(d, cfg, p.cc), STAGGER=STAGGER, SPIN=SPIN_LIMIT, DQ_T=DQ_T)
         grid = (-(-d.key_len // cfg["BLOCK_N"]), d.batch * d.num_kv_heads)
         out.append(Launch(sdpa_bwd_fused_kernel, grid, (
             a.q, a.k, a.v, a.dout, a.lse, p.delta, a.dk, a.dv, p.mask_ptr, p.rng,
