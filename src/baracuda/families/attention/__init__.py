@@ -1,10 +1,7 @@
 """Attention family: scaled dot-product attention (flash-style, GQA, masks, dropout) forward
 and backward, rotary embeddings, KV-cache append."""
 
-from . import (
-    plans_cudnn,  # noqa: F401  - registers the cuDNN candidates
-    plans_fused,  # noqa: F401  - registers the fused deterministic Triton backward
-)
+from . import plans_cudnn  # noqa: F401  - registers the cuDNN candidates
 from .descriptors import (
     CausalKind,
     KvCacheAppendArgs,

@@ -185,8 +185,7 @@ def _dkdv_step(dk, dv, k, v, qs, start_m, offs_m0, offs_n, offs_dk, offs_dv, q_b
                ACC: tl.constexpr, INTERP: tl.constexpr, IDX: tl.constexpr, EVEN: tl.constexpr,
                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """One query tile's contribution to a key tile's dK, dV (CAUSAL: this tile crosses the
-    diagonal; tiles wholly below it skip the causal compare). Also returns dSᵀ in the element
-    type [N, M], the fused backward's dQ term (unused values are dropped by the compiler)."""
+    diagonal; tiles wholly below it skip the causal compare)."""
     offs_m = start_m + offs_m0
     m_ok = offs_m < Sq
     qt = _load_rows(q_base, offs_m[None, :].to(IDX) * sqm, offs_dk[:, None], m_ok[None, :],
@@ -213,9 +212,9 @@ def _dkdv_step(dk, dv, k, v, qs, start_m, offs_m0, offs_n, offs_dk, offs_dv, q_b
     else:
         pdt = pt
     dv = _dot(pdt.to(do.dtype), do, dv, PREC, INTERP)
-    dst = (pt * (dpt - delta[None, :])).to(qt.dtype)
-    dk = _dot(dst, tl.trans(qt), dk, PREC, INTERP)
-    return dk, dv, dst
+    dst = pt * (dpt - delta[None, :])
+    dk = _dot(dst.to(qt.dtype), tl.trans(qt), dk, PREC, INTERP)
+    return dk, dv
 
 
 @triton.jit
@@ -275,13 +274,13 @@ def sdpa_bwd_dkdv_kernel(
         mask_base = mask_ptr + b * smb + h * smh
         if CAUSAL:
             for start_m in range(lo, mid, BLOCK_M):
-                dk, dv, _ = _dkdv_step(
+                dk, dv = _dkdv_step(
                     dk, dv, k, v, qs, start_m, offs_m0, offs_n, offs_dk, offs_dv, q_base,
                     do_base, lse_base, delta_base, mask_base, Sq, Sk, causal_off, sqm, sdm, slm,
                     smm, smn, seed, rng_off, bhq, p_drop, DK, DV, True, MASK_KIND, DROPOUT, PREC,
                     ACC, INTERP, IDX, EVEN, BLOCK_M, BLOCK_N)
         for start_m in range(mid, Sq, BLOCK_M):
-            dk, dv, _ = _dkdv_step(
+            dk, dv = _dkdv_step(
                 dk, dv, k, v, qs, start_m, offs_m0, offs_n, offs_dk, offs_dv, q_base, do_base,
                 lse_base, delta_base, mask_base, Sq, Sk, causal_off, sqm, sdm, slm, smm, smn,
                 seed, rng_off, bhq, p_drop, DK, DV, False, MASK_KIND, DROPOUT, PREC, ACC, INTERP,

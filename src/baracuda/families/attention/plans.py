@@ -77,10 +77,6 @@ _DKDV = {
 #: group = 1 and the strides' divisibility, and this 2x faster tile compiles to 249 registers
 #: without spills; GQA's runtime group loop (or unaligned strides) spills it, so those take _DKDV.
 _DKDV_MHA = {("half", 128): (32, 64, 4, 3)}
-#: The fused deterministic backward (plans_fused.py): the dK/dV program plus each pair's dQ term.
-_FUSED = {
-    ("half", 64): (64, 64, 4, 2), ("half", 128): (64, 64, 8, 2), ("half", 256): (32, 32, 8, 1),
-}
 _DQ = {
     ("half", 64): (64, 64, 4, 3), ("half", 128): (128, 64, 8, 3), ("half", 256): (32, 32, 8, 1),
     ("f32", 64): (32, 32, 4, 2), ("f32", 128): (32, 16, 4, 1), ("f32", 256): (16, 16, 4, 1),
@@ -106,7 +102,7 @@ def tile_config(desc: SdpaDescriptor, table: str, aligned: bool = False) -> dict
     bdk, bdv = head_blocks(desc)
     bd = max(64, bdk, bdv)
     key = (_klass(desc.element), bd)
-    tables = {"fwd": _FWD, "dkdv": _DKDV, "dq": _DQ, "fused": _FUSED}
+    tables = {"fwd": _FWD, "dkdv": _DKDV, "dq": _DQ}
     if (table == "dkdv" and aligned and key in _DKDV_MHA and desc.num_heads == desc.num_kv_heads
             and desc.mask is MaskKind.NONE and desc.dropout_p == 0.0):
         tables["dkdv"] = _DKDV_MHA
@@ -118,7 +114,7 @@ def tile_config(desc: SdpaDescriptor, table: str, aligned: bool = False) -> dict
             bm, bn, warps, stages = _DQ_MASKED[key]
         elif table == "dq":
             bm = max(16, bm // 2)
-        elif table in ("dkdv", "fused") or bd == 128:  # the D=256 forward tile already fits
+        elif table == "dkdv" or bd == 128:  # the D=256 forward tile already fits
             bn = max(16, bn // 2)
     bm = min(bm, max(16, next_pow2(desc.query_len)))
     bn = min(bn, max(16, next_pow2(desc.key_len)))
@@ -303,66 +299,40 @@ def _even(d: SdpaDescriptor, cfg: dict, cc: dict) -> bool:
             and d.head_dim == cc["BLOCK_DK"] and d.value_dim == cc["BLOCK_DV"])
 
 
-@dataclasses.dataclass
-class BackwardParts:
-    """What every backward launch shares: the delta buffer, the constexprs and the scalar /
-    stride arguments that the dK/dV, dQ and fused kernels take in the same order."""
-
-    delta: torch.Tensor
-    cc: dict
-    common: list
-    mask_ptr: object
-    rng: torch.Tensor
-    mask_strides: list
-
-
-def backward_parts(d: SdpaDescriptor, a: SdpaBackwardArgs, workspace,
-                   tf32: bool) -> BackwardParts:
+def backward_launches(d: SdpaDescriptor, a: SdpaBackwardArgs, workspace,
+                      tf32: bool) -> list[Launch]:
     acc = torch.float64 if d.element is ElementKind.F64 else torch.float32
     n = d.batch * d.num_heads * d.query_len
     delta = workspace[: n * acc.itemsize].view(acc) if n else a.dq
     cc = dict(common_constexprs(d, tf32),
               IDX=index_type(a.q, a.k, a.v, a.out, a.dout, a.dq, a.dk, a.dv, a.mask))
     sc = _scalars(d)
+    sm = _mask_strides(d, a.mask)
+    mptr = _mask_ptr(a.mask, a.q)
+    rng = a.rng_state if a.rng_state is not None else a.lse
+    bh = d.batch * d.num_heads
+    out = []
+    if n:
+        bmd = min(64, max(16, next_pow2(d.query_len)))
+        out.append(Launch(sdpa_bwd_delta_kernel, ((d.query_len + bmd - 1) // bmd, bh), (
+            a.out, a.dout, delta, d.num_heads, d.query_len, *_strides3(a.out),
+            *_strides3(a.dout)), dict(DV=d.value_dim, BLOCK_DV=cc["BLOCK_DV"], BLOCK_M=bmd,
+                                      ACC=cc["ACC"], IDX=cc["IDX"])))
     common = [sc["H"], sc["Sq"], sc["Sk"], sc["group"], sc["qk_scale"], sc["qk_lo"],
               *split_f64(float(d.scale)), sc["causal_off"], sc["p_drop"], *_strides3(a.q),
               *_strides3(a.k), *_strides3(a.v), *_strides3(a.dout), *a.lse.stride()]
-    return BackwardParts(delta, cc, common, _mask_ptr(a.mask, a.q),
-                         a.rng_state if a.rng_state is not None else a.lse,
-                         _mask_strides(d, a.mask))
-
-
-def delta_launch(d: SdpaDescriptor, a: SdpaBackwardArgs, parts: BackwardParts) -> Launch:
-    """delta = rowsum(dO ∘ O), the first launch of every backward (B·H·Sq > 0)."""
-    bmd = min(64, max(16, next_pow2(d.query_len)))
-    cc = parts.cc
-    return Launch(sdpa_bwd_delta_kernel, ((d.query_len + bmd - 1) // bmd,
-                                          d.batch * d.num_heads), (
-        a.out, a.dout, parts.delta, d.num_heads, d.query_len, *_strides3(a.out),
-        *_strides3(a.dout)), dict(DV=d.value_dim, BLOCK_DV=cc["BLOCK_DV"], BLOCK_M=bmd,
-                                  ACC=cc["ACC"], IDX=cc["IDX"]))
-
-
-def backward_launches(d: SdpaDescriptor, a: SdpaBackwardArgs, workspace,
-                      tf32: bool) -> list[Launch]:
-    p = backward_parts(d, a, workspace, tf32)
-    cc, common, sm = p.cc, p.common, p.mask_strides
-    bh = d.batch * d.num_heads
-    out = []
-    if bh * d.query_len:
-        out.append(delta_launch(d, a, p))
     if d.key_len and d.batch * d.num_kv_heads:
         cfg = tile_config(d, "dkdv", _aligned(a.q, a.k, a.v, a.dout, a.dk, a.dv))
         grid = ((d.key_len + cfg["BLOCK_N"] - 1) // cfg["BLOCK_N"], d.batch * d.num_kv_heads)
         out.append(Launch(sdpa_bwd_dkdv_kernel, grid, (
-            a.q, a.k, a.v, a.dout, a.lse, p.delta, a.dk, a.dv, p.mask_ptr, p.rng, *common,
+            a.q, a.k, a.v, a.dout, a.lse, delta, a.dk, a.dv, mptr, rng, *common,
             *_strides3(a.dk), *_strides3(a.dv), *sm), dict(**cfg, **cc, EVEN=_even(d, cfg, cc))))
-    if bh * d.query_len:
+    if n:
         cfg = tile_config(d, "dq")
         grid = ((d.query_len + cfg["BLOCK_M"] - 1) // cfg["BLOCK_M"], bh)
         out.append(Launch(sdpa_bwd_dq_kernel, grid, (
-            a.q, a.k, a.v, a.dout, a.lse, p.delta, a.dq, p.mask_ptr, p.rng, *common,
-            *_strides3(a.dq), *sm), dict(**cfg, **cc, EVEN=_even(d, cfg, cc))))
+            a.q, a.k, a.v, a.dout, a.lse, delta, a.dq, mptr, rng, *common, *_strides3(a.dq),
+            *sm), dict(**cfg, **cc, EVEN=_even(d, cfg, cc))))
     return out
 
 

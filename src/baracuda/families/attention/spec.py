@@ -24,7 +24,6 @@ from .descriptors import (
     SdpaDescriptor,
 )
 from .plans import SdpaBackwardPlan, SdpaPlan, backward_launches, forward_launches
-from .plans_fused import TritonFlashBackwardFused, fused_backward_launches
 
 E = ElementKind
 C = CausalKind
@@ -237,10 +236,6 @@ def _aot_variants(plan):
             a = SdpaBackwardArgs(q, k, v, out, torch.empty_like(out), lse, torch.empty_like(q),
                                  torch.empty_like(k), torch.empty_like(v), mk, rng)
             launches = backward_launches(d, a, ws, False)
-            if element in (E.F16, E.BF16):  # the fused kernel, in its own workspace layout
-                big = torch.empty(TritonFlashBackwardFused().workspace_size(d),
-                                  dtype=torch.uint8, device=meta)
-                launches += fused_backward_launches(d, a, big, False)[2:3]
         for launch in launches:
             yield _variant(launch, f"{element.value} D={dh} H/Hkv=16/{hkv} causal={causal} "
                                    f"mask={mask.value} dropout={p}")
