@@ -225,19 +225,21 @@ def test_gpu_f32_rms_rows_in_registers(shape):
 
 
 def _long_row_plan_run(rms: bool, x, w, b, r, eps=1e-5):
-    """The plan API with a residual: (y, h, mean or None, rstd), outputs poisoned first."""
-    shape, stats = tuple(x.shape), tuple(x.shape[:-2]) + (1, 1)
+    """The plan API with a residual over the last w.dim() dims: (y, h, mean or None, rstd),
+    outputs poisoned first."""
+    n = w.dim()
+    shape, stats = tuple(x.shape), tuple(x.shape[:-n]) + (1,) * n
+    axes = tuple(range(x.dim() - n, x.dim()))
     nan = float("nan")
     y, h = torch.full_like(x, nan), torch.full_like(x, nan)
     rstd = torch.full(stats, nan, device=x.device)
     mean = None if rms else torch.full(stats, nan, device=x.device)
     if rms:
-        desc = bc.RMSNormDescriptor(shape, (2, 3), True, eps, x.dtype, has_residual=True)
+        desc = bc.RMSNormDescriptor(shape, axes, True, eps, x.dtype, has_residual=True)
         args = bc.RMSNormArgs(x=x, y=y, rstd=rstd, gamma=w, residual=r, residual_out=h)
         plan = bc.RMSNormPlan.select(desc)
     else:
-        desc = bc.LayerNormDescriptor(shape, (2, 3), True, True, eps, x.dtype,
-                                      has_residual=True)
+        desc = bc.LayerNormDescriptor(shape, axes, True, True, eps, x.dtype, has_residual=True)
         args = bc.LayerNormArgs(x=x, y=y, mean=mean, rstd=rstd, gamma=w, beta=b, residual=r,
                                 residual_out=h)
         plan = bc.LayerNormPlan.select(desc)
@@ -326,13 +328,11 @@ def _long_row_backward(rms: bool, x, dy, w, dh):
 
 def _with_bwd_config(monkeypatch, **override):
     """Route the backward's tile table through `override` (e.g. SPIN=0, PIPE=False)."""
-    from baracuda.core.plan import _select_cached
     from baracuda.families.normalization import layout as L
     from baracuda.families.normalization import plans as P
 
     monkeypatch.setattr(P, "bwd_config", lambda *a: dict(L.bwd_config(*a), **override))
-    for cache in (P._bwd_exchange_recipe, P._bwd_partials, _select_cached):
-        cache.cache_clear()
+    _clear_bwd_caches()
 
 
 def _clear_bwd_caches():
@@ -546,8 +546,74 @@ def test_gamma_first_rule():
     assert not fwd_config(1024, 32768, bf16, True)["W_FIRST"]
     assert fwd_config(16384, 4096, f32, True)["W_FIRST"]
     assert not fwd_config(16384, 4096, bf16, True)["W_FIRST"]
-    piped = fwd_config(16384, 4096, bf16, False)
+    piped = fwd_config(8192, 8192, bf16, False)
     assert piped["PIPE"] and not piped["W_FIRST"]
+
+
+def test_pad_last_rule():
+    """The launches measured faster with the unit outer dims last pad them last
+    (layout.pads_last): layer_norm halves' backward register tiles and the forward of
+    rms_norm halves' 16K tile (a plain grid); exchanges, column splits, f32 stay first."""
+    from baracuda.families.normalization.layout import bwd_config, fwd_config, pads_last, row_layout
+
+    f32, bf16, f16 = bc.ElementKind.F32, bc.ElementKind.BF16, bc.ElementKind.F16
+    kinds = [(el, layer) for el in (f32, bf16, f16) for layer in (False, True)]
+    fwd = {(m, el, layer) for m in (1024, 4096, 12000, 16384, 65536) for el, layer in kinds
+           if pads_last(fwd_config(m, 4096, el, layer), el, layer, False)}
+    assert fwd == {(m, el, False) for m in (12000, 16384) for el in (bf16, f16)}
+    bwd = {(m, el, layer) for m in (1024, 4096, 8192, 16384, 65536, 262144)
+           for el, layer in kinds if pads_last(bwd_config(m, 4096, el, layer), el, layer, True)}
+    assert bwd == {(m, el, True) for m in (1024, 4096, 8192) for el in (bf16, f16)}
+    plain = fwd_config(16384, 4096, bf16, False)
+    assert (plain["PIPE"], plain["G"], plain["BLOCK_R"], plain["num_warps"],
+            plain["W_FIRST"]) == (False, 4096, 1, 16, True)
+    lay = row_layout("t", (6, 8), 1, [x := _rand((6, 8))], [], [])  # (rows, O1, O2, strides)
+    assert [c[1:] for c in lay.launches([x], pad_last=True)] == [(6, 1, 1, ((8, 0, 0),))]
+    assert [c[1:] for c in lay.launches([x])] == [(6, 1, 6, ((0, 0, 8),))]
+
+
+@pytest.mark.parametrize("outer", [(2, 3), (2, 2, 2, 2)], ids=["2-outer", "4-outer"])
+def test_pad_last_launches_match_reference(outer, monkeypatch):
+    """The pad-last launches, rms bf16 forward of 16K rows and layer bf16 backward of 1024,
+    over 2 non-collapsible outer dims (one launch, padded) and 4 (two launches) of strided
+    inputs: against float64, and bit for bit the same launches padded first."""
+    from baracuda.families.normalization import layout as L
+    from baracuda.families.normalization import plans as P
+
+    k, dt = len(outer), torch.bfloat16
+    perm = (*reversed(range(k)), k)  # outer strides ascending: nothing collapses
+
+    def strided(n, seed):
+        return _rand((*outer[::-1], 2 * n), dt, seed)[..., ::2].permute(perm)
+
+    x, r, w = strided(16384, 30), strided(16384, 31), _rand((16384,), dt, 32)
+    xb, dy, dh, wb = strided(1024, 33), strided(1024, 34), strided(1024, 35), _rand(1024, dt, 36)
+    seen, launches = [], L.RowLayout.launches
+    monkeypatch.setattr(L.RowLayout, "launches",
+                        lambda lay, t, pad_last=False: seen.append(pad_last) or
+                        launches(lay, t, pad_last))
+    fwd = _long_row_plan_run(True, x, w, None, r)
+    bwd, want = _long_row_backward(False, xb, dy, wb, dh)
+    assert seen == [True, True]
+    # against the h written (the interpreter rounds x + r to bf16 toward zero)
+    ref = R.row_norm_forward(fwd[1], 1, w, None, 1e-5, True)
+    assert_close(fwd[1], x.double() + r.double(), dt, "h")
+    assert_close(fwd[0], ref["y"], dt, "y")
+    assert_close(fwd[3], ref["rstd"], torch.float32, "rstd")
+    for name, a, e in zip(("dx", "dgamma", "dbeta"), bwd, want):
+        assert_close(a, e, dt, name, scale=2.0)
+    monkeypatch.setattr(P, "pads_last", lambda *a: False)
+    _clear_bwd_caches()
+    try:
+        first = (*_long_row_plan_run(True, x, w, None, r), *_long_row_backward(False, xb, dy,
+                                                                                wb, dh)[0])
+    finally:
+        monkeypatch.undo()
+        _clear_bwd_caches()
+    assert seen[2:] == [False, False]
+    for a, c in zip(first, (*fwd, *bwd)):
+        if c is not None:
+            assert_bitwise_equal(a, c, "padded first against last")
 
 
 @pytest.mark.parametrize("rms", [True, False], ids=["rms", "layer"])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -40,23 +41,32 @@ class RowLayout:
 
     @functools.cached_property
     def _single(self):
-        pad = MAX_OUTER - len(self.outer_shape)
-        rest = [1] * pad + list(self.outer_shape)
-        strides = tuple(tuple([0] * pad + list(st)) for st in self.outer)
-        return rest[0] * rest[1] * rest[2], rest[1], rest[2], strides
+        """(rows, o1, o2, strides) of the one launch of <= MAX_OUTER outer dims, indexed by
+        pad_last: the unit dims padded first ([1, 1, rows]) or last ([rows, 1, 1])."""
+        pad, shape = MAX_OUTER - len(self.outer_shape), tuple(self.outer_shape)
+        units, zeros = (1,) * pad, (0,) * pad
+        out = []
+        for last in (False, True):
+            rest = shape + units if last else units + shape
+            strides = tuple(tuple(st) + zeros if last else zeros + tuple(st)
+                            for st in self.outer)
+            out.append((math.prod(shape), rest[1], rest[2], strides))
+        return tuple(out)
 
-    def launches(self, tensors):
+    def launches(self, tensors, pad_last: bool = False):
         """Yield (views, rows, o1, o2, per-operand 3 outer strides): one per index of the
         leading outer dims beyond MAX_OUTER (views shifted there); `tensors` are the row and
-        stat operands in layout order (None allowed)."""
+        stat operands in layout order (None allowed). `pad_last` (layout.pads_last) puts the
+        unit dims of fewer than MAX_OUTER outer dims after the real ones: O1 = O2 = 1 for one
+        outer dim, the JIT's constants, so `_row_off` folds to row * stride; padded first,
+        O2 = rows and the offset divides by it at run time. More outer dims pad nothing."""
         shape = list(self.outer_shape)
         if len(shape) <= MAX_OUTER:  # the common case: one launch, no shifted views
-            yield tensors, *self._single
+            yield tensors, *self._single[pad_last]
             return
-        extra = max(0, len(shape) - MAX_OUTER)
-        lead, rest = shape[:extra], [1] * max(0, MAX_OUTER - len(shape)) + shape[extra:]
-        pad = MAX_OUTER - (len(shape) - extra)
-        rest_strides = [tuple([0] * pad + list(st[extra:])) for st in self.outer]
+        extra = len(shape) - MAX_OUTER
+        lead, rest = shape[:extra], shape[extra:]
+        rest_strides = [tuple(st[extra:]) for st in self.outer]
         rows = rest[0] * rest[1] * rest[2]
         for idx in itertools.product(*[range(d) for d in lead]):
             offs = [sum(i * s for i, s in zip(idx, st)) for st in self.outer]
@@ -156,8 +166,10 @@ def _fwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) ->
     8K tiles); H100 sweep
     (normalization/tune.py, CUDA-graph timed, bf16 x + y GB/s) [32768, 1024] 2489 -> 2604,
     [16384, 4096] 2719 -> 2824, [4096, 16384] 2525 -> 2822. Other types: 16 elements per
-    thread, 8 programs per SM. (sm_90a compiles: no spills.) `layer`: layer_norm, whose
-    16K-row prefetch would spill."""
+    thread, 8 programs per SM. (sm_90a compiles: no spills.) Rows of 16K take the plain
+    grid (one row per program, no prefetch): layer_norm's prefetch would spill, and rms_norm
+    halves run 2902 there with the offsets folded (`pads_last`) against the prefetching
+    tile's 2824 (bf16 [4096, 16384], session 12; Liger 2921). `layer`: layer_norm."""
     single_max = 8192 if element is ElementKind.F64 else 16384
     if PLAIN_ROWS[0] < m <= PLAIN_ROWS[1] and element is not ElementKind.F64:
         # One row per program on a plain grid, 16 elements per thread: many small programs
@@ -178,8 +190,7 @@ def _fwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) ->
         block_r = _clamp(_register_tile(block_n, element) // block_n, 1, 32)
         per_thread = 32 if _is_half(element) else 16
         warps = _clamp(block_r * block_n // (32 * per_thread), 1, 16)
-        pipe = (block_r * block_n <= per_thread * 32 * warps
-                and not (layer and block_n >= 16384))
+        pipe = block_r * block_n <= per_thread * 32 * warps and block_n < 16384
         per_sm = (2 if block_r * block_n == 8192 else 4) if _is_half(element) else 8
         groups = -(-rows // block_r)
         return dict(BLOCK_R=block_r, BLOCK_N=block_n, SINGLE=True, num_warps=warps,
@@ -201,6 +212,26 @@ def _fwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) ->
         block_n, warps, per_sm = 2048, 16, 2
     return dict(BLOCK_R=1, BLOCK_N=block_n, SINGLE=False, num_warps=warps,
                 PIPE=False, G=min(rows, per_sm * sm_count()), **LOOP_HINTS)
+
+
+def pads_last(cfg: dict, element: ElementKind, layer: bool, backward: bool) -> bool:
+    """Whether the launch of a tile (a `_fwd_config` / `_bwd_config` dict) pads its outer
+    dims last (RowLayout.launches): O1 = O2 = 1 are then the JIT's constants and `_row_off`
+    folds to row * stride; padded first it divides the row index by O2 = rows (64-bit, at
+    run time) before the first load. The one rule of the launches (plans.py) and the AOT
+    variants (spec.py). H100 kernel-only GB/s, padded first -> last (scripts/norm_pad_ab.py
+    and norm_vs_liger.py, session 12):
+    - backward register tiles of layer_norm halves: bf16 [32768, 1024] 2272 -> 2578,
+      [16384, 4096] 2539 -> 2822. The other backward rows stay first: within 1% but for rms
+      bf16 [32768, 1024] 2502 -> 2457 and the f32 exchange, rms [1024, 65536] 2500 -> 2263;
+    - forward of rms_norm halves on the 16K tile (the plain grid, `_fwd_config`): bf16
+      [4096, 16384] 2528 -> 2902 (Liger 2921). The other forward rows stay first: within 1%
+      but for layer_norm bf16's 16K tile, 2843 -> 2227, and the f32 exchange, layer
+      [1024, 65536] 2653 -> 2493.
+    Exchange and column-split configs are not SINGLE: they pad first."""
+    if not (_is_half(element) and cfg.get("SINGLE")):
+        return False
+    return layer if backward else not layer and cfg["BLOCK_N"] == 16384
 
 
 #: f32 rows longer than a tile: chunk exchange (kernels_exchange.py), chunks of this many

@@ -57,6 +57,7 @@ from .layout import (
     acc_type,
     bwd_config,
     fwd_config,
+    pads_last,
     partial_config,
     row_layout,
 )
@@ -262,7 +263,8 @@ def _launch_forward(desc, args, rms: bool, workspace=None) -> None:
     if exchange:
         part, counters = split_workspace(workspace, acc_dtype(desc.element), 2 * cfg["G"],
                                          rows)
-    for views, n_rows, o1, o2, o in lay.launches(outer_ops):
+    pad_last = pads_last(cfg, desc.element, _layer(desc), False)
+    for views, n_rows, o1, o2, o in lay.launches(outer_ops, pad_last):
         x, r, h, y, mu, rs = views
         ptrs = [x if t is None else t for t in (x, r, h, y, args.gamma, beta, mu, rs)]
         if exchange:  # groups run one after another and reuse the partials and counters
@@ -340,16 +342,16 @@ def _bwd_exchange_recipe(desc, rms: bool, lay, n_rows, o1, o2, o, accum: bool):
 
 @functools.lru_cache(maxsize=2048)
 def _bwd_partials(desc, n_part: int):
-    """(G, partial-buffer elements, path) of one backward problem, path "single" (rows in
-    registers), "exchange" or "colsplit". G and the tile come from the whole problem (the
-    workspace was sized from it); a problem split over several launches accumulates into the
-    same partial rows."""
+    """(G, partial-buffer elements, path, pad last) of one backward problem, path "single"
+    (rows in registers), "exchange" or "colsplit", pad last the launches' outer layout
+    (layout.pads_last). G and the tile come from the whole problem (the workspace was sized
+    from it); a problem split over several launches accumulates into the same partial rows."""
     m = desc.norm_total_extent
     cfg = bwd_config(m, desc.rows, desc.element, _layer(desc))
     g = cfg["G"]
     path = ("single" if cfg["SINGLE"] else "exchange" if cfg.get("EXCHANGE")
             else "colsplit")
-    return g, n_part * g * m, path
+    return g, n_part * g * m, path, pads_last(cfg, desc.element, _layer(desc), True)
 
 
 def _launch_backward(desc, args, workspace, rms: bool) -> None:
@@ -359,7 +361,7 @@ def _launch_backward(desc, args, workspace, rms: bool) -> None:
     if m == 0:
         return
     n_part = int(args.dgamma is not None) + int(dbeta is not None)
-    g, n_elems, path = _bwd_partials(desc, n_part)
+    g, n_elems, path, pad_last = _bwd_partials(desc, n_part)
     part = args.dx
     acc = acc_dtype(desc.element)
     if workspace is not None:  # sized by backward_workspace: partials, then the rest
@@ -373,7 +375,7 @@ def _launch_backward(desc, args, workspace, rms: bool) -> None:
             n_chunks = bwd_config(m, rows, desc.element, _layer(desc))["N_CHUNKS"]
             sums, counters = split_workspace(workspace[n_elems * acc.itemsize:], acc,
                                              2 * rows * n_chunks, rows)
-        for n, (views, n_rows, o1, o2, o) in enumerate(lay.launches(outer_ops)):
+        for n, (views, n_rows, o1, o2, o) in enumerate(lay.launches(outer_ops, pad_last)):
             dy, x, dh, dx, mu, rs = views
             if path == "single":
                 scalars, kw = _bwd_recipe(desc, rms, lay, n_rows, o1, o2, tuple(o), n > 0)

@@ -28,7 +28,7 @@ from .descriptors import (
 from .kernels import partial_sum_kernel, row_norm_bwd_kernel, row_norm_fwd_kernel
 from .kernels_colsplit import col_grad_kernel, row_grad_stats_kernel
 from .kernels_exchange import row_norm_bwd_exchange_kernel, row_norm_fwd_exchange_kernel
-from .layout import acc_type, bwd_config, fwd_config, partial_config
+from .layout import acc_type, bwd_config, fwd_config, pads_last, partial_config
 from .plans import LayerNormBackwardPlan, LayerNormPlan, RMSNormBackwardPlan, RMSNormPlan
 
 FLOATS = (ElementKind.F32, ElementKind.F16, ElementKind.BF16, ElementKind.F64)
@@ -61,11 +61,23 @@ REAL = [
 
 EPS = 1e-5
 #: Unit inner strides, as the JIT specializes them (contiguous rows) for the AOT variants.
-# (The JIT also specializes the unit outer extents of a 2-D problem and contiguous stats.)
-_UNIT_FWD = {**{f"{p}sc": 1 for p in "xrhywb"}, "O1": 1, "O2": 1, "IN1": 1, "ms0": 1, "ts0": 1}
-_UNIT_BWD = {**{f"{p}sc": 1 for p in "gxhdw"}, "O1": 1, "O2": 1, "IN1": 1, "ms0": 1, "ts0": 1}
+_UNIT_FWD = {**{f"{p}sc": 1 for p in "xrhywb"}, "IN1": 1}
+_UNIT_BWD = {**{f"{p}sc": 1 for p in "gxhdw"}, "IN1": 1}
+
 #: The forward kernel's defaulted constexprs (else the AOT signature would take them as ints).
 FWD_DEFAULTS = {"KEEP": "", "STREAM": "", "W_FIRST": False}
+
+
+def _unit_outer(pad_last: bool) -> dict:
+    """The unit outer extents and contiguous stat strides of a 2-D problem, as the JIT
+    specializes them in the layout its launch uses (layout.pads_last, the plans' rule):
+    padded last, O1 = O2 = 1 and the stat strides in slot 0; padded first, O1 = 1, O2 = rows
+    (a runtime int) and the stat strides in slot 2."""
+    return {"O1": 1, "O2": 1, "ms0": 1, "ts0": 1} if pad_last else {"O1": 1, "ms2": 1, "ts2": 1}
+
+
+def _pad_name(pad_last: bool) -> str:
+    return " pad-last" if pad_last else ""
 
 
 def _axes(shape, n_norm):
@@ -183,6 +195,7 @@ class _FwdSpec(PlanSpec):
     def aot_variants(self):
         for element, extent in itertools.product(F32_BF16, (1024, 4096, 16384, 65536)):
             cfg = fwd_config(extent, 16384, element, not self.rms)
+            last = pads_last(cfg, element, not self.rms, False)
             warps = cfg.pop("num_warps")
             cfg.pop("G")
             kernel = row_norm_fwd_kernel
@@ -196,13 +209,14 @@ class _FwdSpec(PlanSpec):
                                           ("cnt_ptr", "*i32")) if n in kernel.arg_names})
             defaults = FWD_DEFAULTS if kernel is row_norm_fwd_kernel else {}
             const = dict(defaults, **cfg, RMS=self.rms, HAS_W=True, HAS_B=not self.rms,
-                         HAS_RES=False, NI=1, COL64=False, ACC=acc_type(element), **_UNIT_FWD)
+                         HAS_RES=False, NI=1, COL64=False, ACC=acc_type(element), **_UNIT_FWD,
+                         **_unit_outer(last))
             for n in kernel.arg_names:
                 if n not in sig and n not in const:
                     sig[n] = "fp32" if n.startswith("eps") else "i64"
             sig.update({n: "constexpr" for n in const})
-            yield AotVariant(f"fwd {'rms' if self.rms else 'ln'} {element.value} N={extent}",
-                             kernel, sig, const, num_warps=warps,
+            yield AotVariant(f"fwd {'rms' if self.rms else 'ln'} {element.value} N={extent}"
+                             f"{_pad_name(last)}", kernel, sig, const, num_warps=warps,
                              divisible=_aligned_ints(sig))
         yield from _smem_fwd_variants(self.rms)
 
@@ -344,11 +358,10 @@ class _BwdSpec(PlanSpec):
         if not self.rms:
             yield Malformed("missing mean", lambda: edit(mean=None), InvalidProblem)
 
-    def _colsplit_variants(self, cfg, element, extent, t, s):
-        """The two kernels of the column-split backward (long rows)."""
+    def _colsplit_variants(self, cfg, element, extent, t, s, outer):
+        """The two kernels of the column-split backward (long rows); `outer`: _unit_outer."""
         name = f"{'rms' if self.rms else 'ln'} {element.value} N={extent}"
-        unit = {k: 1 for k in ("gsc", "xsc", "hsc", "dsc", "wsc", "O1", "O2", "IN1", "ms0",
-                               "ts0")}
+        unit = dict(_UNIT_BWD, **outer)
         common = dict(RMS=self.rms, HAS_W=True, NI=1, COL64=False, ACC=acc_type(element))
         for kernel, const, warps in (
                 (row_grad_stats_kernel, dict(common, BLOCK_N=cfg["BLOCK_N"]), cfg["num_warps"]),
@@ -362,21 +375,23 @@ class _BwdSpec(PlanSpec):
             yield AotVariant(f"bwd {kernel.__name__.split('_kernel')[0]} {name}", kernel, sig,
                              const, num_warps=warps, divisible=_aligned_ints(sig))
 
-    def _exchange_variant(self, cfg, element, extent, t, s):
-        """The chunk-exchange backward of long rows."""
+    def _exchange_variant(self, cfg, element, extent, t, s, outer):
+        """The chunk-exchange backward of long rows; `outer`: _unit_outer."""
         kernel = row_norm_bwd_exchange_kernel
         const = dict(RMS=self.rms, HAS_W=True, HAS_DB=not self.rms, HAS_RES=False,
                      ACCUM=False, NI=1, COL64=False, ACC=acc_type(element),
                      **{k: cfg[k] for k in ("BLOCK_N", "PARTS", "SPIN", "AHEAD")},
-                     **{k: v for k, v in _UNIT_BWD.items() if k in kernel.arg_names})
+                     **{k: v for k, v in dict(_UNIT_BWD, **outer).items()
+                        if k in kernel.arg_names})
         sig = {"dy_ptr": t, "x_ptr": t, "w_ptr": t, "mean_ptr": s, "rstd_ptr": s, "dh_ptr": t,
                "dx_ptr": t, "part_ptr": s, "ws_ptr": s, "cnt_ptr": "*i32"}
         sig = {n: sig.get(n, "constexpr" if n in const else "i64") for n in kernel.arg_names}
         # layer_norm under its register cap (layout.BWD_EXCHANGE_TILE) spills with these
-        # 64-bit ints, measured faster on the H100 than uncapped: f32 at 128 (4 programs per
-        # SM) 352 B, 2382 GB/s against at most 2010; bf16 at 96 (5 per SM) 244 B, 1958
-        # against 1790 at [1024, 65536]
-        allowed = 0 if self.rms else {ElementKind.F32: 352, ElementKind.BF16: 244}[element]
+        # 64-bit ints and the launch's layout (padded first: O2 = rows at run time; 352 / 244
+        # B padded last), measured faster on the H100 than uncapped: f32 at 128 (4 programs
+        # per SM) 480-512 B, 2382 GB/s against at most 2010; bf16 at 96 (5 per SM) 308 B,
+        # 1958 against 1790 at [1024, 65536] (the H100's JIT build of f32: no spills, session 12)
+        allowed = 0 if self.rms else {ElementKind.F32: 512, ElementKind.BF16: 308}[element]
         return AotVariant(f"bwd exchange {'rms' if self.rms else 'ln'} {element.value} "
                           f"N={extent}", kernel, sig, const, num_warps=cfg["num_warps"],
                           divisible=_aligned_ints(sig), max_spill_bytes=allowed,
@@ -388,11 +403,13 @@ class _BwdSpec(PlanSpec):
             cfg = bwd_config(extent, 16384, element, not self.rms)
             t = "*" + triton_dtype(element.torch_dtype)
             s = "*" + triton_dtype(element.compute_kind.torch_dtype)
+            last = pads_last(cfg, element, not self.rms, True)
+            outer = _unit_outer(last)
             if cfg.get("EXCHANGE"):
-                yield self._exchange_variant(cfg, element, extent, t, s)
+                yield self._exchange_variant(cfg, element, extent, t, s, outer)
                 continue
             if not cfg["SINGLE"]:
-                yield from self._colsplit_variants(cfg, element, extent, t, s)
+                yield from self._colsplit_variants(cfg, element, extent, t, s, outer)
                 continue
             warps = cfg.pop("num_warps")
             cfg.pop("G")
@@ -401,19 +418,19 @@ class _BwdSpec(PlanSpec):
                    "dh_ptr": t, "dx_ptr": t, "part_ptr": s}
             const = dict(cfg, RMS=self.rms, HAS_W=True, HAS_DB=not self.rms, HAS_RES=False,
                          ACCUM=False, NI=1, COL64=False, ACC=acc_type(element),
-                         **_UNIT_BWD)
+                         **_UNIT_BWD, **outer)
             for n in row_norm_bwd_kernel.arg_names:
                 if n not in sig and n not in const:
                     sig[n] = "i64"
             sig.update({n: "constexpr" for n in const})
-            # rms 16K rows in registers spill (gamma re-read per row already), with these
-            # 64-bit ints: bf16 16 B (0 with the 32-bit ints the JIT usually picks), f32
-            # 392 B (40 B). Measured on the H100 (normalization/tune.py): bf16 2490 GB/s
-            # against 1517 for the spill-free loop; f32 2575 against 1747 (column split)
-            allowed = {ElementKind.BF16: 16, ElementKind.F32: 392}.get(element, 0) \
-                if self.rms and extent == 16384 else 0
-            yield AotVariant(f"bwd {'rms' if self.rms else 'ln'} {element.value} N={extent}",
-                             row_norm_bwd_kernel, sig, const, num_warps=warps,
+            # rms f32 16K rows in registers spill (gamma re-read per row already), with these
+            # 64-bit ints padded first: 400 B (the H100's JIT build: 4 B, session 12; bf16
+            # spilled 16 B padded last, none padded first). Measured on the H100
+            # (normalization/tune.py): 2575 GB/s against 1747 (column split)
+            allowed = 400 if self.rms and extent == 16384 and element is ElementKind.F32 \
+                else 0
+            yield AotVariant(f"bwd {'rms' if self.rms else 'ln'} {element.value} N={extent}"
+                             f"{_pad_name(last)}", row_norm_bwd_kernel, sig, const, num_warps=warps,
                              divisible=_aligned_ints(sig), max_spill_bytes=allowed)
         yield from _smem_bwd_variants(self.rms)
         if self.rms:
