@@ -21,3 +21,12 @@ def assert_bitwise_equal(a: torch.Tensor, b: torch.Tensor, name: str = "out") ->
     ab = a.detach().contiguous().flatten().view(torch.uint8)
     bb = b.detach().contiguous().flatten().view(torch.uint8)
     assert torch.equal(ab, bb), f"{name}: reruns differ bitwise"
+
+
+def norm_rand(shape, dtype=torch.float32, seed=0, requires_grad=False):
+    """Fresh normal values (std 1.5, mean 0.3) on the test device: the norm tests' inputs."""
+    from conftest import DEVICE
+
+    g = torch.Generator().manual_seed(seed)
+    t = (torch.randn(shape, generator=g, dtype=torch.float64) * 1.5 + 0.3).to(DEVICE, dtype)
+    return t.requires_grad_(requires_grad)

@@ -146,13 +146,15 @@ def _register_tile(block_n: int, element: ElementKind) -> int:
 PLAIN_ROWS = (512, 4096)
 
 
-def _gamma_first(element: ElementKind, layer: bool) -> bool:
+def _gamma_first(element: ElementKind, layer: bool, block_n: int) -> bool:
     """W_FIRST of a register tile that loads its parameters per row (not PIPE): gamma's load
     issued with the row's, not after its reductions. H100 kernel-only x + y GB/s
     (scripts/norm_vs_liger.py, session 12): layer f32 [4096, 16384] 2885 -> 2926, rms f32
     [16384, 4096] 2961 -> 2970, rms bf16 [16384, 4096] 2907 -> 2918, the other rows +0-0.2%;
-    but layer_norm halves lose (bf16 [4096, 16384] 2843 -> 2172: beta's registers)."""
-    return not (layer and _is_half(element))
+    but halves lose at 16K rows: layer_norm bf16 [4096, 16384] 2843 -> 2172 (beta's registers)
+    and at any row length; rms_norm's 16K plain-grid tile, padded last, bf16 2901 -> 2512, f16
+    2905 -> 2594 (scripts/norm_fwd16k_ab.py, session 13)."""
+    return not (_is_half(element) and (layer or block_n >= 16384))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -184,7 +186,7 @@ def _fwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) ->
         per_thread = 32 if (layer and _is_half(element) and block_n == 4096) else 16
         return dict(BLOCK_R=1, BLOCK_N=block_n, SINGLE=True,
                     num_warps=block_n // (32 * per_thread), PIPE=False, G=rows,
-                    W_FIRST=_gamma_first(element, layer))
+                    W_FIRST=_gamma_first(element, layer, block_n))
     if m <= single_max:
         block_n = next_pow2(m)
         block_r = _clamp(_register_tile(block_n, element) // block_n, 1, 32)
@@ -195,7 +197,7 @@ def _fwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) ->
         groups = -(-rows // block_r)
         return dict(BLOCK_R=block_r, BLOCK_N=block_n, SINGLE=True, num_warps=warps,
                     PIPE=pipe, G=min(groups, per_sm * sm_count()) if pipe else groups,
-                    W_FIRST=not pipe and _gamma_first(element, layer))
+                    W_FIRST=not pipe and _gamma_first(element, layer, block_n))
     # 16 KB of input per loop step for halves; f32 takes 2048 (4096 x 16 warps spills 8 B in
     # the sm_90a compile), f64 2048 (16 KB). Two programs per SM and L2 hints (first read
     # evict_last, second read and the stores evict_first): rms_norm bf16 [1024, 65536]
