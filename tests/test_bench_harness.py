@@ -89,3 +89,22 @@ def test_host_profile_lists_the_profiled_function():
     table = host_profile(busy_python, calls=50, top=5)
     assert "ncalls" in table and "busy_python" in table
     assert "" not in table.splitlines()  # blank lines dropped
+
+
+def test_rounds_alternate_order_and_keep_each_median():
+    """Every implementation is timed once per round, the order reversed every other round,
+    and keeps its median round; a failure in any round is reported."""
+    calls = []
+    ms = {"ours": iter([3.0, 1.0, 2.0]), "peer": iter([5.0, 4.0, 6.0]),
+          "flaky": iter([1.0, None, 1.0])}
+
+    def measure(name):
+        calls.append(name)
+        v = next(ms[name])
+        return bench.Timing(float("nan"), float("nan"), "boom") if v is None else \
+            bench.Timing(v, 1.0 / v)
+
+    out = bench.interleaved({n: n for n in ms}, measure, rounds=3)
+    assert calls == ["ours", "peer", "flaky", "flaky", "peer", "ours", "ours", "peer", "flaky"]
+    assert out["ours"].ms == 2.0 and out["peer"].ms == 5.0
+    assert out["flaky"].error == "boom"

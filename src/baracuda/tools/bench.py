@@ -187,6 +187,33 @@ def input_sets(case: BenchCase, device: torch.device) -> list[dict[str, Any]]:
     return [first] + [case.setup(device) for _ in range(n_sets - 1)]
 
 
+#: Rounds of a bench row: ours and every peer are timed once per round, in alternating order,
+#: and each keeps its median round. One-after-the-other timing gave the last-timed of two
+#: equal kernels a 1-2% edge on some H100 runs (softmax/PERF_NOTES.md, session 12:
+#: scripts/peer_ab.py interleaved put the same rows at 0.999-1.004x).
+ROUNDS = 3
+
+
+def median_timing(rounds: list[Timing]) -> Timing:
+    """The round of median time; the first error if any round failed (a peer that fails
+    once is reported as failing)."""
+    failed = [t for t in rounds if t.error]
+    if failed:
+        return failed[0]
+    return sorted(rounds, key=lambda t: t.ms)[len(rounds) // 2]
+
+
+def interleaved(impls: dict[str, Any], measure, rounds: int = ROUNDS) -> dict[str, Timing]:
+    """measure(fn) of every implementation once per round, the order reversed every other
+    round; each implementation's median round."""
+    seen: dict[str, list[Timing]] = {name: [] for name in impls}
+    for r in range(rounds):
+        order = list(impls) if r % 2 == 0 else list(reversed(impls))
+        for name in order:
+            seen[name].append(measure(impls[name]))
+    return {name: median_timing(ts) for name, ts in seen.items()}
+
+
 def run_case(family: str, case: BenchCase, device: torch.device, budget_s: float) -> BenchRow:
     sets = input_sets(case, device)
     first = sets[0]
@@ -197,15 +224,15 @@ def run_case(family: str, case: BenchCase, device: torch.device, budget_s: float
             matches = _outputs_match(case.ours(**first), case.torch_eager(**first))
         except Exception:  # noqa: BLE001
             matches = False
-    row = BenchRow(family, case.name, case.shape, unit, _measure(case, case.ours, sets, budget_s),
-                   matches_torch=matches)
+    impls = {"ours": case.ours}
     if case.torch_eager is not None:
-        row.peers["torch"] = _measure(case, case.torch_eager, sets, budget_s)
+        impls["torch"] = case.torch_eager
         if case.compile_peer:
-            compiled = torch.compile(case.torch_eager)
-            row.peers["torch.compile"] = _measure(case, compiled, sets, budget_s)
-    for name, fn in case.extra_peers.items():
-        row.peers[name] = _measure(case, fn, sets, budget_s)
+            impls["torch.compile"] = torch.compile(case.torch_eager)
+    impls.update(case.extra_peers)
+    times = interleaved(impls, lambda fn, sets=sets: _measure(case, fn, sets, budget_s / ROUNDS))
+    ours = times.pop("ours")
+    row = BenchRow(family, case.name, case.shape, unit, ours, times, matches_torch=matches)
     del sets, first
     torch.cuda.empty_cache()
     return row
