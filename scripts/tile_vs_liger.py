@@ -16,9 +16,10 @@ import triton.testing
 import baracuda as bc
 from baracuda.families.softmax import plans as P
 
-SHAPES = ((32768, 1024), (4096, 16384))
+SHAPES = ((32768, 1024), (16384, 4096), (4096, 16384))
 #: (rows per program, warps) tried beside the table's tile, per line length
 VARIANTS = {1024: ((1, 2), (4, 8), (4, 4), (2, 4), (1, 8)),
+            4096: ((1, 4), (1, 16), (2, 8), (2, 16)),
             16384: ((1, 8), (1, 32))}
 
 
