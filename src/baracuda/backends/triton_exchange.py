@@ -22,11 +22,7 @@ kernel-only at [1024, 65536]). A bf16 forward (one tensor in, one out, the chunk
 was slower than a two-read loop when calls run back to back (softmax/PERF_NOTES.md).
 
 The counters must be zero at launch: `zero()` is a Triton fill, so a plan call that uses it
-stays replayable (backends/launch_replay.py). The exchange kernel launched right after its fill
-takes `**AFTER_FILL` (programmatic dependent launch): its loads and chunk reductions overlap
-the fill, and every counter access first waits for the fill's grid (`gdc_wait`, a no-op in a
-kernel launched without it). Only a kernel whose launch directly follows the fill may take it:
-the fill itself starts after everything before it, so the kernel's inputs are complete.
+stays replayable (backends/launch_replay.py).
 """
 
 from __future__ import annotations
@@ -34,7 +30,6 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
-from triton.language.extra.cuda import gdc_wait
 
 from .triton_support import INTERPRET
 
@@ -47,18 +42,6 @@ INTERPRET_MAX_CHUNKS = 4
 
 #: Block of the fill.
 FILL_BLOCK = 4096
-
-#: Launch options of an exchange kernel launched right after its counter fill (module doc).
-AFTER_FILL = {} if INTERPRET else {"launch_pdl": True}
-_WAIT_FILL = tl.constexpr(not INTERPRET)  # the interpreter has no griddepcontrol
-
-
-@triton.jit
-def _fill_done():
-    """Block until the grid before this one (the counter fill) completed and its writes are
-    visible; a no-op without programmatic dependent launch."""
-    if _WAIT_FILL:
-        gdc_wait()
 
 
 @triton.jit
@@ -89,7 +72,6 @@ def zero(t: torch.Tensor) -> None:
 def arrive_and_wait(count_ptr, n_chunks, SPIN: tl.constexpr):
     """Count this program in at its line's counter and wait for the line's other chunks.
     True when all arrived (their partials are visible: acquire), False after SPIN polls."""
-    _fill_done()
     tl.debug_barrier()  # every thread's partial store is issued before the arrival (release)
     return _poll(count_ptr, tl.atomic_add(count_ptr, 1, sem="acq_rel") + 1, n_chunks, SPIN)
 
@@ -111,7 +93,6 @@ def arrive(count_ptr):
     waits: count in with release semantics only, so loads issued after the arrival are not
     held back by it (an acquire would order them after the atomic's round trip; a release
     orders only what came before). Returns the count seen."""
-    _fill_done()
     tl.debug_barrier()  # every thread's partial store is issued before the arrival (release)
     return tl.atomic_add(count_ptr, 1, sem="release") + 1
 
@@ -121,7 +102,6 @@ def wait_all(count_ptr, n_chunks, SPIN: tl.constexpr):
     """The second half: poll (acquire) until the line's chunks all arrived; True when they
     did (their partials are visible), False after SPIN polls. Polls at least once, so the
     last arrival also acquires the others' partials."""
-    _fill_done()
     return _poll(count_ptr, tl.atomic_add(count_ptr, 0, sem="acquire"), n_chunks, SPIN)
 
 

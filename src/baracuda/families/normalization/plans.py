@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import functools
 
-from ...backends.triton_exchange import AFTER_FILL, exchange_bytes, split_workspace, zero
+from ...backends.triton_exchange import exchange_bytes, split_workspace, zero
 from ...backends.triton_support import split_f64
 from ...core import validate as V
 from ...core.errors import InvalidProblem
@@ -270,8 +270,7 @@ def _launch_forward(desc, args, rms: bool, workspace=None) -> None:
         if exchange:  # groups run one after another and reuse the partials and counters
             grid, scalars, kw = _fwd_exchange_recipe(desc, rms, lay, n_rows, o1, o2, tuple(o))
             zero(counters[:n_rows])
-            row_norm_fwd_exchange_kernel[grid](*ptrs, part, counters, *scalars, **kw,
-                                               **AFTER_FILL)
+            row_norm_fwd_exchange_kernel[grid](*ptrs, part, counters, *scalars, **kw)
         else:
             grid, scalars, kw = _fwd_recipe(desc, rms, lay, n_rows, o1, o2, tuple(o))
             row_norm_fwd_kernel[grid](*ptrs, *scalars, **kw)
@@ -390,8 +389,7 @@ def _launch_backward(desc, args, workspace, rms: bool) -> None:
                 zero(counters[:n_rows])
                 ptrs = [dy, x, args.gamma, mu, rs, dh, dx]
                 row_norm_bwd_exchange_kernel[grid](*[x if t is None else t for t in ptrs],
-                                                   part, sums, counters, *scalars, **kw,
-                                                   **AFTER_FILL)
+                                                   part, sums, counters, *scalars, **kw)
                 continue
             coef = flat[n_elems:n_elems + 2 * n_rows]
             stats, cols = _colsplit_recipe(desc, rms, lay, n_rows, o1, o2, tuple(o), n > 0)

@@ -23,7 +23,6 @@ import torch
 import triton.language as tl
 
 from ...backends.triton_exchange import (
-    AFTER_FILL,
     SPIN_LIMIT,
     chunk_length,
     exchange_bytes,
@@ -282,12 +281,10 @@ def _launch(kernel, desc, tensors: list[torch.Tensor], workspace, cfg: dict | No
         n_partials = n_rows * steps[0][2][2] * _partials_per_chunk(desc)
         ws, counters = split_workspace(workspace, acc_t, n_partials, n_rows)
     for views, grid, ints, mode, common in steps:
-        after_fill = {}
         if mode == EXCHANGE or ints[2] > 1:  # chunked lines count their programs in
             zero(counters)
-            after_fill = AFTER_FILL
         kernel[grid](*(tensors if views is None else views), ws, counters, *ints, MODE=mode,
-                     **common, **after_fill)
+                     **common)
 
 
 def triton_cdiv(a: int, b: int) -> int:
