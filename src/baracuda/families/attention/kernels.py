@@ -177,53 +177,15 @@ def _load_rows(base, rows, cols, row_ok, col_ok, EVEN: tl.constexpr):
 
 
 @triton.jit
-def _dkdv_step_qmajor(dk, dv, kt, vt, qs, offs_m, m_ok, offs_n, offs_dk, offs_dv, q_base,
-                      do_base, lse_base, delta_base, mask_base, Sq, Sk, causal_off, sqm, sdm,
-                      slm, smm, smn, seed, rng_off, bhq, p_drop, DK: tl.constexpr,
-                      DV: tl.constexpr, CAUSAL: tl.constexpr, MASK_KIND: tl.constexpr,
-                      DROPOUT: tl.constexpr, PREC: tl.constexpr, ACC: tl.constexpr,
-                      INTERP: tl.constexpr, IDX: tl.constexpr, EVEN: tl.constexpr,
-                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    """_dkdv_step with the scores as [M, N] (QMAJOR): S = Q·Kᵀ, dP = dO·Vᵀ, dV += Pᵀ·dO,
-    dK += dSᵀ·Q."""
-    rows_m = offs_m[:, None].to(IDX)
-    q = _load_rows(q_base, rows_m * sqm, offs_dk[None, :], m_ok[:, None],
-                   (offs_dk < DK)[None, :], EVEN)  # [M, DK]
-    do = _load_rows(do_base, rows_m * sdm, offs_dv[None, :], m_ok[:, None],
-                    (offs_dv < DV)[None, :], EVEN)  # [M, DV]
-    if EVEN:
-        lse = tl.load(lse_base + offs_m.to(IDX) * slm).to(ACC)
-        delta = tl.load(delta_base + offs_m)
-    else:
-        lse = tl.load(lse_base + offs_m.to(IDX) * slm, mask=m_ok, other=float("inf")).to(ACC)
-        delta = tl.load(delta_base + offs_m, mask=m_ok, other=0.0)
-    s = _dot(q, kt, tl.zeros([BLOCK_M, BLOCK_N], ACC), PREC, INTERP) * qs
-    s = _masked_scores(s, offs_m[:, None], offs_n[None, :], Sq, Sk, causal_off, mask_base,
-                       smm, smn, CAUSAL, MASK_KIND, IDX, EVEN)
-    p = tl.exp2(s - lse[:, None] * LOG2E)  # [M, N]
-    dp = _dot(do, vt, tl.zeros([BLOCK_M, BLOCK_N], ACC), PREC, INTERP)
-    if DROPOUT:
-        keep = _keep(seed, rng_off, bhq, offs_m[:, None], offs_n[None, :], p_drop)
-        inv_keep = 1.0 / (1.0 - p_drop)
-        pd = tl.where(keep, p * inv_keep, 0.0)
-        dp = tl.where(keep, dp * inv_keep, 0.0)
-    else:
-        pd = p
-    dv = _dot(tl.trans(pd.to(do.dtype)), do, dv, PREC, INTERP)
-    ds = p * (dp - delta[:, None])
-    dk = _dot(tl.trans(ds.to(q.dtype)), q, dk, PREC, INTERP)
-    return dk, dv
-
-
-@triton.jit
-def _dkdv_step_kmajor(dk, dv, k, v, qs, start_m, offs_m0, offs_n, offs_dk, offs_dv, q_base,
-                      do_base, lse_base, delta_base, mask_base, Sq, Sk, causal_off, sqm, sdm,
-                      slm, smm, smn, seed, rng_off, bhq, p_drop, DK: tl.constexpr,
-                      DV: tl.constexpr, CAUSAL: tl.constexpr, MASK_KIND: tl.constexpr,
-                      DROPOUT: tl.constexpr, PREC: tl.constexpr, ACC: tl.constexpr,
-                      INTERP: tl.constexpr, IDX: tl.constexpr, EVEN: tl.constexpr,
-                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    """_dkdv_step with the scores as [N, M]: Sᵀ = K·Qᵀ, dPᵀ = V·dOᵀ."""
+def _dkdv_step(dk, dv, k, v, qs, start_m, offs_m0, offs_n, offs_dk, offs_dv, q_base, do_base,
+               lse_base, delta_base, mask_base, Sq, Sk, causal_off, sqm, sdm, slm, smm, smn,
+               seed, rng_off, bhq, p_drop,
+               DK: tl.constexpr, DV: tl.constexpr, CAUSAL: tl.constexpr,
+               MASK_KIND: tl.constexpr, DROPOUT: tl.constexpr, PREC: tl.constexpr,
+               ACC: tl.constexpr, INTERP: tl.constexpr, IDX: tl.constexpr, EVEN: tl.constexpr,
+               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """One query tile's contribution to a key tile's dK, dV (CAUSAL: this tile crosses the
+    diagonal; tiles wholly below it skip the causal compare)."""
     offs_m = start_m + offs_m0
     m_ok = offs_m < Sq
     qt = _load_rows(q_base, offs_m[None, :].to(IDX) * sqm, offs_dk[:, None], m_ok[None, :],
@@ -256,33 +218,6 @@ def _dkdv_step_kmajor(dk, dv, k, v, qs, start_m, offs_m0, offs_n, offs_dk, offs_
 
 
 @triton.jit
-def _dkdv_step(dk, dv, k, v, qs, start_m, offs_m0, offs_n, offs_dk, offs_dv, q_base, do_base,
-               lse_base, delta_base, mask_base, Sq, Sk, causal_off, sqm, sdm, slm, smm, smn,
-               seed, rng_off, bhq, p_drop,
-               DK: tl.constexpr, DV: tl.constexpr, CAUSAL: tl.constexpr,
-               MASK_KIND: tl.constexpr, DROPOUT: tl.constexpr, PREC: tl.constexpr,
-               ACC: tl.constexpr, INTERP: tl.constexpr, IDX: tl.constexpr, EVEN: tl.constexpr,
-               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, QMAJOR: tl.constexpr = False):
-    """One query tile's contribution to a key tile's dK, dV (CAUSAL: this tile crosses the
-    diagonal; tiles wholly below it skip the causal compare). QMAJOR: k, v come as Kᵀ, Vᵀ
-    [D, N] and the scores as [M, N], so that K and V are only ever the MMAs' second operand
-    (shared memory) instead of the first (held in registers)."""
-    if QMAJOR:
-        dk, dv = _dkdv_step_qmajor(
-            dk, dv, k, v, qs, start_m + offs_m0, start_m + offs_m0 < Sq, offs_n, offs_dk,
-            offs_dv, q_base, do_base, lse_base, delta_base, mask_base, Sq, Sk, causal_off, sqm,
-            sdm, slm, smm, smn, seed, rng_off, bhq, p_drop, DK, DV, CAUSAL, MASK_KIND, DROPOUT,
-            PREC, ACC, INTERP, IDX, EVEN, BLOCK_M, BLOCK_N)
-    else:
-        dk, dv = _dkdv_step_kmajor(
-            dk, dv, k, v, qs, start_m, offs_m0, offs_n, offs_dk, offs_dv, q_base, do_base,
-            lse_base, delta_base, mask_base, Sq, Sk, causal_off, sqm, sdm, slm, smm, smn, seed,
-            rng_off, bhq, p_drop, DK, DV, CAUSAL, MASK_KIND, DROPOUT, PREC, ACC, INTERP, IDX,
-            EVEN, BLOCK_M, BLOCK_N)
-    return dk, dv
-
-
-@triton.jit
 def sdpa_bwd_dkdv_kernel(
     q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr, mask_ptr, rng_ptr,
     H, Sq, Sk, group, qk_scale, qk_lo, scale, scale_lo, causal_off, p_drop,
@@ -292,12 +227,10 @@ def sdpa_bwd_dkdv_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
     MASK_KIND: tl.constexpr, DROPOUT: tl.constexpr, PREC: tl.constexpr, ACC: tl.constexpr,
     INTERP: tl.constexpr, IDX: tl.constexpr, EVEN: tl.constexpr = False,
-    QMAJOR: tl.constexpr = False,
 ):
     """One program per (key tile, batch, kv head): dK, dV summed over the query heads of the
     group and all query tiles, in a fixed order (deterministic, no atomics). EVEN: Sq, Sk are
-    multiples of the tiles and the head dims are the block dims (no bound masks). QMAJOR:
-    K and V held as Kᵀ, Vᵀ for the [M, N] score orientation (_dkdv_step)."""
+    multiples of the tiles and the head dims are the block dims (no bound masks)."""
     pid_n = tl.program_id(0)
     bhk = tl.program_id(1).to(tl.int64)
     Hkv = H // group
@@ -310,17 +243,10 @@ def sdpa_bwd_dkdv_kernel(
     offs_dv = tl.arange(0, BLOCK_DV)
     n_ok = offs_n < Sk
     rows_n = offs_n[:, None].to(IDX)
-    if QMAJOR:
-        cols_n = offs_n[None, :].to(IDX)
-        k = _load_rows(k_ptr + b * skb + hk * skh, cols_n * skn, offs_dk[:, None],
-                       n_ok[None, :], (offs_dk < DK)[:, None], EVEN)  # [DK, N]
-        v = _load_rows(v_ptr + b * svb + hk * svh, cols_n * svn, offs_dv[:, None],
-                       n_ok[None, :], (offs_dv < DV)[:, None], EVEN)  # [DV, N]
-    else:
-        k = _load_rows(k_ptr + b * skb + hk * skh, rows_n * skn, offs_dk[None, :],
-                       n_ok[:, None], (offs_dk < DK)[None, :], EVEN)  # [N, DK]
-        v = _load_rows(v_ptr + b * svb + hk * svh, rows_n * svn, offs_dv[None, :],
-                       n_ok[:, None], (offs_dv < DV)[None, :], EVEN)  # [N, DV]
+    k = _load_rows(k_ptr + b * skb + hk * skh, rows_n * skn, offs_dk[None, :], n_ok[:, None],
+                   (offs_dk < DK)[None, :], EVEN)  # [N, DK]
+    v = _load_rows(v_ptr + b * svb + hk * svh, rows_n * svn, offs_dv[None, :], n_ok[:, None],
+                   (offs_dv < DV)[None, :], EVEN)  # [N, DV]
     dk = tl.zeros([BLOCK_N, BLOCK_DK], ACC)
     dv = tl.zeros([BLOCK_N, BLOCK_DV], ACC)
     seed = 0
@@ -352,13 +278,13 @@ def sdpa_bwd_dkdv_kernel(
                     dk, dv, k, v, qs, start_m, offs_m0, offs_n, offs_dk, offs_dv, q_base,
                     do_base, lse_base, delta_base, mask_base, Sq, Sk, causal_off, sqm, sdm, slm,
                     smm, smn, seed, rng_off, bhq, p_drop, DK, DV, True, MASK_KIND, DROPOUT, PREC,
-                    ACC, INTERP, IDX, EVEN, BLOCK_M, BLOCK_N, QMAJOR)
+                    ACC, INTERP, IDX, EVEN, BLOCK_M, BLOCK_N)
         for start_m in range(mid, Sq, BLOCK_M):
             dk, dv = _dkdv_step(
                 dk, dv, k, v, qs, start_m, offs_m0, offs_n, offs_dk, offs_dv, q_base, do_base,
                 lse_base, delta_base, mask_base, Sq, Sk, causal_off, sqm, sdm, slm, smm, smn,
                 seed, rng_off, bhq, p_drop, DK, DV, False, MASK_KIND, DROPOUT, PREC, ACC, INTERP,
-                IDX, EVEN, BLOCK_M, BLOCK_N, QMAJOR)
+                IDX, EVEN, BLOCK_M, BLOCK_N)
     dk = dk * _f(scale, scale_lo, ACC)
     if EVEN:
         tl.store(dk_ptr + b * sdkb + hk * sdkh + rows_n * sdkn + offs_dk[None, :],

@@ -77,9 +77,6 @@ _DKDV = {
 #: group = 1 and the strides' divisibility, and this 2x faster tile compiles to 249 registers
 #: without spills; GQA's runtime group loop (or unaligned strides) spills it, so those take _DKDV.
 _DKDV_MHA = {("half", 128): (32, 64, 4, 3)}
-#: dK/dV tiles that hold Kᵀ, Vᵀ and orient the scores [M, N] (kernels._dkdv_step, QMAJOR):
-#: K and V then feed only the MMAs' shared-memory operand.
-_DKDV_QMAJOR: set = set()
 _DQ = {
     ("half", 64): (64, 64, 4, 3), ("half", 128): (128, 64, 8, 3), ("half", 256): (32, 32, 8, 1),
     ("f32", 64): (32, 32, 4, 2), ("f32", 128): (32, 16, 4, 1), ("f32", 256): (16, 16, 4, 1),
@@ -121,10 +118,7 @@ def tile_config(desc: SdpaDescriptor, table: str, aligned: bool = False) -> dict
             bn = max(16, bn // 2)
     bm = min(bm, max(16, next_pow2(desc.query_len)))
     bn = min(bn, max(16, next_pow2(desc.key_len)))
-    cfg = {"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": warps, "num_stages": stages}
-    if table == "dkdv":
-        cfg["QMAJOR"] = key in _DKDV_QMAJOR
-    return cfg
+    return {"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": warps, "num_stages": stages}
 
 
 def precision_mode(element: ElementKind, tf32: bool) -> int:
