@@ -32,7 +32,7 @@ from baracuda.backends.gluon_chunks import (
     wait_prior_grid,
 )
 from baracuda.families.normalization import plans_smem as NS
-from baracuda.families.normalization.kernels_smem import chunk_sums
+from baracuda.families.normalization.kernels_smem import chunk_sums, pair_moments
 
 
 @gluon.jit
@@ -64,14 +64,7 @@ def _moments(row, k, M, eps, part_ptr, count_ptr, SPIN, RMS: gl.constexpr, NCH: 
              NCH_P2: gl.constexpr, num_warps: gl.constexpr):
     triton_poll(count_ptr + row, gl.atomic_add(count_ptr + row, 0, sem="acquire"), NCH, SPIN)
     p1, p2 = arrived_pairs(part_ptr, row, 0.0, NCH, NCH_P2, num_warps)
-    m1 = gl.sum(p1, axis=0) / M
-    if RMS:
-        mean = 0.0
-        var = gl.sum(p2, axis=0) / M
-    else:
-        mean = k + m1
-        var = gl.maximum(gl.sum(p2, axis=0) / M - m1 * m1, 0.0)
-    return mean, 1.0 / gl.sqrt(var + eps)
+    return pair_moments(p1, p2, k, M, eps, RMS)
 
 
 @gluon.jit

@@ -50,6 +50,20 @@ def chunk_sums(slices, row_ptr, c, M, k, FROM_GLOBAL: gl.constexpr, R: gl.conste
 
 
 @gluon.jit
+def pair_moments(p1, p2, k, M, eps, RMS: gl.constexpr):
+    """(mean, rstd) of a row from its chunks' sums of d and d^2, d = x - k, in chunk order
+    (mean 0 for rms_norm)."""
+    m1 = gl.sum(p1, axis=0) / M
+    if RMS:
+        mean = 0.0
+        var = gl.sum(p2, axis=0) / M
+    else:
+        mean = k + m1
+        var = gl.maximum(gl.sum(p2, axis=0) / M - m1 * m1, 0.0)
+    return mean, 1.0 / gl.sqrt(var + eps)
+
+
+@gluon.jit
 def row_norm_fwd_smem_kernel(
     x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, part_ptr, count_ptr,
     M, stride_x, stride_y, eps, SPIN,
@@ -69,14 +83,7 @@ def row_norm_fwd_smem_kernel(
     t1, t2 = chunk_sums(slices, x_row, c, M, k, False, R, SL, num_warps)
     p1, p2 = exchange_pairs(t1, t2, part_ptr, count_ptr, slices, x_row, row, M, k, SPIN,
                             chunk_sums, 0.0, NCH, NCH_P2, R, SL, num_warps)
-    m1 = gl.sum(p1, axis=0) / M
-    if RMS:
-        mean = 0.0
-        var = gl.sum(p2, axis=0) / M
-    else:
-        mean = k + m1
-        var = gl.maximum(gl.sum(p2, axis=0) / M - m1 * m1, 0.0)
-    rstd = 1.0 / gl.sqrt(var + eps)
+    mean, rstd = pair_moments(p1, p2, k, M, eps, RMS)
     if c == 0:
         if not RMS:
             gl.store(mean_ptr + row, mean)
