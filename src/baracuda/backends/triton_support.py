@@ -123,6 +123,17 @@ def line_offset(row, S1, S2, S3, st0, st1, st2, st3):
     return i0 * st0 + i1 * st1 + i2 * st2 + i3 * st3
 
 
+def pad_outer(shape, strides, n: int, last: bool) -> tuple[list[int], list[list[int]]]:
+    """(shape, per-tensor strides) of fewer than `n` outer dims padded to `n` with unit
+    extents of stride 0: before the real dims, or after them (`last`: the unit extents then
+    reach the kernel as the JIT's constant 1s, so its row-offset division folds away). The one
+    padding of every line-wise launch (outer_launch_groups, normalization's RowLayout)."""
+    pad = n - len(shape)
+    if last:
+        return list(shape) + [1] * pad, [list(s) + [0] * pad for s in strides]
+    return [1] * pad + list(shape), [[0] * pad + list(s) for s in strides]
+
+
 def outer_launch_groups(view, tensors, pad_last: bool = False):
     """Yield (tensor views, outer shape[4], per-tensor strides[4]) covering all lines of an
     AxisView, padding to MAX_OUTER_DIMS dims; extra leading dims become separate launches.
@@ -137,11 +148,7 @@ def outer_launch_groups(view, tensors, pad_last: bool = False):
     strides = [list(s) for s in view.outer_strides]
     extra = len(shape) - MAX_OUTER_DIMS
     if extra <= 0:
-        pad = MAX_OUTER_DIMS - len(shape)
-        if pad_last:
-            yield (tensors, shape + [1] * pad, [s + [0] * pad for s in strides])
-        else:
-            yield (tensors, [1] * pad + shape, [[0] * pad + s for s in strides])
+        yield (tensors, *pad_outer(shape, strides, MAX_OUTER_DIMS, pad_last))
         return
     lead, rest = shape[:extra], shape[extra:]
     for idx in itertools.product(*[range(d) for d in lead]):

@@ -19,7 +19,7 @@ import torch
 import triton.language as tl
 
 from ...backends.triton_exchange import SPIN_LIMIT, chunk_length
-from ...backends.triton_support import INTERPRET, next_pow2, shifted_view, sm_count
+from ...backends.triton_support import INTERPRET, next_pow2, pad_outer, shifted_view, sm_count
 from ...core.errors import Unsupported
 from ...core.layout import collapse_dims
 from ...core.vocab import ElementKind
@@ -43,14 +43,10 @@ class RowLayout:
     def _single(self):
         """(rows, o1, o2, strides) of the one launch of <= MAX_OUTER outer dims, indexed by
         pad_last: the unit dims padded first ([1, 1, rows]) or last ([rows, 1, 1])."""
-        pad, shape = MAX_OUTER - len(self.outer_shape), tuple(self.outer_shape)
-        units, zeros = (1,) * pad, (0,) * pad
         out = []
         for last in (False, True):
-            rest = shape + units if last else units + shape
-            strides = tuple(tuple(st) + zeros if last else zeros + tuple(st)
-                            for st in self.outer)
-            out.append((math.prod(shape), rest[1], rest[2], strides))
+            rest, strides = pad_outer(self.outer_shape, self.outer, MAX_OUTER, last)
+            out.append((math.prod(rest), rest[1], rest[2], tuple(map(tuple, strides))))
         return tuple(out)
 
     def launches(self, tensors, pad_last: bool = False):
