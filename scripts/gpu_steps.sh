@@ -6,7 +6,8 @@
 # graph / fwdgraph (scripts/fwbw_graph.py: fwd+bwd / fwd), benchnorm / benchsm (normalization / softmax bench
 # --quick into $OUT), tune
 # (layer_norm tiles at [32768, 1024]), tile (scripts/tile_vs_liger.py), padab (scripts/norm_pad_ab.py:
-# every norm row padded first against last, * the rule's pick). Carry .whl and .commit.
+# every norm row padded first against last, * the rule's pick), losstests / benchloss (cross-entropy
+# suites / bench), benchsm32 (softmax f32 rows). Carry .whl and .commit.
 export PYTHONPATH=$PWD/src:/tmp/site; python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl >/dev/null 2>&1; export BARACUDA_COMMIT=$(cat .commit)
 for step in "$@"; do
   case $step in
@@ -23,6 +24,9 @@ for step in "$@"; do
     smtests) timeout 480 python3 -m pytest -q -p no:cacheprovider -n 12 -o addopts="" -W ignore -k "Softmax or CrossEntropy or Nll or softmax or loss or smem or hopper" tests/test_contract.py tests/families/test_softmax.py tests/families/test_loss.py tests/families/test_norm_smem.py tests/families/test_softmax_smem.py tests/families/test_loss_smem.py 2>&1 | grep -E "FAILED|ERROR|passed|failed" | tail -30 ;;
     tune) timeout 260 python3 -m baracuda.families.normalization.tune 110 both bfloat16 0 layer 2>&1 | grep -v Warning | tail -16 ;;
     tile) timeout 200 python3 scripts/tile_vs_liger.py 2>&1 | grep -v Warning ;;
+    losstests) timeout 300 python3 -m pytest -q -p no:cacheprovider -n 8 -o addopts="" -W ignore tests/families/test_loss.py tests/families/test_loss_smem.py 2>&1 | grep -E "FAILED|ERROR|passed|failed" | tail -20 ;;
+    benchloss) timeout 200 python3 -m baracuda.cli bench --family loss --json $OUT/loss.json 2>&1 | grep -v "it/s\]" | tail -3; python3 scripts/bench_to_md.py $OUT/loss.json ;;
+    benchsm32) timeout 400 python3 -m baracuda.cli bench --family softmax --match float32 --json $OUT/softmax32.json 2>&1 | grep -v "it/s\]" | tail -3; python3 scripts/bench_to_md.py $OUT/softmax32.json ;;
     padab) timeout 300 python3 scripts/norm_pad_ab.py 2>&1 | grep -v Warning ;;
   esac
 done
