@@ -243,3 +243,100 @@ def row_norm_bwd_smem_kernel(
         if HAS_W:
             db_row += G
         gl.store(part_ptr + db_row * M + cols, db, mask=live)
+
+
+@gluon.jit
+def ring_pair(x, cols, M, k):
+    """A chunk's sums of d and d^2, d = x - k, 0 past the row's end: the one reduction of the
+    ring forward's chunk programs (x from shared memory) and of its no-wait path (x from
+    global memory), so both give the same bits."""
+    d = gl.where(cols < M, x - k, 0.0)
+    return gl.sum(gl.sum(d, axis=1), axis=0), gl.sum(gl.sum(d * d, axis=1), axis=0)
+
+
+@gluon.jit
+def row_norm_fwd_ring_kernel(
+    x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, slot_ptr,
+    n_rows, M, group_rows, eps, SPIN,
+    NCH: gl.constexpr, NCH_P2: gl.constexpr, R: gl.constexpr, NS: gl.constexpr,
+    AHEAD: gl.constexpr, RMS: gl.constexpr, HAS_W: gl.constexpr, HAS_B: gl.constexpr,
+    num_warps: gl.constexpr,
+):
+    """Forward of long rows, program id = group * NCH + chunk: the backward's ring
+    (row_norm_bwd_smem_kernel) run forwards. A group's NCH programs walk its rows together,
+    each keeping its chunk of gamma and beta in registers for every row (the one-row-per-
+    program forward re-reads them from L2 per row: as many bytes as x and y at 16 bits).
+    Step `row`: publish row `row` from its stage (sums of d and d^2, d = x - k, k the row's
+    first element for layer_norm), then finish row `row - AHEAD`: take its chunk into
+    registers, refill the stage with row `row - AHEAD + NS`, gather the row's pairs in chunk
+    order and write y (and, chunk 0, mean and rstd)."""
+    gl.static_assert(NS > AHEAD)  # a stage is refilled only once its row is finished
+    gl.static_assert(AHEAD >= 1)  # a row is finished only after its own arrival
+    layout: gl.constexpr = slice_layout(num_warps)
+    pid = gl.program_id(0)
+    group = pid // NCH
+    c = pid % NCH
+    cols = slice_cols(c, 0, R, R, num_warps)
+    live = cols < M
+    x_ring = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [NS, R, LANE], UNSWIZZLED)
+    r0 = group * group_rows
+    r1 = gl.minimum(r0 + group_rows, n_rows)
+    for i in gl.static_range(NS):  # one copy group per stage, empty past the group's rows
+        if r0 + i < r1:
+            copy_slice(x_ring.index(i), x_ptr + (r0 + i).to(gl.int64) * M, c, 0, M, R, R,
+                       num_warps)
+        async_copy.commit_group()
+    w = 1.0
+    if HAS_W:
+        w = gl.load(w_ptr + cols, mask=live, other=0.0).to(gl.float32)
+    bias = 0.0
+    if HAS_B:
+        bias = gl.load(b_ptr + cols, mask=live, other=0.0).to(gl.float32)
+    wait_prior_grid()  # the slots are set to NaN by the launch before this one
+    for step in range(r0, r1 + AHEAD):
+        done = step - AHEAD
+        f_off = gl.maximum(done, r0).to(gl.int64) * M
+        # the finished row's shift, loaded first so its latency hides behind the publish
+        f_shift = 0.0
+        if not RMS:
+            f_shift = gl.load(x_ptr + f_off).to(gl.float32)
+        if step < r1:  # publish row `step` (the (step - r0)-th: copy group step - r0)
+            shift = 0.0
+            if not RMS:
+                shift = gl.load(x_ptr + step.to(gl.int64) * M).to(gl.float32)
+            async_copy.wait_group(NS - AHEAD - 1)
+            gl.thread_barrier()
+            x = x_ring.index((step - r0) % NS).load(layout).to(gl.float32)
+            s1, s2 = ring_pair(x, cols, M, shift)
+            slot = slot_ptr + (step.to(gl.int64) * NCH + c) * 2
+            gl.store(slot, s1)
+            gl.store(slot + 1, s2)
+        if done >= r0:  # finish row `done`
+            stage = (done - r0) % NS
+            x_held = x_ring.index(stage).load(layout)  # as stored: half an f32's registers
+            gl.thread_barrier()  # every thread read the stage before it is refilled
+            if done + NS < r1:
+                copy_slice(x_ring.index(stage), x_ptr + (done + NS).to(gl.int64) * M, c, 0, M,
+                           R, R, num_warps)
+            async_copy.commit_group()
+            unset, p1, p2 = published_pairs(slot_ptr, done, NCH, NCH_P2, SPIN, num_warps)
+            if unset > 0:  # a chunk did not publish: the row's pairs from global memory
+                p1, p2 = empty_pairs(0.0, NCH_P2, num_warps)
+                po = gl.arange(0, NCH_P2, layout=partials_layout(num_warps))
+                for other in range(NCH):
+                    oc = slice_cols(other, 0, R, R, num_warps)
+                    ox = gl.load(x_ptr + f_off + oc, mask=oc < M, other=0.0).to(gl.float32)
+                    b1, b2 = ring_pair(ox, oc, M, f_shift)
+                    p1 = gl.where(po == other, b1, p1)
+                    p2 = gl.where(po == other, b2, p2)
+            mean, rstd = pair_moments(p1, p2, f_shift, M, eps, RMS)
+            if c == 0:
+                if not RMS:
+                    gl.store(mean_ptr + done, mean)
+                gl.store(rstd_ptr + done, rstd)
+            y = (x_held.to(gl.float32) - mean) * rstd
+            if HAS_W:
+                y = y * w
+            if HAS_B:
+                y = y + bias
+            gl.store(y_ptr + f_off + cols, y.to(y_ptr.dtype.element_ty), mask=live)
