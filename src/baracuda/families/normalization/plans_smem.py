@@ -31,7 +31,6 @@ from ...core.registry import register_candidate
 from .descriptors import LayerNormBackwardDescriptor
 from .kernels_smem import (  # imported here: enable_fast_launch sees them
     row_norm_bwd_smem_kernel,
-    row_norm_fwd_ring_kernel,
     row_norm_fwd_smem_kernel,
 )
 from .plans import (
@@ -66,39 +65,6 @@ def launch_smem(desc, args, workspace: torch.Tensor, rms: bool,
         NCH=nch, NCH_P2=next_pow2(nch), RMS=rms, HAS_W=args.gamma is not None,
         HAS_B=beta is not None, **cfg,
         launch_pdl=True)  # the kernel's copies overlap the counter fill (wait_prior_grid)
-
-
-#: The ring forward's config (kernels_smem.row_norm_fwd_ring_kernel): chunk of R rows of
-#: LANE columns, shared stages, rows published ahead of the one finished, warps, programs per
-#: SM (the row groups fill them) and a register cap, as BWD_TABLE's rows.
-FWD_RING = {"R": 2, "NS": 4, "AHEAD": 2, "num_warps": 1, "PER_SM": 16, "maxnreg": 128}
-
-
-def ring_shape(extent: int, rows: int, cfg: dict) -> tuple[int, int]:
-    """(chunks per row, row groups) of a ring launch (forward or backward): a group's chunks
-    walk its rows together, PER_SM programs per SM."""
-    nch = n_chunks(extent, cfg)
-    return nch, max(1, min(rows, cfg["PER_SM"] * sm_count() // nch))
-
-
-def launch_ring(desc, args, workspace: torch.Tensor, rms: bool, spin: int = SPIN_LIMIT,
-                cfg: dict | None = None) -> None:
-    """One launch of the ring forward over contiguous rows (spin=0: the no-wait path)."""
-    cfg = dict(cfg or FWD_RING)
-    m, rows = desc.norm_total_extent, desc.rows
-    nch, groups = ring_shape(m, rows, cfg)
-    cfg.pop("PER_SM")
-    if cfg.get("maxnreg") is None:
-        cfg.pop("maxnreg", None)
-    mean, beta = _forward_ops(args)
-    slots = fresh_slots(workspace, rows, nch)
-    x = args.x
-    row_norm_fwd_ring_kernel[(groups * nch,)](
-        x, args.y, x if args.gamma is None else args.gamma, x if beta is None else beta,
-        args.rstd if mean is None else mean, args.rstd, slots,
-        rows, m, triton.cdiv(rows, groups), desc.eps, spin, **ring_constexprs(nch, cfg),
-        RMS=rms, HAS_W=args.gamma is not None, HAS_B=beta is not None, **cfg,
-        launch_pdl=True)  # the first copies overlap the slot fill (wait_prior_grid)
 
 
 #: Backward rows up to this many elements stay in registers (layout._bwd_config: 16K for

@@ -240,31 +240,6 @@ def _smem_fwd_variants(rms: bool):
         yield AotVariant(f"fwd smem {'rms' if rms else 'ln'} {element.value} N={extent}",
                          kernel, sig, const, num_warps=cfg["num_warps"],
                          divisible=("M", "stride_x", "stride_y"))
-    yield from _ring_fwd_variants(rms)
-
-
-def _ring_fwd_variants(rms: bool):
-    """The Hopper ring forward (Gluon) at its table's config; as the backward's, the check
-    fails when its registers would not let PER_SM programs share an SM."""
-    from ...backends.gluon_chunks import n_chunks
-    from .kernels_smem import row_norm_fwd_ring_kernel as kernel
-    from .plans_smem import FWD_RING, ring_constexprs
-
-    for element, extent in itertools.product((ElementKind.BF16, ElementKind.F32),
-                                             (65536, 262144)):
-        cfg = {k: v for k, v in FWD_RING.items() if k not in ("PER_SM", "maxnreg")}
-        t = "*" + triton_dtype(element.torch_dtype)
-        sig = {n: t for n in kernel.arg_names[:4]}
-        sig.update({"mean_ptr": "*fp32", "rstd_ptr": "*fp32", "slot_ptr": "*fp32",
-                    "n_rows": "i32", "M": "i32", "group_rows": "i32", "eps": "fp32",
-                    "SPIN": "i32"})
-        const = dict(cfg, **ring_constexprs(n_chunks(extent, cfg), cfg), RMS=rms, HAS_W=True,
-                     HAS_B=not rms)
-        sig.update({n: "constexpr" for n in const})
-        yield AotVariant(f"fwd ring {'rms' if rms else 'ln'} {element.value} N={extent}",
-                         kernel, sig, const, num_warps=cfg["num_warps"], divisible=("M",),
-                         maxnreg=FWD_RING["maxnreg"],
-                         max_registers=65536 // (FWD_RING["PER_SM"] * 32 * cfg["num_warps"]))
 
 
 def _smem_bwd_variants(rms: bool):
