@@ -264,13 +264,14 @@ def _grads(layer, args):
                                                  ((256, 262144), 1, True),
                                                  ((37, 20224), 1, True),
                                                  ((1, 65536), 1, True),
+                                                 ((17, 65536), 1, True),
                                                  ((3, 5, 256, 160), 2, True),
                                                  ((300, 24576), 1, False)])
 def test_gpu_backward_matches_reference_reruns_and_no_wait_path(layer, dtype, shape, n_norm,
                                                                  affine):
     """dx, dgamma, dbeta against float64 (rows offset from 0, a last chunk cut short, one
-    row, two normalized axes, no affine parameters); reruns and the path where no program
-    waits give the same bits."""
+    row, more row groups than rows in use (17 rows: groups 9-15 empty), two normalized axes,
+    no affine parameters); reruns and the path where no program waits give the same bits."""
     x, dy, w, mean, rstd, want = _backward_case(layer, shape, n_norm, dtype, affine, 5)
     desc = _bwd_desc(layer, shape, n_norm, dtype, affine)
     plan = (bc.LayerNormBackwardPlan if layer else bc.RMSNormBackwardPlan).select(desc)

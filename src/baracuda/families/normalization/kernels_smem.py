@@ -179,8 +179,10 @@ def row_norm_bwd_smem_kernel(
     for step in range(r0, r1 + AHEAD):
         done = step - AHEAD
         # the finished row's statistics, loaded first so their latency hides behind the
-        # publish (a valid row even when nothing is finished yet)
-        f_mean, f_rstd = row_stats(mean_ptr, rstd_ptr, gl.maximum(done, r0), RMS)
+        # publish (a valid row even when nothing is finished yet, or the group is empty:
+        # the last groups of a launch with more groups than rows in use start past n_rows)
+        f_mean, f_rstd = row_stats(mean_ptr, rstd_ptr,
+                                   gl.minimum(gl.maximum(done, r0), n_rows - 1), RMS)
         if step < r1:  # publish row `step`
             # groups issued so far: NS + (step - r0 - AHEAD) refills; row `step` is the
             # (step - r0)-th, so at most NS - AHEAD - 1 may still be in flight
