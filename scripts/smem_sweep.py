@@ -30,12 +30,10 @@ SHAPES = [tuple(int(v) for v in s.split("x")) for s in os.environ.get(
 
 def _sweep(label, nbytes, run) -> None:
     cells = []
-    for r, sl, w, *extra in CONFIGS:
+    for r, sl, w in CONFIGS:
         cfg = {"R": r, "SL": sl, "num_warps": w}
-        if extra:  # a fourth field: the norm forward's W_AHEAD
-            cfg["W_AHEAD"] = bool(extra[0])
         ms = triton.testing.do_bench_cudagraph(lambda: run(cfg), rep=100)
-        cells.append(f"{'/'.join(str(v) for v in (r, sl, w, *extra))} {nbytes / ms / 1e6:5.0f}")
+        cells.append(f"{r}/{sl}/{w} {nbytes / ms / 1e6:5.0f}")
     print(f"{label:34} " + "  ".join(cells), flush=True)
 
 

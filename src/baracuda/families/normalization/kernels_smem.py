@@ -69,7 +69,6 @@ def row_norm_fwd_smem_kernel(
     M, stride_x, stride_y, eps, SPIN,
     NCH: gl.constexpr, NCH_P2: gl.constexpr, R: gl.constexpr, SL: gl.constexpr,
     RMS: gl.constexpr, HAS_W: gl.constexpr, HAS_B: gl.constexpr, num_warps: gl.constexpr,
-    W_AHEAD: gl.constexpr = False,
 ):
     pid = gl.program_id(0)
     row = pid // NCH
@@ -85,8 +84,6 @@ def row_norm_fwd_smem_kernel(
     slices = copy_chunk(x_row, c, M, R, SL, num_warps)
 
     t1, t2 = chunk_sums(slices, x_row, c, M, k, False, R, SL, num_warps)
-    if W_AHEAD:  # the first slice's gamma / beta in flight through the exchange
-        w_next, b_next = _params_slice(w_ptr, b_ptr, c, 0, M, HAS_W, HAS_B, R, SL, num_warps)
     p1, p2 = exchange_pairs(t1, t2, part_ptr, count_ptr, slices, x_row, row, M, k, SPIN,
                             chunk_sums, 0.0, NCH, NCH_P2, R, SL, num_warps)
     mean, rstd = pair_moments(p1, p2, k, M, eps, RMS)
@@ -101,37 +98,11 @@ def row_norm_fwd_smem_kernel(
         live = cols < M
         x = slices.index(s).load(slice_layout(num_warps)).to(gl.float32)
         y = (x - mean) * rstd
-        if W_AHEAD:  # this slice's parameters arrived a slice ago; the next one's issued now
-            w_cur = w_next
-            b_cur = b_next
-            w_next, b_next = _params_slice(w_ptr, b_ptr, c, s + 1, M, HAS_W, HAS_B, R, SL,
-                                           num_warps)
-            if HAS_W:
-                y = y * w_cur.to(gl.float32)
-            if HAS_B:
-                y = y + b_cur.to(gl.float32)
-        else:
-            if HAS_W:
-                y = y * gl.load(w_ptr + cols, mask=live, other=0.0).to(gl.float32)
-            if HAS_B:
-                y = y + gl.load(b_ptr + cols, mask=live, other=0.0).to(gl.float32)
+        if HAS_W:
+            y = y * gl.load(w_ptr + cols, mask=live, other=0.0).to(gl.float32)
+        if HAS_B:
+            y = y + gl.load(b_ptr + cols, mask=live, other=0.0).to(gl.float32)
         gl.store(y_row + cols, y.to(y_ptr.dtype.element_ty), mask=live)
-
-
-@gluon.jit
-def _params_slice(w_ptr, b_ptr, c, s, M, HAS_W: gl.constexpr, HAS_B: gl.constexpr,
-                  R: gl.constexpr, SL: gl.constexpr, num_warps: gl.constexpr):
-    """Slice s of chunk c of gamma and beta as stored (0 where absent or past the chunk's
-    last slice or the row's end)."""
-    cols = slice_cols(c, s, R, SL, num_warps)
-    live = (cols < M) & (s < R // SL)
-    w = gl.zeros([SL, LANE], w_ptr.dtype.element_ty, slice_layout(num_warps))
-    b = gl.zeros([SL, LANE], b_ptr.dtype.element_ty, slice_layout(num_warps))
-    if HAS_W:
-        w = gl.load(w_ptr + cols, mask=live, other=0.0)
-    if HAS_B:
-        b = gl.load(b_ptr + cols, mask=live, other=0.0)
-    return w, b
 
 
 @gluon.jit
