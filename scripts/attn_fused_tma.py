@@ -1,3 +1,4 @@
+# ruff: noqa: B023  (closures are run at once, in the loop that made them)
 """Experiment: a fused flash-attention backward whose dQ terms are summed by TMA bulk
 reductions (`tensor_descriptor.atomic_add`, cp.reduce.async.bulk) instead of session 13's
 element atomics (attention/PERF_NOTES.md). Non-causal, MHA, bf16, tiles dividing S, no mask
