@@ -89,7 +89,7 @@ def fused_bwd_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv
                 while (seen < rank) & (polls < SPIN):
                     seen = tl.atomic_add(cnt, 0, sem="acquire")
                     polls += 1
-            dq_desc.atomic_add([bh * S + i * BLOCK_M, 0], dq)
+            dq_desc.atomic_add([(bh * S + i * BLOCK_M).to(tl.int32), 0], dq)
             if ORDER == 1:
                 _bulk_done()
                 tl.debug_barrier()
@@ -167,7 +167,7 @@ def main(which: str) -> None:
                         note = f"err {err:.1e} bits {'same' if torch.equal(again, dq) else 'DIFF'}"
                     rows.append((f"fused {tile} order {order} {note}", _ms(run)))
                 except Exception as exc:  # noqa: BLE001 - a failing tile is a result too
-                    print(f"fused {tile} order {order} failed: {str(exc)[:300]}", flush=True)
+                    print(f"fused {tile} order {order} failed: {str(exc)[-400:]}", flush=True)
         best = min(ms for n, ms in rows if n == "cudnn_bwd") if rows else float("nan")
         print(f"B={b} H={h} S={s} D={dh}", flush=True)
         for name, ms in rows:
