@@ -9,7 +9,10 @@ order (session 13's lockstep schedule and counters; after its reduction a progra
 the bulk group to complete, fences the async proxy and releases the count); 2: no dQ at all
 (the dK/dV work of the fused loop alone, a floor).
 
-    python3 scripts/attn_fused_tma.py [d128|d64|all]
+    python3 scripts/attn_fused_tma.py [d128|d64|all|dkdv]
+
+dkdv: the library's two-kernel backward at D=128 with each candidate dK/dV tile (patched into
+plans._DKDV_MHA), interleaved over three rounds, against ORDER 2 at the same tiles.
 """
 
 from __future__ import annotations
@@ -179,5 +182,51 @@ def main(which: str) -> None:
                   f"spills={ck.n_spills} shared={ck.metadata.shared}", flush=True)
 
 
+DKDV_TILES = [(32, 64, 4, 3), (64, 64, 4, 2), (64, 64, 4, 3), (64, 128, 8, 2)]
+
+
+def dkdv_ab() -> None:
+    dev, arch, pref = torch.device("cuda"), ArchSku.current(), PlanPreference()
+    b, h, s, dh = 4, 16, 4096, 128
+    f = (b, h, h, s, s, dh, dh, 1 / math.sqrt(dh), torch.bfloat16, CausalKind.NONE)
+    d, db = SdpaDescriptor(*f), SdpaBackwardDescriptor(*f)
+    q, k, v, do = (torch.randn(b, h, s, dh, device=dev, dtype=torch.bfloat16) for _ in range(4))
+    o = torch.empty_like(q)
+    lse = torch.empty(b, h, s, device=dev)
+    fp = P.SdpaPlan.select(d)
+    fp.run(SdpaArgs(q, k, v, o, lse),
+           workspace=torch.empty(fp.workspace_size(), dtype=torch.uint8, device=dev))
+    delta = (o.float() * do.float()).sum(-1).contiguous()
+    cand = {c.name: c for c in P.SdpaBackwardPlan.candidates}["triton_flash_bwd"]
+    plan = P.SdpaBackwardPlan(db, cand, pref, arch)
+    grads = [torch.empty_like(x) for x in (q, k, v)]
+    a = SdpaBackwardArgs(q, k, v, o, do, lse, *grads)
+    ws = torch.empty(plan.workspace_size(), dtype=torch.uint8, device=dev)
+    dq_acc = torch.empty(b, h, s, dh, device=dev)
+    cnt = torch.empty(b * h * s // 16, device=dev, dtype=torch.int32)
+    dk, dv = torch.empty_like(k), torch.empty_like(v)
+    keep = dict(P._DKDV_MHA)
+    ref = None
+    times = {}
+    for rnd in range(3):
+        for tile in DKDV_TILES if rnd % 2 == 0 else DKDV_TILES[::-1]:
+            P._DKDV_MHA[("half", 128)] = tile
+            plan.run(a, workspace=ws)
+            if ref is None:
+                ref = [g.clone() for g in grads]
+            same = all(torch.equal(x, y) for x, y in zip(grads, ref))
+            times.setdefault(f"two-kernel, dK/dV {tile} bits vs first {same}", []).append(
+                _ms(lambda: plan.run(a, workspace=ws)))
+            times.setdefault(f"fused ORDER 2 {tile}", []).append(_ms(
+                lambda tile=tile: fused(q, k, v, do, lse, delta, dq_acc, cnt, dk, dv, tile, 2)))
+    P._DKDV_MHA.clear()
+    P._DKDV_MHA.update(keep)
+    for name, ms in times.items():
+        print(f"  {name:64} {' '.join(f'{t:.3f}' for t in ms)} ms", flush=True)
+
+
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "all")
+    if sys.argv[1:] == ["dkdv"]:
+        dkdv_ab()
+    else:
+        main(sys.argv[1] if len(sys.argv) > 1 else "all")
