@@ -163,7 +163,8 @@ class RopeBackwardSpec(RopeSpec):
 
 # (B, Hkv, capacity, new_len, Dk, Dv, element)
 KV_SMALL = [(2, 3, 40, 7, 16, 24, E.BF16), (1, 2, 10, 10, 8, 8, E.F32), (3, 1, 16, 5, 33, 20,
-                                                                          E.F64)]
+                                                                          E.F64),
+            (2, 2, 12, 3, 40, 8, E.F16)]
 KV_REAL = [(8, 8, 4096, 128, 128, 128, E.BF16)]
 
 

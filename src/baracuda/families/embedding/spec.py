@@ -146,7 +146,8 @@ class EmbeddingRenormSpec(PlanSpec):
     def cases(self, scale):
         table = [(50, 33, 100, E.F32, E.I64, 1.0, 2.0), (20, 8, 60, E.BF16, E.I32, 2.0, 1.0),
                  (30, 16, 40, E.F64, E.I64, 0.5, float("inf")),
-                 (10, 5, 20, E.F32, E.I64, 1.5, 3.0)] if scale == "small" else [
+                 (10, 5, 20, E.F32, E.I64, 1.5, 3.0), (24, 9, 30, E.F16, E.I32, 1.0, 2.0)] \
+            if scale == "small" else [
                  (131072, 1024, 16384, E.BF16, E.I64, 1.0, 2.0)]
         for v, dm, t, el, iel, mx, p in table:
             desc = EmbeddingRenormDescriptor(v, dm, t, el, iel, mx, p)
@@ -200,7 +201,9 @@ class EmbeddingBagSpec(PlanSpec):
         table = [(30, 20, 60, 9, "sum", E.F32, True, None), (25, 12, 40, 6, "mean", E.BF16,
                                                             False, 3),
                  (40, 7, 50, 8, "max", E.F64, False, None), (10, 5, 0, 3, "sum", E.F32, False,
-                                                               None)] if scale == "small" else [
+                                                               None),
+                 (18, 11, 30, 5, "sum", E.F16, True, 2), (18, 11, 30, 5, "max", E.F16, False,
+                                                          None)] if scale == "small" else [
             (131072, 1024, 65536, 4096, "sum", E.BF16, True, None)]
         for v, dm, t, b, mode, el, has_w, pad in table:
             desc = EmbeddingBagDescriptor(v, dm, t, b, mode, el, E.I64, has_w, pad)

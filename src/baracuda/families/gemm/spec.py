@@ -374,7 +374,8 @@ class BatchedGemmSpec(PlanSpec):
                         InvalidProblem)
 
 
-GROUPED_SMALL = [((5, 0, 17, 1), 17, 33, BF16), ((17, 33), 100, 17, F32)]
+GROUPED_SMALL = [((5, 0, 17, 1), 17, 33, BF16), ((17, 33), 100, 17, F32), ((3, 4), 9, 16, F16),
+                 ((2, 5), 7, 12, F64)]
 GROUPED_REAL = [((512, 1024, 0, 300, 2048), 1024, 512, BF16)]
 
 

@@ -56,6 +56,7 @@ SELECT = [
     ((5, 20, 3), 1, 25, E.BF16, E.I32, "strided"),
     ((100,), 0, 0, E.F32, E.I64, "contiguous"),
     ((4, 6), -1, 10, E.F16, E.I64, "transposed"),
+    ((6, 9), 1, 7, E.F64, E.I32, "strided"),
 ]
 
 
@@ -155,6 +156,8 @@ GATHER = [
     ((10, 8, 5), (30, 4, 5), 0, E.BF16, E.I32, "strided"),
     ((50,), (0,), 0, E.F32, E.I64, "contiguous"),
     ((7, 9), (5, 12), -1, E.I32, E.I64, "transposed"),
+    ((5, 11), (5, 7), 1, E.F16, E.I64, "strided"),
+    ((4, 6, 3), (4, 2, 3), 1, E.F64, E.I32, "contiguous"),
 ]
 
 
@@ -206,6 +209,7 @@ SCATTER = [
     # src of the index's shape, all contiguous: sum / assign take the sorted-key path
     ((8, 6), (11, 6), (11, 6), 0, E.F32, "contiguous"),
     ((4, 5, 6), (3, 9, 6), (3, 9, 6), 1, E.F64, "contiguous"),
+    ((7, 9), (7, 12), (7, 12), 1, E.F16, "contiguous"),
 ]
 
 

@@ -48,7 +48,7 @@ BATCH = [((4, 3, 5, 6), "contiguous", True, True, True, True, (F32, BF16, F64)),
          ((3, 4, 10), "strided", False, True, True, True, (F32, F16))]
 INSTANCE = [((2, 3, 40), "strided", True, True, True, True, (F32, BF16, F64)),
             ((2, 3, 4, 5), "contiguous", True, False, False, False, (F32,)),
-            ((2, 3, 9), "contiguous", False, True, True, True, (F32,))]
+            ((2, 3, 9), "contiguous", False, True, True, True, (F32, F16))]
 MODES = {"group": GROUP, "batch": BATCH, "instance": INSTANCE}
 
 
