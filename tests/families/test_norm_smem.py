@@ -34,14 +34,20 @@ def _desc(layer: bool, shape, n_norm=1, dtype=torch.bfloat16, affine=True, resid
 
 @pytest.mark.parametrize("layer", [False, True])
 def test_supports_only_long_16_bit_rows_without_residual_on_hopper(layer):
+    """...and f32 rows for layer_norm's forward only (F32_FORWARD)."""
     cand = (S.SmemExchangeLayerNorm if layer else S.SmemExchangeRMSNorm)()
     pref = PlanPreference()
     assert cand.supports(_desc(layer, (1024, 65536)), pref, ArchSku.SM90) is None
     assert cand.supports(_desc(layer, (4, 256, 256), 2, torch.float16), pref, ArchSku.SM90A) \
         is None
+    f32 = cand.supports(_desc(layer, (8, 65536), dtype=torch.float32), pref, ArchSku.SM90)
+    assert (f32 is None) == layer
+    assert S.F32_FORWARD == {True: False, False: True}
     for reason in (cand.supports(_desc(layer, (1024, 65536)), pref, ArchSku.SM80),
                    cand.supports(_desc(layer, (1024, 65536)), pref, ArchSku.INTERPRETER),
-                   cand.supports(_desc(layer, (8, 65536), dtype=torch.float32), pref,
+                   cand.supports(_desc(layer, (8, 65536), dtype=torch.float64), pref,
+                                 ArchSku.SM90),
+                   cand.supports(_desc(layer, (8, 16384), dtype=torch.float32), pref,
                                  ArchSku.SM90),
                    cand.supports(_desc(layer, (8, 16384)), pref, ArchSku.SM90),
                    cand.supports(_desc(layer, (8, 65544)), pref, ArchSku.SM90),
@@ -57,6 +63,18 @@ def test_workspace_covers_the_triton_launch_it_may_run(layer, shape):
     own = cand.workspace_size(d)
     assert own >= P.forward_workspace(d)
     assert own >= shape[0] * n_chunks(shape[-1]) * 8 + 4 * shape[0]
+
+
+@pytest.mark.parametrize("shape", [(1024, 65536), (256, 262144)])
+def test_f32_forward_takes_its_own_chunk_config(shape):
+    """f32 rows use CHUNK_TABLE's "line_f32" row (32 chunk rows at every length), and the
+    workspace holds the partials of that many chunks."""
+    d = _desc(True, shape, dtype=torch.float32)
+    cfg = S.fwd_chunk_config(d)
+    assert cfg == {"R": 32, "SL": 4, "num_warps": 4}
+    own = S.SmemExchangeLayerNorm().workspace_size(d)
+    assert own >= shape[0] * n_chunks(shape[-1], cfg) * 8 + 4 * shape[0]
+    assert own >= P.forward_workspace(d)
 
 
 def _reference(x, n_norm, w, b, layer):
@@ -98,13 +116,15 @@ def _args(layer, x, y, w, b, mean, rstd):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not ON_GPU, reason="needs a CUDA device")
-@pytest.mark.parametrize("layer", [False, True])
-@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("layer,dtype", [(False, torch.bfloat16), (False, torch.float16),
+                                         (True, torch.bfloat16), (True, torch.float16),
+                                         (True, torch.float32)])
 @pytest.mark.parametrize("shape,n_norm", [((1024, 65536), 1), ((256, 262144), 1),
                                           ((37, 20224), 1), ((3, 5, 256, 160), 2)])
 def test_gpu_matches_reference_reruns_and_no_wait_path(layer, dtype, shape, n_norm):
-    """y, mean, rstd against float64 (rows offset far from 0 for layer_norm's shift); reruns
-    and the path where no program waits give the same bits."""
+    """y, mean, rstd against float64 (rows offset far from 0 for layer_norm's shift; f32 rows
+    for layer_norm only, F32_FORWARD); reruns and the path where no program waits give the
+    same bits."""
     g = torch.Generator(device="cuda").manual_seed(3)
     x = torch.randn(shape, device="cuda", generator=g)
     if layer:

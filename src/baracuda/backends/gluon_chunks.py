@@ -120,8 +120,13 @@ MAX_CHUNKS = 1024
 #: [256, 262144] 2746 / 2723 / 2604 (32/4/4: 2755 / 2672 / 2510). "cross_entropy" (more work
 #: per element in the gradient): 64/4/4 at [8192, 32768] 2660 and [4096, 131072] 2665
 #: (32/4/4: 2488 / 2579; 64/8/8: 2495 / 2522).
+#: "line_f32" (layer_norm's f32 forward, the one f32 user): 32/4/4 at every length, kernel-only
+#: GB/s at [1024, 65536] / [256, 262144] / [4096, 32768]: layer 2709-2713 / 2616 / 2850-2854
+#: (16/4/4: 2147 / 2253 / 2365; 32/8/8: 2349 / 2141 / 2475; 16/2/4, 16/4/2, 8/4/2, 8/2/2 all
+#: lower; session 14).
 CHUNK_TABLE = {
     "line": ((65536, 32, 4, 4), (None, 64, 8, 8)),
+    "line_f32": ((None, 32, 4, 4),),
     "cross_entropy": ((None, 64, 4, 4),),
 }
 
@@ -139,16 +144,20 @@ def n_chunks(extent: int, cfg: dict | None = None) -> int:
     return -(-extent // (cfg["R"] * int(LANE)))
 
 
-def unsupported(arch, element, extent: int, min_extent: int, kind: str = "line") -> str | None:
+def unsupported(arch, element, extent: int, min_extent: int, kind: str = "line",
+                with_f32: bool = False) -> str | None:
     """Why a family's shared-memory candidate cannot take lines of `extent` elements (None:
-    it can): sm_90, 16-bit elements, longer than `min_extent` (shorter lines fit one program's
-    registers), whole 16-byte copies of LANE columns, at most MAX_CHUNKS chunks."""
+    it can): sm_90, 16-bit elements (and f32 where the family measured it faster, with_f32),
+    longer than `min_extent` (shorter lines fit one program's registers), whole 16-byte
+    copies of LANE columns, at most MAX_CHUNKS chunks."""
     from ..core.vocab import ArchSku, ElementKind
 
     if arch not in (ArchSku.SM90, ArchSku.SM90A):
         return f"needs sm_90 (Hopper), got {arch.value}"
-    if element not in (ElementKind.BF16, ElementKind.F16):
-        return f"16-bit elements only, got {element.value}"
+    allowed = (ElementKind.BF16, ElementKind.F16) + ((ElementKind.F32,) if with_f32 else ())
+    if element not in allowed:
+        return (f"{'16-bit or f32' if with_f32 else '16-bit'} elements "
+                f"({', '.join(e.value for e in allowed)}) only, got {element.value}")
     if extent <= min_extent or extent % int(LANE):
         return f"lines of more than {min_extent} elements, a multiple of {int(LANE)}, got {extent}"
     chunks = n_chunks(extent, chunk_config(extent, kind))

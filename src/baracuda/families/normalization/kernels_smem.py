@@ -163,6 +163,10 @@ def row_norm_bwd_smem_kernel(
     dy_ring = gl.allocate_shared_memory(dy_ptr.dtype.element_ty, [NS, R, LANE], UNSWIZZLED)
     x_ring = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [NS, R, LANE], UNSWIZZLED)
     r0 = group * group_rows
+    if r0 >= n_rows:  # an empty group (more groups than rows in use): zero partials, no rows
+        zero = gl.zeros([R, LANE], gl.float32, layout)
+        store_param_partials(part_ptr, group, G, M, cols, live, zero, zero, HAS_W, HAS_DB)
+        return
     r1 = gl.minimum(r0 + group_rows, n_rows)
     for k in gl.static_range(NS):  # one copy group per stage, empty past the group's rows
         if r0 + k < r1:
@@ -179,10 +183,8 @@ def row_norm_bwd_smem_kernel(
     for step in range(r0, r1 + AHEAD):
         done = step - AHEAD
         # the finished row's statistics, loaded first so their latency hides behind the
-        # publish (a valid row even when nothing is finished yet, or the group is empty:
-        # the last groups of a launch with more groups than rows in use start past n_rows)
-        f_mean, f_rstd = row_stats(mean_ptr, rstd_ptr,
-                                   gl.minimum(gl.maximum(done, r0), n_rows - 1), RMS)
+        # publish (a valid row even when nothing is finished yet)
+        f_mean, f_rstd = row_stats(mean_ptr, rstd_ptr, gl.maximum(done, r0), RMS)
         if step < r1:  # publish row `step`
             # groups issued so far: NS + (step - r0 - AHEAD) refills; row `step` is the
             # (step - r0)-th, so at most NS - AHEAD - 1 may still be in flight
@@ -238,9 +240,17 @@ def row_norm_bwd_smem_kernel(
             else:
                 dx = (wdy - xhat * c1 - gl.sum(p2, axis=0) / M) * f_rstd
             gl.store(dx_ptr + off + cols, dx.to(dx_ptr.dtype.element_ty), mask=live)
-    if HAS_W:  # the group's dgamma partial: row `group` of [G, M]
+    store_param_partials(part_ptr, group, G, M, cols, live, dg, db, HAS_W, HAS_DB)
+
+
+@gluon.jit
+def store_param_partials(part_ptr, group, G, M, cols, live, dg, db, HAS_W: gl.constexpr,
+                         HAS_DB: gl.constexpr):
+    """A row group's dgamma partial, row `group` of [G, M], then dbeta's (its own [G, M], or
+    alone without gamma): what the fixed-order sum of every group's row reads."""
+    if HAS_W:
         gl.store(part_ptr + group.to(gl.int64) * M + cols, dg, mask=live)
-    if HAS_DB:  # then dbeta's [G, M] (or alone without gamma)
+    if HAS_DB:
         db_row = group.to(gl.int64)
         if HAS_W:
             db_row += G

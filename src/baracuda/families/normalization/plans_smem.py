@@ -3,7 +3,8 @@ longer than a register tile, by chunk exchange with each chunk held in shared me
 (kernels_smem.py).
 
 Selected on sm_90 for f16 / bf16 rows of more than SINGLE_TILE (backward: BWD_SINGLE_TILE)
-elements, a multiple of 256, without the fused residual. A call whose tensors are not
+elements, a multiple of 256, without the fused residual (and f32 rows of layer_norm's forward,
+F32_FORWARD). A call whose tensors are not
 contiguous 16-byte aligned rows (or whose saved statistics / parameters are strided) runs the
 Triton candidate's launch instead, inside the same workspace: the plan never refuses what it
 selected.
@@ -28,6 +29,7 @@ from ...backends.gluon_chunks import (
 from ...backends.triton_exchange import SPIN_LIMIT
 from ...backends.triton_support import next_pow2, sm_count
 from ...core.registry import register_candidate
+from ...core.vocab import ElementKind
 from .descriptors import LayerNormBackwardDescriptor
 from .kernels_smem import (  # imported here: enable_fast_launch sees them
     row_norm_bwd_smem_kernel,
@@ -54,7 +56,7 @@ def launch_smem(desc, args, workspace: torch.Tensor, rms: bool,
     cfg: a chunk config other than gluon_chunks.chunk_config, for sweeps)."""
     m, rows = desc.norm_total_extent, desc.rows
     mean, beta = _forward_ops(args)
-    cfg = cfg or chunk_config(m)
+    cfg = cfg or fwd_chunk_config(desc)
     nch = n_chunks(m, cfg)
     partials, counters = fresh_exchange(workspace, rows, nch)
     x = args.x
@@ -65,6 +67,20 @@ def launch_smem(desc, args, workspace: torch.Tensor, rms: bool,
         NCH=nch, NCH_P2=next_pow2(nch), RMS=rms, HAS_W=args.gamma is not None,
         HAS_B=beta is not None, **cfg,
         launch_pdl=True)  # the kernel's copies overlap the counter fill (wait_prior_grid)
+
+
+#: layer_norm's forward also takes f32 rows: kernel-only GB/s against the Triton exchange it
+#: replaces (H100, session 14): [1024, 65536] 2709-2713 vs 2651-2671, [256, 262144] 2616 vs
+#: 2338, [4096, 32768] 2850-2854 vs 2716. rms_norm f32 stays on its Triton exchange (2822 vs
+#: 2797 at [1024, 65536], 2808 vs 2714 at [256, 262144]; beta's reads are what the exchange
+#: kernel loses on).
+F32_FORWARD = {True: False, False: True}  # rms? -> f32 rows in shared memory
+
+
+def fwd_chunk_config(desc) -> dict:
+    """The forward's chunk config (gluon_chunks.CHUNK_TABLE): f32 rows take their own row."""
+    f32 = desc.element is ElementKind.F32
+    return chunk_config(desc.norm_total_extent, "line_f32" if f32 else "line")
 
 
 #: Backward rows up to this many elements stay in registers (layout._bwd_config: 16K for
@@ -168,10 +184,11 @@ def launch_smem_backward(desc, args, workspace: torch.Tensor, rms: bool,
 
 
 class _SmemRowNorm(_RowNormCandidate):
-    """bf16 / f16 long rows on Hopper, chunks through shared memory (cp.async): the forward
-    exchanges sums (launch_smem), the backward walks row groups through a ring of stages
-    (launch_smem_backward). A call whose rows are not contiguous and 16-byte aligned, or
-    whose statistics are strided, runs the Triton candidate's launch in the same workspace."""
+    """bf16 / f16 long rows on Hopper (and f32 for layer_norm's forward, F32_FORWARD), chunks
+    through shared memory (cp.async): the forward exchanges sums (launch_smem), the backward
+    walks row groups through a ring of stages (launch_smem_backward). A call whose rows are
+    not contiguous and 16-byte aligned, or whose statistics are strided, runs the Triton
+    candidate's launch in the same workspace."""
 
     replayable = True  # fills, the kernel and (backward) the partial sums: Triton launches
     priority = -10  # before the Triton candidate, where it supports the row
@@ -180,7 +197,9 @@ class _SmemRowNorm(_RowNormCandidate):
         if desc.has_residual:
             return "the fused residual variant runs on the Triton candidate"
         in_registers = BWD_SINGLE_TILE[not self.rms] if self.backward else SINGLE_TILE
-        why = unsupported(arch, desc.element, desc.norm_total_extent, in_registers)
+        f32 = not self.backward and F32_FORWARD[self.rms]
+        why = unsupported(arch, desc.element, desc.norm_total_extent, in_registers,
+                          "line_f32" if desc.element is ElementKind.F32 else "line", f32)
         if why is None and self.backward:
             nch, _ = bwd_shape(desc)
             if nch > BWD_MAX_CHUNKS:
@@ -189,8 +208,8 @@ class _SmemRowNorm(_RowNormCandidate):
         return why
 
     def workspace_size(self, desc) -> int:
-        own = (bwd_smem_workspace(desc) if self.backward else
-               exchange_workspace_bytes(desc.rows, n_chunks(desc.norm_total_extent)))
+        own = (bwd_smem_workspace(desc) if self.backward else exchange_workspace_bytes(
+            desc.rows, n_chunks(desc.norm_total_extent, fwd_chunk_config(desc))))
         return max(own, super().workspace_size(desc))  # the Triton launch may run in it
 
     def launch(self, desc, args, workspace) -> None:

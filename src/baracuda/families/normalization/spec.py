@@ -222,19 +222,22 @@ class _FwdSpec(PlanSpec):
 
 
 def _smem_fwd_variants(rms: bool):
-    """The Hopper shared-memory exchange forward (Gluon), both chunk configs."""
-    from ...backends.gluon_chunks import chunk_config, n_chunks
+    """The Hopper shared-memory exchange forward (Gluon), each chunk config it launches."""
+    from ...backends.gluon_chunks import n_chunks
     from .kernels_smem import row_norm_fwd_smem_kernel as kernel
+    from .plans_smem import F32_FORWARD, fwd_chunk_config
 
-    for element, extent in itertools.product((ElementKind.BF16, ElementKind.F16),
-                                             (65536, 262144)):
-        cfg = dict(chunk_config(extent))
+    elements = (ElementKind.BF16, ElementKind.F16) + ((ElementKind.F32,) if F32_FORWARD[rms]
+                                                      else ())
+    for element, extent in itertools.product(elements, (65536, 262144)):
+        desc = RMSNormDescriptor((8, extent), (1,), True, 1e-5, element)
+        cfg = dict(fwd_chunk_config(desc))
         t = "*" + triton_dtype(element.torch_dtype)
         sig = {n: t for n in kernel.arg_names[:4]}
         sig.update({"mean_ptr": "*fp32", "rstd_ptr": "*fp32", "part_ptr": "*fp32",
                     "count_ptr": "*i32", "M": "i32", "stride_x": "i32", "stride_y": "i32",
                     "eps": "fp32", "SPIN": "i32"})
-        nch = n_chunks(extent)
+        nch = n_chunks(extent, cfg)
         const = dict(cfg, NCH=nch, NCH_P2=nch, RMS=rms, HAS_W=True, HAS_B=not rms)
         sig.update({n: "constexpr" for n in const})
         yield AotVariant(f"fwd smem {'rms' if rms else 'ln'} {element.value} N={extent}",
