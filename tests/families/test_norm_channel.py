@@ -100,3 +100,61 @@ def test_group_norm_error_parity():
     for fn in (group_norm, F.group_norm):
         with pytest.raises(RuntimeError, match="divisible by num_groups"):
             fn(x, 4)
+
+
+def _permuted(shape, seed, dtype=torch.float64):
+    """[N, C, *spatial] values stored with the spatial dims reversed: they no longer collapse
+    to one strided dim."""
+    n_sp = len(shape) - 2
+    stored = [shape[0], shape[1]] + list(reversed(shape[2:]))
+    perm = [0, 1] + list(range(1 + n_sp, 1, -1))
+    return _rand(tuple(stored), dtype, seed=seed).permute(perm)
+
+
+def test_plans_refuse_spatial_dims_that_do_not_collapse_with_a_typed_error():
+    """The kernels address the spatial dims as one strided dim: a plan user passing other
+    strides gets Unsupported (the torch functions pack such inputs instead, below)."""
+    import baracuda as bc
+    from baracuda.core.errors import Unsupported
+
+    def _stats(*shape):
+        return torch.empty(shape, device=DEVICE)
+
+    x = _permuted((2, 4, 3, 5, 2), 0, torch.float32)
+    shape = tuple(x.shape)
+    y = torch.empty_like(x)
+    w = _rand((4,), seed=1)
+    for plan, desc, args in (
+        (bc.GroupNormPlan, bc.GroupNormDescriptor(shape, 2, True, False, 1e-5, torch.float32),
+         bc.GroupNormArgs(x=x, y=y, mean=_stats(2, 2), rstd=_stats(2, 2), gamma=w)),
+        (bc.InstanceNormPlan,
+         bc.InstanceNormDescriptor(shape, True, True, False, False, 0.1, 1e-5, torch.float32),
+         bc.InstanceNormArgs(x=x, y=y, mean=_stats(2, 4), rstd=_stats(2, 4),
+                             gamma=w)),
+        (bc.BatchNormPlan,
+         bc.BatchNormDescriptor(shape, True, True, False, False, 0.1, 1e-5, torch.float32),
+         bc.BatchNormArgs(x=x, y=y, mean=_stats(4), rstd=_stats(4), gamma=w)),
+    ):
+        with pytest.raises(Unsupported, match="strided dims; the kernel addresses one"):
+            plan.select(desc).can_implement(args)
+
+
+@pytest.mark.parametrize("op", ["group", "instance", "batch"])
+def test_functions_take_any_spatial_layout(op):
+    """A permuted [N, C, D, H, W] input and a permuted upstream gradient: values and every
+    gradient as torch's (the functions pack what the kernels cannot address)."""
+    x = _permuted((2, 4, 3, 5, 2), 0).requires_grad_()
+    w = _rand((4,), torch.float64, seed=1, requires_grad=True)
+    b = _rand((4,), torch.float64, seed=2, requires_grad=True)
+    dy = _permuted((2, 4, 3, 5, 2), 3)
+    fns = {"group": (lambda t: group_norm(t, 2, w, b), lambda t: F.group_norm(t, 2, w, b)),
+           "instance": (lambda t: instance_norm(t, weight=w, bias=b),
+                        lambda t: F.instance_norm(t, weight=w, bias=b)),
+           "batch": (lambda t: batch_norm(t, None, None, w, b, training=True),
+                     lambda t: F.batch_norm(t, None, None, w, b, training=True))}
+    ours, theirs = fns[op]
+    got, want = ours(x), theirs(x)
+    _close_to_torch(got, want, torch.float64)
+    for g, r in zip(torch.autograd.grad(got, (x, w, b), dy),
+                    torch.autograd.grad(want, (x, w, b), dy)):
+        _close_to_torch(g, r, torch.float64)

@@ -48,6 +48,8 @@ def with_layout(t: torch.Tensor, layout: str, gen: torch.Generator | None = None
     - ``strided``: every dim's stride padded (a slice of a bigger buffer).
     - ``transposed``: stored with the last two dims swapped (a permuted view).
     - ``broadcast``: dim 0 expanded from extent 1 (stride 0) when the tensor allows it.
+    - ``channels_last``: dim 1 stored innermost ([N, C, *spatial] as torch's channels_last
+      formats store it).
     """
     if layout == "contiguous" or t.dim() == 0:
         return t
@@ -64,6 +66,12 @@ def with_layout(t: torch.Tensor, layout: str, gen: torch.Generator | None = None
         return t.permute(perm).contiguous().permute(perm)
     if layout == "broadcast":
         return t[:1].expand_as(t) if t.shape[0] > 0 else t
+    if layout == "channels_last":
+        if t.dim() < 3:
+            return with_layout(t, "transposed")
+        perm = [0] + list(range(2, t.dim())) + [1]
+        inverse = [perm.index(i) for i in range(t.dim())]
+        return t.permute(perm).contiguous().permute(inverse)
     raise ValueError(f"unknown layout {layout!r}")
 
 

@@ -95,6 +95,9 @@ REAL = [
 NLL_SMALL = [r for r in SMALL if r.target != "prob" and r.smoothing == 0.0] + [
     Row((5, 777), (F32, F64, BF16), I32, "mean", True, -100, 0.0, "contiguous", "ignore"),
     Row((3, 10, 6), (F16,), I64, "sum", True, 2, 0.0, "strided", "ignore"),
+    Row((2, 3, 2, 1, 2, 1, 2, 2), (F32, BF16), I64, "mean", True, -100, 0.0, "strided",
+        "ignore"),
+    Row((2, 5, 3, 2, 2), (F64,), I32, "none", False, -100, 0.0, "transposed"),
 ]
 NLL_REAL = [dataclasses.replace(r, smoothing=0.0) for r in REAL if r.target != "prob"]
 

@@ -87,12 +87,23 @@ def _check_common(who, d, args, backward: bool) -> None:
             _opt(who, n, getattr(args, n), d.has_running, "has_running", (d.c,), kinds)
 
 
+def _collapse_spatial(shape, tensors):
+    """The spatial dims (2..) of same-shaped tensors collapsed: (extents, per-tensor strides)."""
+    return collapse_dims(shape[2:], [list(t.stride()[2:]) for t in tensors])
+
+
+def spatial_collapses(*tensors) -> bool:
+    """Whether the tensors' spatial dims collapse to one strided dim, the layout the kernels
+    address (a frontend packs other layouts; plan users get Unsupported)."""
+    return len(tensors[0].shape) <= 3 or len(_collapse_spatial(tensors[0].shape, tensors)[0]) <= 1
+
+
 def _spatial(who, shape, tensors):
     """(xn, xc, xs) per tensor with the spatial dims collapsed to one."""
     sp = shape[2:]
     if not sp:
         return [(t.stride(0), t.stride(1), 1) for t in tensors], 1
-    cs, cst = collapse_dims(sp, [list(t.stride()[2:]) for t in tensors])
+    cs, cst = _collapse_spatial(shape, tensors)
     if len(cs) > 1:
         raise Unsupported(f"{who}: the spatial dims {tuple(sp)} collapse to {len(cs)} strided "
                           "dims; the kernel addresses one")

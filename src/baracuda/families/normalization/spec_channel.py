@@ -42,13 +42,19 @@ F32, BF16, F16, F64 = ElementKind.F32, ElementKind.BF16, ElementKind.F16, Elemen
 GROUP = [((2, 6, 5, 7), "contiguous", 3, True, True, False, (F32, BF16, F64)),
          ((3, 4, 33), "strided", 2, True, False, False, (F32, F16)),
          ((2, 8), "contiguous", 4, False, True, False, (F32,)),
-         ((0, 4, 3), "contiguous", 2, True, True, False, (F32,))]
+         ((0, 4, 3), "contiguous", 2, True, True, False, (F32,)),
+         ((2, 4, 3, 2, 5), "channels_last", 2, True, True, False, (F32, BF16)),
+         ((2, 4, 2, 1, 3, 1, 2, 2), "contiguous", 4, True, False, False, (F32,))]
 BATCH = [((4, 3, 5, 6), "contiguous", True, True, True, True, (F32, BF16, F64)),
          ((5, 4), "contiguous", True, False, False, False, (F32,)),
-         ((3, 4, 10), "strided", False, True, True, True, (F32, F16))]
+         ((3, 4, 10), "strided", False, True, True, True, (F32, F16)),
+         ((3, 2, 2, 3, 4), "channels_last", True, True, True, True, (F32, F16)),
+         ((2, 3, 2, 2, 1, 3, 1, 2), "contiguous", False, True, True, True, (F64,))]
 INSTANCE = [((2, 3, 40), "strided", True, True, True, True, (F32, BF16, F64)),
             ((2, 3, 4, 5), "contiguous", True, False, False, False, (F32,)),
-            ((2, 3, 9), "contiguous", False, True, True, True, (F32, F16))]
+            ((2, 3, 9), "contiguous", False, True, True, True, (F32, F16)),
+            ((2, 3, 2, 3, 4), "channels_last", True, True, True, True, (F32, BF16)),
+            ((0, 3, 5), "contiguous", True, True, True, False, (F32,))]
 MODES = {"group": GROUP, "batch": BATCH, "instance": INSTANCE}
 
 

@@ -43,6 +43,7 @@ from .plans_channel import (
     GroupNormPlan,
     InstanceNormBackwardPlan,
     InstanceNormPlan,
+    spatial_collapses,
 )
 
 __all__ = ["rms_norm", "layer_norm", "group_norm", "batch_norm", "instance_norm"]
@@ -282,6 +283,7 @@ def _gn_fwd_fake(x, num_groups, weight, bias, eps):
 def _gn_bwd(dy: torch.Tensor, x: torch.Tensor, mean: torch.Tensor, rstd: torch.Tensor,
             weight: torch.Tensor | None, has_bias: bool,
             num_groups: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    dy = _dense_spatial(dy)  # the upstream gradient may have any layout
     dx, dw, db = _chan_bwd_outputs(x, weight, has_bias)
     desc = GroupNormBackwardDescriptor(tuple(x.shape), num_groups, weight is not None, has_bias,
                                        x.dtype)
@@ -371,6 +373,7 @@ def _in_fwd_fake(x, running_mean, running_var, weight, bias, use_input_stats, mo
 def _bn_bwd(dy: torch.Tensor, x: torch.Tensor, mean: torch.Tensor, rstd: torch.Tensor,
             weight: torch.Tensor | None, has_bias: bool,
             training: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    dy = _dense_spatial(dy)  # the upstream gradient may have any layout
     dx, dw, db = _chan_bwd_outputs(x, weight, has_bias)
     desc = BatchNormBackwardDescriptor(tuple(x.shape), training, weight is not None, has_bias,
                                        x.dtype)
@@ -382,6 +385,7 @@ def _bn_bwd(dy: torch.Tensor, x: torch.Tensor, mean: torch.Tensor, rstd: torch.T
 def _in_bwd(dy: torch.Tensor, x: torch.Tensor, mean: torch.Tensor, rstd: torch.Tensor,
             weight: torch.Tensor | None, has_bias: bool,
             use_input_stats: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    dy = _dense_spatial(dy)  # the upstream gradient may have any layout
     dx, dw, db = _chan_bwd_outputs(x, weight, has_bias)
     desc = InstanceNormBackwardDescriptor(tuple(x.shape), use_input_stats, weight is not None,
                                           has_bias, x.dtype)
@@ -418,6 +422,13 @@ _instance_norm = define_op("instance_norm", _in_fwd, _in_fwd_fake,
                            setup_context=_running_setup)
 
 
+def _dense_spatial(t: torch.Tensor) -> torch.Tensor:
+    """The channel-norm kernels address the spatial dims as one strided dim (channels-last
+    and contiguous layouts collapse so); any other layout (a permuted [N, C, D, H, W]) is
+    packed first, as torch accepts every stride."""
+    return t if spatial_collapses(t) else t.contiguous()
+
+
 def _chan_param(p, name, input):
     if p is None:
         return None
@@ -440,7 +451,7 @@ def group_norm(input: torch.Tensor, num_groups: int, weight: torch.Tensor | None
             f"Expected number of channels in input to be divisible by num_groups, but got "
             f"input of shape {list(input.shape)} and num_groups={num_groups}")
     w, b = _chan_param(weight, "weight", input), _chan_param(bias, "bias", input)
-    return _group_norm(input, int(num_groups), w, b, float(eps))[0]
+    return _group_norm(_dense_spatial(input), int(num_groups), w, b, float(eps))[0]
 
 
 def batch_norm(input: torch.Tensor, running_mean: torch.Tensor | None,
@@ -455,8 +466,8 @@ def batch_norm(input: torch.Tensor, running_mean: torch.Tensor | None,
             raise ValueError(f"Expected more than 1 value per channel when training, got input "
                              f"size {input.size()}")
     w, b = _chan_param(weight, "weight", input), _chan_param(bias, "bias", input)
-    y, _, _, rm, rv = _batch_norm(input, running_mean, running_var, w, b, bool(training),
-                                  float(momentum), float(eps))
+    y, _, _, rm, rv = _batch_norm(_dense_spatial(input), running_mean, running_var, w, b,
+                                  bool(training), float(momentum), float(eps))
     _copy_running(training, running_mean, running_var, rm, rv)
     return y
 
@@ -481,7 +492,7 @@ def instance_norm(input: torch.Tensor, running_mean: torch.Tensor | None = None,
             raise ValueError(f"Expected more than 1 spatial element when training, got input "
                              f"size {input.size()}")
     w, b = _chan_param(weight, "weight", input), _chan_param(bias, "bias", input)
-    y, _, _, rm, rv = _instance_norm(input, running_mean, running_var, w, b,
+    y, _, _, rm, rv = _instance_norm(_dense_spatial(input), running_mean, running_var, w, b,
                                      bool(use_input_stats), float(momentum), float(eps))
     _copy_running(use_input_stats, running_mean, running_var, rm, rv)
     return y
