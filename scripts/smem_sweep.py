@@ -5,7 +5,7 @@ kernel-only GB/s (CUDA graph replay, back to back) per (R, SL, warps), bf16.
     python scripts/smem_sweep.py [softmax|norm|ce ...]
 
 SWEEP_SHAPES="16384x4096,4096x16384", SWEEP_CONFIGS="16/4/4,32/4/4" and SWEEP_DTYPE=float32
-narrow or widen it.
+narrow or widen it; a config may end in constexpr flags of the norm forward, "32/4/4/EVEN=1".
 """
 
 from __future__ import annotations
@@ -21,7 +21,15 @@ from baracuda.families.loss import plans_smem as CS
 from baracuda.families.normalization import plans_smem as NS
 from baracuda.families.softmax import plans_smem as SS
 
-CONFIGS = [tuple(int(v) for v in c.split("/")) for c in os.environ.get(
+
+def _config(text: str) -> tuple:
+    """"R/SL/warps[/NAME=0|1...]": the chunk config and constexpr flags of the norm forward."""
+    r, sl, w, *flags = text.split("/")
+    return (int(r), int(sl), int(w), *((k, bool(int(v))) for k, v in
+                                       (f.split("=") for f in flags)))
+
+
+CONFIGS = [_config(c) for c in os.environ.get(
     "SWEEP_CONFIGS", "32/4/4,64/8/8,64/8/4,64/4/4,32/4/2,128/16/8,16/2/2,32/8/8").split(",")]
 DTYPE = getattr(torch, os.environ.get("SWEEP_DTYPE", "bfloat16"))
 SHAPES = [tuple(int(v) for v in s.split("x")) for s in os.environ.get(
@@ -30,10 +38,11 @@ SHAPES = [tuple(int(v) for v in s.split("x")) for s in os.environ.get(
 
 def _sweep(label, nbytes, run) -> None:
     cells = []
-    for r, sl, w in CONFIGS:
-        cfg = {"R": r, "SL": sl, "num_warps": w}
+    for r, sl, w, *flags in CONFIGS:
+        cfg = {"R": r, "SL": sl, "num_warps": w, **dict(flags)}
         ms = triton.testing.do_bench_cudagraph(lambda: run(cfg), rep=100)
-        cells.append(f"{r}/{sl}/{w} {nbytes / ms / 1e6:5.0f}")
+        tag = "".join(f" {k}" for k, v in flags if v)
+        cells.append(f"{r}/{sl}/{w}{tag} {nbytes / ms / 1e6:5.0f}")
     print(f"{label:34} " + "  ".join(cells), flush=True)
 
 

@@ -35,15 +35,19 @@ from ...backends.gluon_chunks import (
 
 @gluon.jit
 def chunk_sums(slices, row_ptr, c, M, k, FROM_GLOBAL: gl.constexpr, R: gl.constexpr,
-                SL: gl.constexpr, num_warps: gl.constexpr):
-    """Chunk c's sums of d and d^2, d = x - k over the row's columns (0 past its end)."""
+                SL: gl.constexpr, num_warps: gl.constexpr, EVEN: gl.constexpr = False):
+    """Chunk c's sums of d and d^2, d = x - k over the row's columns (0 past its end; EVEN:
+    the chunk is whole, nothing to mask: the same values)."""
     layout: gl.constexpr = slice_layout(num_warps)
     s1 = gl.zeros([SL, LANE], gl.float32, layout)
     s2 = gl.zeros([SL, LANE], gl.float32, layout)
     for s in range(R // SL):  # a loop, not unrolled: slices are re-read, not held
-        cols = slice_cols(c, s, R, SL, num_warps)
-        x = load_slice(slices, row_ptr, c, s, M, 0.0, FROM_GLOBAL, R, SL, num_warps)
-        d = gl.where(cols < M, x - k, 0.0)
+        if EVEN and not FROM_GLOBAL:
+            d = slices.index(s).load(layout).to(gl.float32) - k
+        else:
+            cols = slice_cols(c, s, R, SL, num_warps)
+            x = load_slice(slices, row_ptr, c, s, M, 0.0, FROM_GLOBAL, R, SL, num_warps)
+            d = gl.where(cols < M, x - k, 0.0)
         s1 += d
         s2 += d * d
     return gl.sum(gl.sum(s1, axis=1), axis=0), gl.sum(gl.sum(s2, axis=1), axis=0)
@@ -69,6 +73,7 @@ def row_norm_fwd_smem_kernel(
     M, stride_x, stride_y, eps, SPIN,
     NCH: gl.constexpr, NCH_P2: gl.constexpr, R: gl.constexpr, SL: gl.constexpr,
     RMS: gl.constexpr, HAS_W: gl.constexpr, HAS_B: gl.constexpr, num_warps: gl.constexpr,
+    EVEN: gl.constexpr = False, FMA: gl.constexpr = False,
 ):
     pid = gl.program_id(0)
     row = pid // NCH
@@ -83,7 +88,7 @@ def row_norm_fwd_smem_kernel(
         k = gl.load(x_row).to(gl.float32)
     slices = copy_chunk(x_row, c, M, R, SL, num_warps)
 
-    t1, t2 = chunk_sums(slices, x_row, c, M, k, False, R, SL, num_warps)
+    t1, t2 = chunk_sums(slices, x_row, c, M, k, False, R, SL, num_warps, EVEN)
     p1, p2 = exchange_pairs(t1, t2, part_ptr, count_ptr, slices, x_row, row, M, k, SPIN,
                             chunk_sums, 0.0, NCH, NCH_P2, R, SL, num_warps)
     mean, rstd = pair_moments(p1, p2, k, M, eps, RMS)
@@ -97,12 +102,33 @@ def row_norm_fwd_smem_kernel(
         cols = slice_cols(c, s, R, SL, num_warps)
         live = cols < M
         x = slices.index(s).load(slice_layout(num_warps)).to(gl.float32)
-        y = (x - mean) * rstd
-        if HAS_W:
-            y = y * gl.load(w_ptr + cols, mask=live, other=0.0).to(gl.float32)
-        if HAS_B:
-            y = y + gl.load(b_ptr + cols, mask=live, other=0.0).to(gl.float32)
-        gl.store(y_row + cols, y.to(y_ptr.dtype.element_ty), mask=live)
+        if EVEN:
+            w = 1.0
+            if HAS_W:
+                w = gl.load(w_ptr + cols).to(gl.float32)
+            b = 0.0
+            if HAS_B:
+                b = gl.load(b_ptr + cols).to(gl.float32)
+        else:
+            w = 1.0
+            if HAS_W:
+                w = gl.load(w_ptr + cols, mask=live, other=0.0).to(gl.float32)
+            b = 0.0
+            if HAS_B:
+                b = gl.load(b_ptr + cols, mask=live, other=0.0).to(gl.float32)
+        if FMA:  # y = x a + c, a = rstd w, c = b - mean a
+            a = rstd * w
+            y = x * a + (b - mean * a)
+        else:
+            y = (x - mean) * rstd
+            if HAS_W:
+                y = y * w
+            if HAS_B:
+                y = y + b
+        if EVEN:
+            gl.store(y_row + cols, y.to(y_ptr.dtype.element_ty))
+        else:
+            gl.store(y_row + cols, y.to(y_ptr.dtype.element_ty), mask=live)
 
 
 @gluon.jit
