@@ -56,7 +56,8 @@ def launch_smem(desc, args, workspace: torch.Tensor, rms: bool,
     cfg: a chunk config other than gluon_chunks.chunk_config, for sweeps)."""
     m, rows = desc.norm_total_extent, desc.rows
     mean, beta = _forward_ops(args)
-    cfg = cfg or fwd_chunk_config(desc)
+    cfg = dict(cfg or fwd_chunk_config(desc))
+    even = cfg.pop("EVEN", m % (cfg["R"] * int(LANE)) == 0)  # (a sweep may force it off)
     nch = n_chunks(m, cfg)
     partials, counters = fresh_exchange(workspace, rows, nch)
     x = args.x
@@ -65,7 +66,7 @@ def launch_smem(desc, args, workspace: torch.Tensor, rms: bool,
         args.rstd if mean is None else mean, args.rstd, partials, counters,
         m, m, m, desc.eps, spin,
         NCH=nch, NCH_P2=next_pow2(nch), RMS=rms, HAS_W=args.gamma is not None,
-        HAS_B=beta is not None, **cfg,
+        HAS_B=beta is not None, EVEN=even, **cfg,
         launch_pdl=True)  # the kernel's copies overlap the counter fill (wait_prior_grid)
 
 

@@ -238,7 +238,8 @@ def _smem_fwd_variants(rms: bool):
                     "count_ptr": "*i32", "M": "i32", "stride_x": "i32", "stride_y": "i32",
                     "eps": "fp32", "SPIN": "i32"})
         nch = n_chunks(extent, cfg)
-        const = dict(cfg, NCH=nch, NCH_P2=nch, RMS=rms, HAS_W=True, HAS_B=not rms)
+        const = dict(cfg, NCH=nch, NCH_P2=nch, RMS=rms, HAS_W=True, HAS_B=not rms,
+                     EVEN=extent % (cfg["R"] * 256) == 0)
         sig.update({n: "constexpr" for n in const})
         yield AotVariant(f"fwd smem {'rms' if rms else 'ln'} {element.value} N={extent}",
                          kernel, sig, const, num_warps=cfg["num_warps"],
