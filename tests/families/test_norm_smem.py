@@ -65,6 +65,18 @@ def test_workspace_covers_the_triton_launch_it_may_run(layer, shape):
     assert own >= shape[0] * n_chunks(shape[-1]) * 8 + 4 * shape[0]
 
 
+def test_even_rows_drop_masks_only_at_16_bits():
+    """fwd_even: whole chunks of a 16-bit row skip the masks; f32 rows and rows that end in a
+    partial chunk keep them."""
+    for layer in (False, True):
+        bf16 = _desc(layer, (1024, 65536))
+        assert S.fwd_even(bf16, S.fwd_chunk_config(bf16))
+        part = _desc(layer, (37, 20224))
+        assert not S.fwd_even(part, S.fwd_chunk_config(part))
+    f32 = _desc(True, (1024, 65536), dtype=torch.float32)
+    assert not S.fwd_even(f32, S.fwd_chunk_config(f32))
+
+
 @pytest.mark.parametrize("shape", [(1024, 65536), (256, 262144)])
 def test_f32_forward_takes_its_own_chunk_config(shape):
     """f32 rows use CHUNK_TABLE's "line_f32" row (32 chunk rows at every length), and the

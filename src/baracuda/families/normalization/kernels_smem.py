@@ -99,8 +99,7 @@ def row_norm_fwd_smem_kernel(
 
     y_row = y_ptr + row.to(gl.int64) * stride_y
     # EVEN (the row is whole chunks): no masks on the sums, parameter loads and stores; the
-    # same bits (kernel only, bf16: layer [4096, 131072] 2837 -> 2877, [1024, 65536] 2663-2678
-    # -> 2680-2681, [256, 262144] 2615 -> 2620, rms within +-0.3%; H100, session 14)
+    # same bits (plans_smem.fwd_even: 16-bit rows only, where it measured faster)
     for s in range(R // SL):
         cols = slice_cols(c, s, R, SL, num_warps)
         live = cols < M
