@@ -114,6 +114,21 @@ def fused(q, k, v, do, lse, delta, dq_acc, cnt, dk, dv, tile, order, spin=1 << 2
     return (dq_acc * (1 / math.sqrt(d))).to(q.dtype)
 
 
+def _problem(b, h, s, dh):
+    """A non-causal bf16 MHA problem with its forward run: (backward descriptor, q, k, v, dO,
+    O, lse, delta)."""
+    dev = torch.device("cuda")
+    f = (b, h, h, s, s, dh, dh, 1 / math.sqrt(dh), torch.bfloat16, CausalKind.NONE)
+    d, db = SdpaDescriptor(*f), SdpaBackwardDescriptor(*f)
+    q, k, v, do = (torch.randn(b, h, s, dh, device=dev, dtype=torch.bfloat16) for _ in range(4))
+    o = torch.empty_like(q)
+    lse = torch.empty(b, h, s, device=dev)
+    fp = P.SdpaPlan.select(d)
+    fp.run(SdpaArgs(q, k, v, o, lse),
+           workspace=torch.empty(fp.workspace_size(), dtype=torch.uint8, device=dev))
+    return db, q, k, v, do, o, lse, (o.float() * do.float()).sum(-1).contiguous()
+
+
 def _ms(fn, reps=10):
     return sorted(CudaEventChain(fn, reps).ms())[reps // 2]
 
@@ -127,16 +142,7 @@ def main(which: str) -> None:
     shapes = {"d128": [(4, 16, 4096, 128)], "d64": [(8, 16, 2048, 64)]}.get(
         which, [(4, 16, 4096, 128), (8, 16, 2048, 64)])
     for b, h, s, dh in shapes:
-        f = (b, h, h, s, s, dh, dh, 1 / math.sqrt(dh), torch.bfloat16, CausalKind.NONE)
-        d, db = SdpaDescriptor(*f), SdpaBackwardDescriptor(*f)
-        q, k, v, do = (torch.randn(b, h, s, dh, device=dev, dtype=torch.bfloat16)
-                       for _ in range(4))
-        o = torch.empty_like(q)
-        lse = torch.empty(b, h, s, device=dev)
-        fp = P.SdpaPlan.select(d)
-        fp.run(SdpaArgs(q, k, v, o, lse),
-               workspace=torch.empty(fp.workspace_size(), dtype=torch.uint8, device=dev))
-        delta = (o.float() * do.float()).sum(-1).contiguous()
+        db, q, k, v, do, o, lse, delta = _problem(b, h, s, dh)
         fl = 2.5 * 4 * b * h * s * s * dh
         cands = {c.name: c for c in P.SdpaBackwardPlan.candidates}
         rows, ref = [], None
@@ -188,15 +194,7 @@ DKDV_TILES = [(32, 64, 4, 3), (64, 64, 4, 2), (64, 64, 4, 3), (64, 128, 8, 2)]
 def dkdv_ab() -> None:
     dev, arch, pref = torch.device("cuda"), ArchSku.current(), PlanPreference()
     b, h, s, dh = 4, 16, 4096, 128
-    f = (b, h, h, s, s, dh, dh, 1 / math.sqrt(dh), torch.bfloat16, CausalKind.NONE)
-    d, db = SdpaDescriptor(*f), SdpaBackwardDescriptor(*f)
-    q, k, v, do = (torch.randn(b, h, s, dh, device=dev, dtype=torch.bfloat16) for _ in range(4))
-    o = torch.empty_like(q)
-    lse = torch.empty(b, h, s, device=dev)
-    fp = P.SdpaPlan.select(d)
-    fp.run(SdpaArgs(q, k, v, o, lse),
-           workspace=torch.empty(fp.workspace_size(), dtype=torch.uint8, device=dev))
-    delta = (o.float() * do.float()).sum(-1).contiguous()
+    db, q, k, v, do, o, lse, delta = _problem(b, h, s, dh)
     cand = {c.name: c for c in P.SdpaBackwardPlan.candidates}["triton_flash_bwd"]
     plan = P.SdpaBackwardPlan(db, cand, pref, arch)
     grads = [torch.empty_like(x) for x in (q, k, v)]
