@@ -4,10 +4,9 @@ longer than a register tile, by chunk exchange with each chunk held in shared me
 
 Selected on sm_90 for f16 / bf16 rows of more than SINGLE_TILE (backward: BWD_SINGLE_TILE)
 elements, a multiple of 256, without the fused residual (and f32 rows of layer_norm's forward,
-F32_FORWARD). A call whose tensors are not
-contiguous 16-byte aligned rows (or whose saved statistics / parameters are strided) runs the
-Triton candidate's launch instead, inside the same workspace: the plan never refuses what it
-selected.
+F32_FORWARD). A call whose tensors are not contiguous 16-byte aligned rows (or whose saved
+statistics / parameters are strided) runs the Triton candidate's launch instead, inside the
+same workspace: the plan never refuses what it selected.
 """
 
 from __future__ import annotations
@@ -87,10 +86,14 @@ def fwd_even(desc, cfg: dict) -> bool:
     return whole and desc.element is not ElementKind.F32
 
 
+def _fwd_kind(element) -> str:
+    """The forward's row of gluon_chunks.CHUNK_TABLE: f32 rows take their own."""
+    return "line_f32" if element is ElementKind.F32 else "line"
+
+
 def fwd_chunk_config(desc) -> dict:
-    """The forward's chunk config (gluon_chunks.CHUNK_TABLE): f32 rows take their own row."""
-    f32 = desc.element is ElementKind.F32
-    return chunk_config(desc.norm_total_extent, "line_f32" if f32 else "line")
+    """The forward's chunk config."""
+    return chunk_config(desc.norm_total_extent, _fwd_kind(desc.element))
 
 
 #: Backward rows up to this many elements stay in registers (layout._bwd_config: 16K for
@@ -209,7 +212,7 @@ class _SmemRowNorm(_RowNormCandidate):
         in_registers = BWD_SINGLE_TILE[not self.rms] if self.backward else SINGLE_TILE
         f32 = not self.backward and F32_FORWARD[self.rms]
         why = unsupported(arch, desc.element, desc.norm_total_extent, in_registers,
-                          "line_f32" if desc.element is ElementKind.F32 else "line", f32)
+                          _fwd_kind(desc.element), f32)
         if why is None and self.backward:
             nch, _ = bwd_shape(desc)
             if nch > BWD_MAX_CHUNKS:
