@@ -47,9 +47,10 @@ def main(profile: bool) -> None:
     for name, (ours, theirs) in cases.items():
         print(f"{name:<28} {host_us(ours):12.1f} {host_us(theirs):10.1f}", flush=True)
     if profile:
-        for name in ("layer_norm fwd", "rms_norm fwd"):
-            print(f"==== {name}")
-            print(host_profile(cases[name][0], 300, 22, "tottime", busy_cycles=2_000_000_000))
+        for name in ("softmax fwd", "rms_norm fwd", "layer_norm fwd"):
+            for order in ("cumulative", "tottime"):
+                print(f"==== {name} ({order})")
+                print(host_profile(cases[name][0], 300, 30, order, busy_cycles=2_000_000_000))
 
 
 if __name__ == "__main__":
