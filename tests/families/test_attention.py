@@ -442,3 +442,13 @@ def test_cudnn_graph_cache_is_bounded(monkeypatch):
         assert pc._graph(desc, False, False, {"q": (1,)}, 0, None) is first  # cached
         assert len(pc._GRAPHS) <= 3
     assert len(built) == 7
+
+
+def test_one_dimensional_mask_broadcasts_over_queries():
+    """A 1-D [S] additive mask (torch's math path raises on it) broadcasts to [B, H, L, S],
+    as the docstring says: the same values as the explicit 4-D mask."""
+    q, k, v = _qkv(2, 3, 3, 4, 6, 8, 8)
+    m = torch.randn(6, dtype=torch.float64, device=DEVICE)
+    got = sdpa(q, k, v, attn_mask=m)
+    want, _ = ref.sdpa_forward(q, k, v, m.expand(2, 3, 4, 6), scale=1 / math.sqrt(8))
+    torch.testing.assert_close(got.cpu(), want, atol=1e-12, rtol=1e-10)

@@ -154,7 +154,11 @@ def scaled_dot_product_attention(query: torch.Tensor, key: torch.Tensor, value: 
     """torch.nn.functional.scaled_dot_product_attention on SdpaPlan; differentiable in
     query, key and value. attn_mask may also be a torch.nn.attention.bias.CausalBias
     (causal_upper_left / causal_lower_right). Dropout draws a (seed, offset) pair from torch's
-    generator, so torch.manual_seed makes it reproducible; the backward replays it exactly."""
+    generator, so torch.manual_seed makes it reproducible; the backward replays it exactly.
+
+    Wider than torch in two places, by design: attn_mask together with is_causal=True applies
+    both (torch's documentation says this raises; its CPU flash path accepts it), and any
+    attn_mask that broadcasts to [..., L, S] is taken, a 1-D [S] one included."""
     if query.dim() < 2 or key.dim() != query.dim() or value.dim() != query.dim():
         raise RuntimeError(f"scaled_dot_product_attention: query, key and value must have the "
                            f"same rank >= 2, got {query.dim()}, {key.dim()}, {value.dim()}")
