@@ -14,7 +14,7 @@ import torch
 import baracuda as bc
 import baracuda.torch as bt
 from baracuda.backends.gluon_chunks import n_chunks
-from baracuda.core.vocab import ArchSku, PlanPreference
+from baracuda.core.vocab import ArchSku, ElementKind, PlanPreference
 from baracuda.families.normalization import plans as P
 from baracuda.families.normalization import plans_smem as S
 from baracuda.families.normalization import reference as R
@@ -68,13 +68,10 @@ def test_workspace_covers_the_triton_launch_it_may_run(layer, shape):
 def test_even_rows_drop_masks_only_at_16_bits():
     """fwd_even: whole chunks of a 16-bit row skip the masks; f32 rows and rows that end in a
     partial chunk keep them."""
-    for layer in (False, True):
-        bf16 = _desc(layer, (1024, 65536))
-        assert S.fwd_even(bf16, S.fwd_chunk_config(bf16))
-        part = _desc(layer, (37, 20224))
-        assert not S.fwd_even(part, S.fwd_chunk_config(part))
-    f32 = _desc(True, (1024, 65536), dtype=torch.float32)
-    assert not S.fwd_even(f32, S.fwd_chunk_config(f32))
+    bf16, f32 = ElementKind.BF16, ElementKind.F32
+    assert S.fwd_even(65536, bf16, S.fwd_chunk_config(65536, bf16))
+    assert not S.fwd_even(20224, bf16, S.fwd_chunk_config(20224, bf16))
+    assert not S.fwd_even(65536, f32, S.fwd_chunk_config(65536, f32))
 
 
 @pytest.mark.parametrize("shape", [(1024, 65536), (256, 262144)])
@@ -82,7 +79,7 @@ def test_f32_forward_takes_its_own_chunk_config(shape):
     """f32 rows use CHUNK_TABLE's "line_f32" row (32 chunk rows at every length), and the
     workspace holds the partials of that many chunks."""
     d = _desc(True, shape, dtype=torch.float32)
-    cfg = S.fwd_chunk_config(d)
+    cfg = S.fwd_chunk_config(shape[-1], ElementKind.F32)
     assert cfg == {"R": 32, "SL": 4, "num_warps": 4}
     own = S.SmemExchangeLayerNorm().workspace_size(d)
     assert own >= shape[0] * n_chunks(shape[-1], cfg) * 8 + 4 * shape[0]

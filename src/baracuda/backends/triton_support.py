@@ -123,6 +123,12 @@ def line_offset(row, S1, S2, S3, st0, st1, st2, st3):
     return i0 * st0 + i1 * st1 + i2 * st2 + i3 * st3
 
 
+def maxnreg_option(cap: int | None) -> dict:
+    """Triton's `maxnreg` launch option for a register cap (None: uncapped, no option): the
+    one spelling of every family's capped launches."""
+    return {} if cap is None else {"maxnreg": cap}
+
+
 def pad_outer(shape, strides, n: int, last: bool) -> tuple[list[int], list[list[int]]]:
     """(shape, per-tensor strides) of fewer than `n` outer dims padded to `n` with unit
     extents of stride 0: before the real dims, or after them (`last`: the unit extents then

@@ -102,31 +102,17 @@ def row_norm_fwd_smem_kernel(
     # same bits (plans_smem.fwd_even: 16-bit rows only, where it measured faster)
     for s in range(R // SL):
         cols = slice_cols(c, s, R, SL, num_warps)
-        live = cols < M
+        if EVEN:
+            live = None  # (lanes past the row's end exist only in a partial last chunk)
+        else:
+            live = cols < M
         x = slices.index(s).load(slice_layout(num_warps)).to(gl.float32)
-        if EVEN:
-            w = 1.0
-            if HAS_W:
-                w = gl.load(w_ptr + cols).to(gl.float32)
-            b = 0.0
-            if HAS_B:
-                b = gl.load(b_ptr + cols).to(gl.float32)
-        else:
-            w = 1.0
-            if HAS_W:
-                w = gl.load(w_ptr + cols, mask=live, other=0.0).to(gl.float32)
-            b = 0.0
-            if HAS_B:
-                b = gl.load(b_ptr + cols, mask=live, other=0.0).to(gl.float32)
         y = (x - mean) * rstd
-        if HAS_W:
-            y = y * w
+        if HAS_W:  # masked lanes are never stored: no fill value needed
+            y = y * gl.load(w_ptr + cols, mask=live).to(gl.float32)
         if HAS_B:
-            y = y + b
-        if EVEN:
-            gl.store(y_row + cols, y.to(y_ptr.dtype.element_ty))
-        else:
-            gl.store(y_row + cols, y.to(y_ptr.dtype.element_ty), mask=live)
+            y = y + gl.load(b_ptr + cols, mask=live).to(gl.float32)
+        gl.store(y_row + cols, y.to(y_ptr.dtype.element_ty), mask=live)
 
 
 @gluon.jit

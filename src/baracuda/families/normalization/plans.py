@@ -33,7 +33,7 @@ from __future__ import annotations
 import functools
 
 from ...backends.triton_exchange import exchange_bytes, split_workspace, zero
-from ...backends.triton_support import split_f64
+from ...backends.triton_support import maxnreg_option, split_f64
 from ...core import validate as V
 from ...core.errors import InvalidProblem
 from ...core.plan import Candidate, Plan
@@ -226,13 +226,8 @@ def _fwd_exchange_recipe(desc, rms: bool, lay, n_rows, o1, o2, o):
     kw = dict(RMS=rms, HAS_W=desc.has_gamma, HAS_B=getattr(desc, "has_beta", False),
               HAS_RES=desc.has_residual, NI=lay.ni, COL64=lay.col64,
               ACC=acc_type(desc.element), BLOCK_N=cfg["BLOCK_N"], PARTS=cfg["PARTS"],
-              SPIN=cfg["SPIN"], num_warps=cfg["num_warps"], **_register_cap(cfg))
+              SPIN=cfg["SPIN"], num_warps=cfg["num_warps"], **maxnreg_option(cfg.get("maxnreg")))
     return (cfg["G"],), scalars, kw
-
-
-def _register_cap(cfg: dict) -> dict:
-    """Triton's `maxnreg` launch option of an exchange config that sets one (else none)."""
-    return {} if cfg.get("maxnreg") is None else {"maxnreg": cfg["maxnreg"]}
 
 
 def forward_workspace(desc) -> int:
@@ -336,7 +331,7 @@ def _bwd_exchange_recipe(desc, rms: bool, lay, n_rows, o1, o2, o, accum: bool):
                *_bwd_strides(lay, o))
     kw = dict(_bwd_flags(desc, rms, lay, accum), BLOCK_N=cfg["BLOCK_N"], PARTS=cfg["PARTS"],
               SPIN=cfg["SPIN"], AHEAD=cfg["AHEAD"], num_warps=cfg["num_warps"],
-              **_register_cap(cfg))
+              **maxnreg_option(cfg.get("maxnreg")))
     return (g * n_chunks,), scalars, kw
 
 

@@ -26,7 +26,7 @@ from ...backends.gluon_chunks import (
     unsupported,
 )
 from ...backends.triton_exchange import SPIN_LIMIT
-from ...backends.triton_support import next_pow2, sm_count
+from ...backends.triton_support import maxnreg_option, next_pow2, sm_count
 from ...core.registry import register_candidate
 from ...core.vocab import ElementKind
 from .descriptors import LayerNormBackwardDescriptor
@@ -55,8 +55,8 @@ def launch_smem(desc, args, workspace: torch.Tensor, rms: bool,
     cfg: a chunk config other than gluon_chunks.chunk_config, for sweeps)."""
     m, rows = desc.norm_total_extent, desc.rows
     mean, beta = _forward_ops(args)
-    cfg = dict(cfg or fwd_chunk_config(desc))
-    even = cfg.pop("EVEN", fwd_even(desc, cfg))  # (a sweep may force it)
+    cfg = dict(cfg or fwd_chunk_config(m, desc.element))
+    even = cfg.pop("EVEN", fwd_even(m, desc.element, cfg))  # (a sweep may force it)
     nch = n_chunks(m, cfg)
     partials, counters = fresh_exchange(workspace, rows, nch)
     x = args.x
@@ -77,13 +77,12 @@ def launch_smem(desc, args, workspace: torch.Tensor, rms: bool,
 F32_FORWARD = {True: False, False: True}  # rms? -> f32 rows in shared memory
 
 
-def fwd_even(desc, cfg: dict) -> bool:
+def fwd_even(extent: int, element, cfg: dict) -> bool:
     """The forward's EVEN constexpr: 16-bit rows of whole chunks drop their masks. H100 kernel
     only, three alternations, GB/s off -> on (session 14): bf16 layer [1024, 65536] 2671-2673
     -> 2678-2682, [256, 262144] 2535-2537 -> 2551-2555, rms within +-0.2%; but f32 layer
     2711-2714 -> 2685-2686 and 2610-2615 -> 2504-2508, so f32 keeps the masks."""
-    whole = desc.norm_total_extent % (cfg["R"] * int(LANE)) == 0
-    return whole and desc.element is not ElementKind.F32
+    return extent % (cfg["R"] * int(LANE)) == 0 and element is not ElementKind.F32
 
 
 def _fwd_kind(element) -> str:
@@ -91,9 +90,9 @@ def _fwd_kind(element) -> str:
     return "line_f32" if element is ElementKind.F32 else "line"
 
 
-def fwd_chunk_config(desc) -> dict:
-    """The forward's chunk config."""
-    return chunk_config(desc.norm_total_extent, _fwd_kind(desc.element))
+def fwd_chunk_config(extent: int, element) -> dict:
+    """The forward's chunk config for rows of `extent` elements."""
+    return chunk_config(extent, _fwd_kind(element))
 
 
 #: Backward rows up to this many elements stay in registers (layout._bwd_config: 16K for
@@ -173,8 +172,7 @@ def launch_smem_backward(desc, args, workspace: torch.Tensor, rms: bool,
     m, rows = desc.norm_total_extent, desc.rows
     nch, groups = bwd_shape(desc, cfg)
     cfg.pop("PER_SM")
-    if cfg.get("maxnreg") is None:
-        cfg.pop("maxnreg", None)
+    cap = maxnreg_option(cfg.pop("maxnreg", None))
     n_part = _partials_bytes(desc, groups)
     part = workspace[:n_part].view(torch.float32)
     dbeta = getattr(args, "dbeta", None)
@@ -187,7 +185,7 @@ def launch_smem_backward(desc, args, workspace: torch.Tensor, rms: bool,
             args.rstd if mean is None else mean, args.rstd, args.dx, part, slots,
             rows, m, groups, triton.cdiv(rows, groups), spin, **ring_constexprs(nch, cfg),
             RMS=rms, HAS_W=desc.has_gamma,
-            HAS_DB=getattr(desc, "has_beta", False), **cfg,
+            HAS_DB=getattr(desc, "has_beta", False), **cfg, **cap,
             launch_pdl=True)  # the first copies overlap the slot fill (wait_prior_grid)
     if args.dgamma is not None or dbeta is not None:
         who = "RMSNormBackwardPlan" if rms else "LayerNormBackwardPlan"
@@ -222,7 +220,8 @@ class _SmemRowNorm(_RowNormCandidate):
 
     def workspace_size(self, desc) -> int:
         own = (bwd_smem_workspace(desc) if self.backward else exchange_workspace_bytes(
-            desc.rows, n_chunks(desc.norm_total_extent, fwd_chunk_config(desc))))
+            desc.rows, n_chunks(desc.norm_total_extent,
+                                fwd_chunk_config(desc.norm_total_extent, desc.element))))
         return max(own, super().workspace_size(desc))  # the Triton launch may run in it
 
     def launch(self, desc, args, workspace) -> None:

@@ -230,8 +230,7 @@ def _smem_fwd_variants(rms: bool):
     elements = (ElementKind.BF16, ElementKind.F16) + ((ElementKind.F32,) if F32_FORWARD[rms]
                                                       else ())
     for element, extent in itertools.product(elements, (65536, 262144)):
-        desc = RMSNormDescriptor((8, extent), (1,), True, 1e-5, element)
-        cfg = dict(fwd_chunk_config(desc))
+        cfg = dict(fwd_chunk_config(extent, element))
         t = "*" + triton_dtype(element.torch_dtype)
         sig = {n: t for n in kernel.arg_names[:4]}
         sig.update({"mean_ptr": "*fp32", "rstd_ptr": "*fp32", "part_ptr": "*fp32",
@@ -239,7 +238,7 @@ def _smem_fwd_variants(rms: bool):
                     "eps": "fp32", "SPIN": "i32"})
         nch = n_chunks(extent, cfg)
         const = dict(cfg, NCH=nch, NCH_P2=nch, RMS=rms, HAS_W=True, HAS_B=not rms,
-                     EVEN=fwd_even(desc, cfg))
+                     EVEN=fwd_even(extent, element, cfg))
         sig.update({n: "constexpr" for n in const})
         yield AotVariant(f"fwd smem {'rms' if rms else 'ln'} {element.value} N={extent}",
                          kernel, sig, const, num_warps=cfg["num_warps"],

@@ -32,6 +32,7 @@ from ...backends.triton_exchange import (
 from ...backends.triton_support import (
     MAX_OUTER_DIMS,
     RecipeCache,
+    maxnreg_option,
     next_pow2,
     outer_launch_groups,
 )
@@ -241,9 +242,7 @@ def _steps(kernel, desc, tensors, cfg):
     # (a sweep's cfg may set its own cap; None: uncapped)
     cap = cfg.pop("maxnreg", register_cap(mode, log, backward, desc.element))
     common = dict(LOG=log, ACC=_acc(desc.element), ROWS=rows_per_prog, num_warps=warps,
-                  WIDE=wide, **cfg)
-    if cap is not None:
-        common["maxnreg"] = cap
+                  WIDE=wide, **cfg, **maxnreg_option(cap))
     single = len(view.outer_shape) <= MAX_OUTER_DIMS
     out = []
     for group, shape, strides in outer_launch_groups(view, tensors, pad_last=mode == TILE):
