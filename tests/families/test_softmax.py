@@ -160,6 +160,21 @@ def test_strided_empty_and_scalar():
     torch.testing.assert_close(bt.log_softmax(s, -1), torch.log_softmax(s, -1))
 
 
+@pytest.mark.parametrize("backward", [False, True])
+def test_empty_lines_need_no_workspace(backward):
+    """Lines of zero elements along the axis: nothing to exchange, whatever the other extents
+    (the GPU fuzz found an 8e13-line empty problem asking for 200 TB of counters)."""
+    shape = (0, 256961, 5, 9, 4, 9, 137254, 1)
+    cls = bc.SoftmaxBackwardDescriptor if backward else bc.SoftmaxDescriptor
+    plan_cls = bc.SoftmaxBackwardPlan if backward else bc.SoftmaxPlan
+    for kind in bc.SoftmaxKind:
+        assert plan_cls.select(cls(kind, shape, 0, torch.float64)).workspace_size() == 0
+    x = torch.empty(0, 3, 7, **F64).requires_grad_()
+    y = bt.log_softmax(x, 0)
+    y.sum().backward()
+    assert y.shape == (0, 3, 7) and x.grad.shape == (0, 3, 7)
+
+
 def test_all_neg_inf_row_is_nan_like_torch():
     x = _x(3, 10)
     x[1] = -float("inf")

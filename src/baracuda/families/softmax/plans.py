@@ -173,7 +173,7 @@ def workspace_bytes(desc) -> int:
     rows, extent = lines_and_extent(desc)
     cfg = launch_config(extent, desc.element, rows, desc_is_backward(desc))
     chunks = _chunks(extent, cfg, desc_is_backward(desc))
-    if chunks == 1 or rows == 0:
+    if chunks <= 1 or rows == 0:  # (0 chunks: empty lines, nothing to exchange)
         return 0
     acc = torch.float64 if desc.element is ElementKind.F64 else torch.float32
     # groups of outer dims are launched one after another and reuse the same partials
