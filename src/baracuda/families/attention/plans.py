@@ -118,6 +118,12 @@ def tile_config(desc: SdpaDescriptor, table: str, aligned: bool = False) -> dict
             bn = max(16, bn // 2)
     bm = min(bm, max(16, next_pow2(desc.query_len)))
     bn = min(bn, max(16, next_pow2(desc.key_len)))
+    if (table == "fwd" and key[0] == "half" and bm >= 32 and warps == 4
+            and (desc.head_dim != bdk or desc.value_dim != bdv)):
+        # Triton 3.6 on sm_90 miscompiles this forward (4 warps, 64-row tile) when a head dim
+        # is padded to its block (e.g. Dk=24, Dv=4 or 12): wrong outputs, at times an illegal
+        # address (fuzz case sdpa:145 on an H100). 8 warps compile it correctly.
+        warps = 8
     return {"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": warps, "num_stages": stages}
 
 

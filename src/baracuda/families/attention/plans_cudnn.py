@@ -1,10 +1,11 @@
 """cuDNN candidates of SdpaPlan / SdpaBackwardPlan through nvidia-cudnn-frontend's graph API.
 
 cuDNN's fused flash attention (the kernels behind torch's cuDNN SDPA backend) is the fastest
-path on Hopper for the cells it takes: f16/bf16, no user mask, no dropout, top-left causal or
-bottom-right causal without fully masked rows, head dims multiples of 8. Its softmax stats are
-the natural-log row logsumexp, f32 — exactly our `lse` contract — so a cuDNN backward accepts the
-lse of a Triton forward and the other way round (tested in tests/families/test_attention.py).
+path on Hopper for the cells it takes: f16/bf16, no user mask, no dropout, scale >= 0, top-left
+causal or bottom-right causal without fully masked rows, head dims multiples of 8. Its softmax
+stats are the natural-log row logsumexp, f32 — exactly our `lse` contract — so a cuDNN backward
+accepts the lse of a Triton forward and the other way round (tested in
+tests/families/test_attention.py).
 
 One built graph per (descriptor, operand strides, device, thread): cuDNN handles must not be
 shared across threads (autograd runs the backward on its own thread), and a graph is built for
@@ -68,6 +69,10 @@ def _static_reason(desc: SdpaDescriptor, arch: ArchSku) -> str | None:
         return f"head dims must be multiples of 8 up to 256, got {desc.head_dim}/{desc.value_dim}"
     if min(desc.batch, desc.num_heads, desc.query_len, desc.key_len) == 0:
         return "empty problem (the Triton kernels write the empty-key convention)"
+    if desc.scale < 0:
+        # cuDNN 9's fused forward returns NaN rows for a negative attn_scale (fuzz cases
+        # sdpa:48, 137, 205 on an H100; torch's cuDNN backend does the same)
+        return f"negative scale {desc.scale} (cuDNN's fused attention returns NaN)"
     if desc.causal is CausalKind.BOTTOM_RIGHT and desc.query_len > desc.key_len:
         return "bottom-right causal with Sq > Sk has fully masked rows (lse = +inf convention)"
     return cudnn_missing()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 
 from ...core.errors import Unsupported
 from ...core.vocab import PlanPreference
@@ -19,7 +20,7 @@ from .descriptors import (
     SdpaDescriptor,
 )
 from .plans import SdpaBackwardPlan, SdpaPlan
-from .torch_rope import apply_rotary_emb
+from .torch_rope import apply_rotary_emb, unit_last
 
 __all__ = ["scaled_dot_product_attention", "apply_rotary_emb"]
 
@@ -103,8 +104,7 @@ def _unit_last(t: torch.Tensor) -> torch.Tensor:
     transposed view) are packed once here, as torch's fused kernels do. f16/bf16 operands also
     get 16-byte aligned, non-zero outer strides (cuDNN's TMA loads; torch's cuDNN and flash
     paths pack the same way), so the default cuDNN plan can take them."""
-    if t.shape[-1] > 1 and t.stride(-1) != 1:
-        return t.contiguous()
+    t = unit_last(t)
     if t.dtype in (torch.float16, torch.bfloat16) and t.numel() and (
             t.data_ptr() % 16 or any(n > 1 and (st == 0 or st % 8)
                                      for n, st in zip(t.shape[:-1], t.stride()[:-1]))):
@@ -112,18 +112,56 @@ def _unit_last(t: torch.Tensor) -> torch.Tensor:
     return t
 
 
-def _to4d(t: torch.Tensor) -> torch.Tensor:
-    if t.dim() == 4:
-        return t
-    if t.dim() == 3:
-        return t.unsqueeze(1)
-    if t.dim() == 2:
-        return t[None, None]
-    return t.reshape(-1, *t.shape[-3:])
+def _heads(t: torch.Tensor) -> int:
+    return t.shape[-3] if t.dim() >= 3 else 1
 
 
-def _mask_and_causal(attn_mask, is_causal: bool, q, k):
-    """(mask or None, causal index) from torch's attn_mask / is_causal / CausalBias."""
+def _broadcast_qkv(query, key, value, enable_gqa: bool):
+    """(q, k, v) as [B, H, S, D] / [B, Hkv, S, D] and the output's leading shape, per torch:
+    its math backend broadcasts every dim but the last two across q, k and v (any ranks >= 2,
+    batch and head dims of extent 1), and enable_gqa first repeats k's and v's heads (dim -3)
+    to q's. Broadcast dims stay stride-0 views (autograd's expand sums their gradients);
+    k and v sharing fewer heads than q run natively as GQA / MQA (num_kv_heads)."""
+    hq, hk, hv = _heads(query), _heads(key), _heads(value)
+    if enable_gqa:
+        if min(query.dim(), key.dim(), value.dim()) < 3:
+            raise RuntimeError("scaled_dot_product_attention: enable_gqa needs a heads dim "
+                               "(-3) on query, key and value, got ranks "
+                               f"{query.dim()}, {key.dim()}, {value.dim()}")
+        if (0 in (hk, hv) and hq) or (hk and hv and (hq % hk or hq % hv)):
+            raise RuntimeError("Number of heads in key and value must divide the number of "
+                               f"heads in query, got {hk}, {hv} and {hq}")
+        if hk != hv:  # each repeats by its own factor: give both q's heads
+            key = key.repeat_interleave(hq // max(hk, 1), dim=-3)
+            value = value.repeat_interleave(hq // max(hv, 1), dim=-3)
+            hk = hv = hq
+        heads, kv_heads = hq, hk
+    else:
+        try:
+            heads = torch.broadcast_shapes((hq,), (hk,), (hv,))[0]
+        except RuntimeError as exc:
+            raise RuntimeError(f"scaled_dot_product_attention: the head counts of query, key "
+                               f"and value ({hq}, {hk}, {hv}) do not broadcast (pass "
+                               "enable_gqa=True for grouped-query attention)") from exc
+        # k, v with one head serve every query head (MQA); a one-head q is broadcast
+        kv_heads = 1 if hk == hv == 1 else heads
+    try:
+        batch = tuple(torch.broadcast_shapes(*(t.shape[:-3] for t in (query, key, value))))
+    except RuntimeError as exc:
+        raise RuntimeError(f"scaled_dot_product_attention: the batch dims of query, key and "
+                           f"value ({tuple(query.shape)}, {tuple(key.shape)}, "
+                           f"{tuple(value.shape)}) do not broadcast") from exc
+    flat = [math.prod(batch)]
+    q = query.expand(*batch, heads, *query.shape[-2:]).reshape(*flat, heads,
+                                                                *query.shape[-2:])
+    k, v = (t.expand(*batch, kv_heads, *t.shape[-2:]).reshape(*flat, kv_heads, *t.shape[-2:])
+            for t in (key, value))
+    lead = (*batch, heads) if max(query.dim(), key.dim(), value.dim()) >= 3 else ()
+    return q, k, v, lead
+
+
+def _mask_and_causal(attn_mask, is_causal: bool, q, lead: tuple, sq: int, sk: int):
+    """(4-d mask or None, causal index) from torch's attn_mask / is_causal / CausalBias."""
     causal = 1 if is_causal else 0
     if attn_mask is None:
         return None, causal
@@ -134,17 +172,18 @@ def _mask_and_causal(attn_mask, is_causal: bool, q, k):
     if CausalBias is not None and isinstance(attn_mask, CausalBias):
         lower_right = attn_mask.variant == CausalVariant.LOWER_RIGHT
         return None, 2 if lower_right else 1
-    if attn_mask.dtype != torch.bool and attn_mask.dtype != q.dtype:
+    # torch takes bool, the query's dtype, or float32 with any query (the plan reads either)
+    if attn_mask.dtype not in (torch.bool, q.dtype, torch.float32):
         raise RuntimeError(
             "Expected attn_mask dtype to be bool or float or to match query dtype, but got "
             f"attn_mask.dtype: {attn_mask.dtype} and  query.dtype: {q.dtype} instead.")
-    full = (*q.shape[:-1], k.shape[-2])
+    full = (*lead, sq, sk)
     try:
         mask = torch.broadcast_to(attn_mask, full)  # stride-0 view, no copy
     except RuntimeError as exc:
         raise RuntimeError(f"scaled_dot_product_attention: attn_mask of shape "
                            f"{tuple(attn_mask.shape)} is not broadcastable to {full}") from exc
-    return _to4d(mask), causal
+    return mask.reshape(q.shape[0], q.shape[1], sq, sk), causal
 
 
 def scaled_dot_product_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
@@ -155,39 +194,35 @@ def scaled_dot_product_attention(query: torch.Tensor, key: torch.Tensor, value: 
     query, key and value. attn_mask may also be a torch.nn.attention.bias.CausalBias
     (causal_upper_left / causal_lower_right). Dropout draws a (seed, offset) pair from torch's
     generator, so torch.manual_seed makes it reproducible; the backward replays it exactly.
+    Like torch, q, k and v broadcast in every dim but the last two (ranks may differ).
 
     Wider than torch in two places, by design: attn_mask together with is_causal=True applies
     both (torch's documentation says this raises; its CPU flash path accepts it), and any
     attn_mask that broadcasts to [..., L, S] is taken, a 1-D [S] one included."""
-    if query.dim() < 2 or key.dim() != query.dim() or value.dim() != query.dim():
-        raise RuntimeError(f"scaled_dot_product_attention: query, key and value must have the "
-                           f"same rank >= 2, got {query.dim()}, {key.dim()}, {value.dim()}")
+    if min(query.dim(), key.dim(), value.dim()) < 2:
+        raise RuntimeError(f"scaled_dot_product_attention: query, key and value must have "
+                           f"rank >= 2, got {query.dim()}, {key.dim()}, {value.dim()}")
     if key.shape[-1] != query.shape[-1]:
         raise RuntimeError(f"scaled_dot_product_attention: query and key head dims differ: "
                            f"{query.shape[-1]} vs {key.shape[-1]}")
     if key.shape[-2] != value.shape[-2]:
         raise RuntimeError(f"scaled_dot_product_attention: key and value lengths differ: "
                            f"{key.shape[-2]} vs {value.shape[-2]}")
-    if query.dim() >= 3:
-        hq, hk, hv = query.shape[-3], key.shape[-3], value.shape[-3]
-        if hk != hv:
-            raise RuntimeError(f"scaled_dot_product_attention: key and value head counts "
-                               f"differ: {hk} vs {hv}")
-        if hq != hk and not enable_gqa:
-            raise RuntimeError(f"The size of tensor a ({hq}) must match the size of tensor b "
-                               f"({hk}) at non-singleton dimension {query.dim() - 3}")
-        if enable_gqa and hq % hk:
-            raise RuntimeError("Number of heads in key and value must divide the number of "
-                               f"heads in query, got {hk} and {hq}")
     if attn_mask is not None and attn_mask.requires_grad and torch.is_grad_enabled():
         raise Unsupported("scaled_dot_product_attention: a gradient for attn_mask is not "
                           "implemented; pass attn_mask.detach()")
-    mask, causal = _mask_and_causal(attn_mask, is_causal, query, key)
+    q, k, v, lead = _broadcast_qkv(query, key, value, enable_gqa)
+    sq, sk, dk, dv = q.shape[2], k.shape[2], q.shape[3], v.shape[3]
+    mask, causal = _mask_and_causal(attn_mask, is_causal, q, lead, sq, sk)
     if scale is None:
-        scale = 1.0 / math.sqrt(query.shape[-1]) if query.shape[-1] else 1.0
+        scale = 1.0 / math.sqrt(dk) if dk else 1.0
+    if dk == 0:  # scores are all 0 (torch: uniform weights): one zero feature says the same
+        q, k = F.pad(q, (0, 1)), F.pad(k, (0, 1))
+    if dv == 0:  # an empty output, through a one-feature value so the graph stays connected
+        v = F.pad(v, (0, 1))
     rng = None
     if dropout_p > 0.0:
         rng = torch.randint(0, 2**62, (2,), dtype=torch.int64, device=query.device)
-    q, k, v = (_unit_last(_to4d(t)) for t in (query, key, value))
+    q, k, v = (_unit_last(t) for t in (q, k, v))
     out, _ = _sdpa_fwd(q, k, v, mask, rng, float(dropout_p), causal, float(scale))
-    return out.reshape(*query.shape[:-1], value.shape[-1])
+    return out[..., :dv].reshape(*lead, sq, dv)

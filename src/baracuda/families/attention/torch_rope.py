@@ -37,8 +37,7 @@ def _rope_fake(x, cos, sin, position_ids, seq_dim, interleaved):
 def _rope_bwd(dy: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
               position_ids: torch.Tensor | None, seq_dim: int,
               interleaved: bool) -> torch.Tensor:
-    if dy.shape[-1] > 1 and dy.stride(-1) != 1:
-        dy = dy.contiguous()  # an expanded gradient: the kernel needs unit feature stride
+    dy = unit_last(dy)  # an expanded gradient: the kernel needs unit feature stride
     dx = torch.empty_like(dy)
     desc = _desc(RopeBackwardDescriptor, dy, cos, seq_dim, interleaved, position_ids is not None)
     run_plan(RopeBackwardPlan, desc, RopeBackwardArgs(dy, cos, sin, dx, position_ids))
@@ -74,4 +73,13 @@ def apply_rotary_emb(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
         raise RuntimeError(f"apply_rotary_emb: x must be 4-d, got shape {tuple(x.shape)}")
     if seq_dim < 0:
         seq_dim += 4
+    # the kernel reads features (and table columns) at unit stride; any other layout torch
+    # accepts (a transposed or sliced view) is packed once here, as torch's fused ops do
+    x, cos, sin = (unit_last(t) for t in (x, cos, sin))
     return _rope_op(x, cos, sin, position_ids, seq_dim, interleaved)
+
+
+def unit_last(t: torch.Tensor) -> torch.Tensor:
+    """`t` with a unit-stride last dim (the feature or head dim the attention kernels read
+    contiguously): packed once when it has another stride, else as is."""
+    return t.contiguous() if t.dim() and t.shape[-1] > 1 and t.stride(-1) != 1 else t
