@@ -14,7 +14,9 @@ from ...core.plan import Args, Descriptor
 from ...core.vocab import FLOAT_KINDS, INDEX_KINDS, ElementKind
 
 _FLOATS = sorted(FLOAT_KINDS, key=lambda k: k.value)
-_INDEX = sorted(INDEX_KINDS, key=lambda k: k.value)
+#: Class-index target kinds: torch takes int64 and (for (C,) / (N, C) inputs) uint8; int32
+#: is ours too (the kernels widen every index to int64 on load), and uint8 at every rank.
+_INDEX = [*sorted(INDEX_KINDS, key=lambda k: k.value), ElementKind.U8]
 
 
 class LossReduction(enum.Enum):
@@ -97,7 +99,7 @@ class _LossDescriptor(Descriptor):
 
 @dataclass(frozen=True)
 class CrossEntropyLossDescriptor(_LossDescriptor):
-    """torch.nn.functional.cross_entropy. Class-index targets when `target_element` is i32/i64
+    """torch.nn.functional.cross_entropy. Class-index targets when `target_element` is i32/i64/u8
     (shape = input without the class axis), probability targets when it equals `element`
     (shape = input). `label_smoothing` in [0, 1]."""
 

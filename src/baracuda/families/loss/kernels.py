@@ -35,7 +35,10 @@ def _row_scale(g_ptr, ws_ptr, rowc, S1, S2, S3, gs0, gs1, gs2, gs3,
     else:
         g = tl.full([], 1.0, ACC)
     if MEAN:
-        g = g / tl.load(ws_ptr).to(ACC)
+        # a zero total weight (every kept sample's class weighted 0) makes torch's mean 0 / 0:
+        # NaN, also where label smoothing's term alone would give +-inf
+        total = tl.load(ws_ptr).to(ACC)
+        g = tl.where(total == 0, float("nan"), g / total)
     return g
 
 
@@ -95,7 +98,10 @@ def ce_kernel(
             m = tl.max(x, 0)
             e = tl.exp(x - m)
             s = tl.sum(e, 0)
-            lse = m + tl.log(s)
+            # sum a (lse - x) as A log(s) + sum a (m - x), never lse = m + log(s) first: m - x is
+            # exact for x near the max, so a confident sample's small loss keeps its precision
+            # at large logits (lse would round to the ulp of m: 4e-6 at m = 40 in f32)
+            log_s = tl.log(s)
             if PROB or SMOOTH:
                 if HAS_W:
                     wc = tl.load(w_ptr + cols, mask=mask, other=0.0).to(ACC)
@@ -107,17 +113,24 @@ def ce_kernel(
                     tt = tt * keep + eps_c
                 a = tl.where(mask, wc * tt, 0.0)
                 a_tot = tl.sum(a, 0)
-                loss = tl.sum(tl.where(mask, a * (lse - x), 0.0), 0)
+                loss = a_tot * log_s + tl.sum(tl.where(mask, a * (m - x), 0.0), 0)
             else:
-                loss = tw * (lse - x_t)
+                loss = tw * ((m - x_t) + log_s)
                 if SMOOTH:
                     w_tot = tl.sum(wc, 0)
-                    smooth = tl.sum(tl.where(mask, wc * (lse - x), 0.0), 0)
+                    smooth = w_tot * log_s + tl.sum(tl.where(mask, wc * (m - x), 0.0), 0)
                     loss = keep * loss + eps_c * smooth
         else:
             m_vec = tl.full([BLOCK], NEG, ACC)
             s_vec = tl.zeros([BLOCK], ACC)
             a_vec = tl.zeros([BLOCK], ACC)
+            # probability targets: d_vec, each lane's sum of a * (m_vec - x) relative to the
+            # lane's running max (a_tot * lse - sum(a * x) cancels for a target near one-hot
+            # on confident logits: at logits ~40 in f32 a 0.04 loss came out 4e-4 off, torch's
+            # 6e-8); every term is >= 0 for non-negative a. Label smoothing's sum over all
+            # classes (ax_vec, sum of w x) is not small next to w_tot * lse: no cancellation,
+            # and d_vec there cost 13% (fwd+bwd [2048, 131072] bf16, eps 0.1, H100)
+            d_vec = tl.zeros([BLOCK], ACC)
             ax_vec = tl.zeros([BLOCK], ACC)
             for start in range(0, C, BLOCK):
                 c = start + cols
@@ -127,6 +140,10 @@ def ce_kernel(
                 alive = m_new > NEG  # lanes still at -inf keep s = 0 (no -inf - -inf)
                 s_vec = s_vec * tl.where(alive, tl.exp(m_vec - m_new), 1.0) + tl.where(
                     alive, tl.exp(x - m_new), 0.0)
+                if PROB:
+                    # a lane's max moved up: its earlier terms grow by a_vec * (new - old)
+                    d_vec += tl.where((a_vec != 0) & (m_new != m_vec), a_vec * (m_new - m_vec),
+                                      0.0)
                 m_vec = m_new
                 if PROB or SMOOTH:
                     if HAS_W:
@@ -138,19 +155,26 @@ def ce_kernel(
                         if SMOOTH:
                             tt = tt * keep + eps_c
                         a = tl.where(mask, wc * tt, 0.0)
+                        # x = -inf: a * inf (inf, or NaN for a = 0: torch's q log p, 0 * -inf)
+                        gap = tl.where(x == NEG, float("inf"), m_vec - x)
+                        d_vec += tl.where(mask, a * gap, 0.0)
                     else:
                         a = wc
+                        ax_vec += tl.where(mask, a * x, 0.0)
                     a_vec += a
-                    ax_vec += tl.where(mask, a * x, 0.0)
             m = tl.max(m_vec, 0)
             s = tl.sum(tl.where(m_vec > NEG, s_vec * tl.exp(m_vec - m), 0.0), 0)
             s = tl.where(m == NEG, float("nan"), s)  # an all -inf line is NaN, as in torch
-            lse = m + tl.log(s)
+            log_s = tl.log(s)
+            lse = m + log_s
             if PROB:
+                # sum of a * (m - x): the lanes' sums moved to the line's max
+                d = tl.sum(d_vec + tl.where((a_vec != 0) & (m_vec != m), a_vec * (m - m_vec),
+                                            0.0), 0)
                 a_tot = tl.sum(a_vec, 0)
-                loss = a_tot * lse - tl.sum(ax_vec, 0)
+                loss = a_tot * log_s + d
             else:
-                loss = tw * (lse - x_t)
+                loss = tw * ((m - x_t) + log_s)  # as in the single pass: no rounding to m
                 if SMOOTH:
                     w_tot = tl.sum(a_vec, 0)
                     loss = keep * loss + eps_c * (w_tot * lse - tl.sum(ax_vec, 0))
@@ -307,7 +331,10 @@ def finalize_kernel(ws_ptr, loss_ptr, n_rows, MEAN: tl.constexpr, ACC: tl.conste
         acc += tl.load(ws_ptr + 4 + rows, mask=rows < n_rows, other=0.0).to(ACC)
     total = tl.sum(acc, 0)
     if MEAN:
-        total = total / tl.load(ws_ptr).to(ACC)
+        # zero total weight: NaN, as torch's mean (its weighted-NLL part is 0 / 0 there, also
+        # where label smoothing's part alone would be +-inf)
+        w = tl.load(ws_ptr).to(ACC)
+        total = tl.where(w == 0, float("nan"), total / w)
     tl.store(loss_ptr, total.to(loss_ptr.dtype.element_ty))
 
 

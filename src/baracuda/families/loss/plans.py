@@ -11,7 +11,7 @@ lse = logsumexp(x), eps = label_smoothing, C classes, w = class weights or 1):
 - NLL: l = -w[t] x[t] (x holds log-probabilities); dl/dx = -w[t] at t, 0 elsewhere.
 
 **Dtypes / shape**: input (C,), (N, C) or (N, C, d1, ...) up to rank 8, any non-negative
-strides, {f32, f16, bf16, f64} with f32 math (f64 for f64); targets i32/i64 class indices or
+strides, {f32, f16, bf16, f64} with f32 math (f64 for f64); targets i32/i64/u8 class indices or
 probabilities of the input's dtype; vocabularies of any size (262,144 tested on the GPU).
 
 **Workspace**: mean / sum forward: (4 + samples) accumulator elements (per-sample losses, then

@@ -191,7 +191,22 @@ def cross_entropy(input: torch.Tensor, target: torch.Tensor, weight: torch.Tenso
     """torch.nn.functional.cross_entropy on CrossEntropyLoss plans; differentiable in input."""
     if size_average is not None or reduce is not None:
         reduction = _Reduction.legacy_get_string(size_average, reduce)
-    args = (input, target, weight, reduction, int(ignore_index), float(label_smoothing))
+    label_smoothing = float(label_smoothing)
+    if not label_smoothing > 0.0:
+        # torch raises only for label_smoothing > 1 (NaN and negatives pass its check) and
+        # smooths only when it is > 0: a negative or NaN value is no smoothing there, so it is
+        # here (the descriptor keeps [0, 1] for the plan API)
+        label_smoothing = 0.0
+    if target.is_floating_point() and input.is_floating_point():
+        # probability targets: torch multiplies log_softmax(input) by the target (and the
+        # weight), so mixed float dtypes promote there and the loss has the promoted dtype;
+        # the plans take one dtype, so the operands are cast to it (differentiably)
+        common = torch.promote_types(input.dtype, target.dtype)
+        if weight is not None:
+            common = torch.promote_types(common, weight.dtype)
+        input, target = input.to(common), target.to(common)
+        weight = weight.to(common) if weight is not None else None
+    args = (input, target, weight, reduction, int(ignore_index), label_smoothing)
     if (torch.is_grad_enabled() and input.requires_grad and reduction in ("mean", "sum")):
         return _ce_fused_op(*args)[0]
     return _ce_op(*args)
