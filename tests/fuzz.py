@@ -58,8 +58,9 @@ def floats(r: random.Random, shape: Sequence[int], dtype: torch.dtype, scale: fl
 
 def random_layout(r: random.Random, t: torch.Tensor) -> torch.Tensor:
     """The same values under a random memory layout: a random storage order of the dims, each
-    dim's stride padded at random, or a size-1 dim broadcast (stride 0). Always a new view
-    into a new buffer, so the caller's tensor is not aliased."""
+    dim's stride padded at random (unless the buffer would be over 16x the tensor), or a size-1
+    dim broadcast (stride 0). Always a new view into a new buffer, so the caller's tensor is
+    not aliased."""
     if t.dim() == 0:
         return t.clone()
     kind = r.choice(["contiguous", "permuted", "padded", "permuted+padded", "expanded"])
@@ -79,6 +80,10 @@ def random_layout(r: random.Random, t: torch.Tensor) -> torch.Tensor:
         r.shuffle(order)  # order[k] = the dim stored k-th outermost
     pads = [r.choice([0, 0, 1, 3]) if "padded" in kind else 0 for _ in order]
     stored = t.permute(order)
+    if math.prod(d + p for d, p in zip(stored.shape, pads)) > max(16 * t.numel(), 1 << 20):
+        # padding many small dims (or an empty tensor's long ones) would allocate far more
+        # than the tensor: keep the storage order, drop the padding
+        pads = [0] * len(pads)
     big_shape = [d + p for d, p in zip(stored.shape, pads)]
     big = torch.full(big_shape, float("nan") if t.is_floating_point() else 0,
                      dtype=t.dtype, device=t.device)

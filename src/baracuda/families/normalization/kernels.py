@@ -352,8 +352,9 @@ def row_norm_bwd_kernel(
             c2 = tl.sum(wdy, 1) / M
         dx = _dx(wdy, xhat, c1[:, None], c2[:, None], rstd[:, None], RMS)
         if not RMS:
-            # M = 1: y = beta does not depend on x; exact zero (no fma rounding residue)
-            dx = tl.where(M == 1, 0.0, dx)
+            # M = 1: y = beta does not depend on x; exact zero (no fma rounding residue),
+            # but NaN where rstd = inf (eps = 0): y is NaN there, and torch's dx too
+            dx = tl.where(M == 1, 0.0 * rstd[:, None], dx)
         if HAS_DB:
             db_acc += tl.sum(dy, 0)
         if HAS_RES:

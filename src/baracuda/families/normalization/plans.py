@@ -394,7 +394,9 @@ def _launch_backward(desc, args, workspace, rms: bool) -> None:
             ptrs = [dy, x, args.gamma, mu, rs, coef, dh, dx]
             col_grad_kernel[cols[0]](*[x if t is None else t for t in ptrs], part, *cols[1],
                                      **cols[2])
-    reduce_param_partials(desc, args, part, g, lay)
+    # no rows: no program wrote a partial (a long row's G counts chunks, not rows, so it
+    # is not 0 here); dgamma / dbeta are the sums over no rows, zeros
+    reduce_param_partials(desc, args, part, g if rows > 0 else 0, lay)
 
 
 def reduce_param_partials(desc, args, part, g: int, lay) -> None:

@@ -23,6 +23,8 @@ hardware (one program per statistics group, fixed-order second stage, no atomics
 
 from __future__ import annotations
 
+import math
+
 from ...backends.triton_support import split_f64
 from ...core import validate as V
 from ...core.errors import InvalidProblem, Unsupported
@@ -94,8 +96,11 @@ def _collapse_spatial(shape, tensors):
 
 def spatial_collapses(*tensors) -> bool:
     """Whether the tensors' spatial dims collapse to one strided dim, the layout the kernels
-    address (a frontend packs other layouts; plan users get Unsupported)."""
-    return len(tensors[0].shape) <= 3 or len(_collapse_spatial(tensors[0].shape, tensors)[0]) <= 1
+    address (a frontend packs other layouts; plan users get Unsupported). An empty tensor
+    addresses nothing: any strides do (and .contiguous() keeps an empty tensor's strides)."""
+    shape = tensors[0].shape
+    return (len(shape) <= 3 or 0 in shape
+            or len(_collapse_spatial(shape, tensors)[0]) <= 1)
 
 
 def _spatial(who, shape, tensors):
@@ -103,6 +108,8 @@ def _spatial(who, shape, tensors):
     sp = shape[2:]
     if not sp:
         return [(t.stride(0), t.stride(1), 1) for t in tensors], 1
+    if 0 in shape:  # nothing is launched: the strides of an empty problem do not matter
+        return [(t.stride(0), t.stride(1), 1) for t in tensors], math.prod(sp)
     cs, cst = _collapse_spatial(shape, tensors)
     if len(cs) > 1:
         raise Unsupported(f"{who}: the spatial dims {tuple(sp)} collapse to {len(cs)} strided "

@@ -8,8 +8,11 @@ is cast to the input's dtype for the kernel and its gradient is returned in its 
 
 from __future__ import annotations
 
+import operator
+
 import torch
 
+from ...core.errors import InvalidProblem
 from ...frontends.torch.factory import define_op, run_plan
 from .descriptors import (
     LayerNormArgs,
@@ -189,8 +192,12 @@ def _needs_grad(*tensors) -> bool:
 
 
 def _check_normalized_shape(input: torch.Tensor, normalized_shape, rms: bool) -> int:
-    shape = [int(s) for s in ((normalized_shape,) if isinstance(normalized_shape, int)
-                              else normalized_shape)]
+    # an int alone is accepted (as nn.LayerNorm does); elements must be ints, as torch's
+    # (int() would take 3.5 or True silently)
+    items = (normalized_shape,) if isinstance(normalized_shape, int) else normalized_shape
+    if any(isinstance(s, (bool, float)) for s in items):
+        raise TypeError(f"normalized_shape must be a sequence of ints, got {normalized_shape!r}")
+    shape = [operator.index(s) for s in items]
     if not shape:
         raise RuntimeError(
             "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least "
@@ -440,12 +447,26 @@ def _chan_param(p, name, input):
     return p.to(input.dtype) if p.dtype != input.dtype else p
 
 
+def _verify_batch_size(size) -> None:
+    """torch.nn.functional's check that a statistic has more than one value (size[0] times
+    the spatial extents), raised as torch raises it (a ValueError)."""
+    prod = size[0]
+    for d in size[2:]:
+        prod *= d
+    if prod == 1:
+        raise InvalidProblem(f"Expected more than 1 value per channel when training, got "
+                             f"input size {list(size)}")
+
+
 def group_norm(input: torch.Tensor, num_groups: int, weight: torch.Tensor | None = None,
                bias: torch.Tensor | None = None, eps: float = 1e-5) -> torch.Tensor:
     """torch.nn.functional.group_norm on GroupNormPlan; differentiable."""
     if input.dim() < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
                            f"{input.dim()}")
+    # torch rejects a group of one value (with one sample) before anything else
+    _verify_batch_size([input.shape[0] * input.shape[1] // num_groups, num_groups,
+                        *input.shape[2:]])
     if input.shape[1] % num_groups:
         raise RuntimeError(
             f"Expected number of channels in input to be divisible by num_groups, but got "
@@ -460,16 +481,44 @@ def batch_norm(input: torch.Tensor, running_mean: torch.Tensor | None,
                eps: float = 1e-5) -> torch.Tensor:
     """torch.nn.functional.batch_norm on BatchNormPlan; training updates running_mean /
     running_var in place (unbiased variance, momentum), eval normalizes with them."""
+    _check_floats("batch_norm", momentum=momentum, eps=eps)
     if training:
-        size = input.numel() // max(input.shape[1], 1) if input.dim() > 1 else input.numel()
-        if size == 1:
-            raise ValueError(f"Expected more than 1 value per channel when training, got input "
-                             f"size {input.size()}")
+        _verify_batch_size(input.shape)
+    if training and eps <= 0.0:  # torch.nn.functional's own checks, its ValueErrors
+        raise InvalidProblem(f"batch_norm eps must be positive during training, but got {eps}")
+    if eps < 0.0:
+        raise InvalidProblem(f"batch_norm eps must be non-negative, but got {eps}")
+    if input.numel() == 0:
+        return _empty_batch_norm(input, weight, bias)
     w, b = _chan_param(weight, "weight", input), _chan_param(bias, "bias", input)
     y, _, _, rm, rv = _batch_norm(_dense_spatial(input), running_mean, running_var, w, b,
                                   bool(training), float(momentum), float(eps))
     _copy_running(training, running_mean, running_var, rm, rv)
     return y
+
+
+def _check_floats(who: str, **values) -> None:
+    """torch's TypeError for a non-number momentum / eps (momentum=None, nn.BatchNorm's
+    cumulative average, is not an F.batch_norm argument), also where the input is empty and
+    nothing else would read them."""
+    for name, v in values.items():
+        if v is None or isinstance(v, (str, bytes)):  # torch takes bools and 0-dim tensors
+            raise TypeError(f"{who}(): argument '{name}' must be float, not "
+                            f"{type(v).__name__}")
+
+
+def _empty_batch_norm(input, weight, bias):
+    """torch.batch_norm of an empty input: it returns before its checks and statistics,
+    `input.clone() * weight[0] + bias[0]` (so a channel count of 0 with a weight raises
+    IndexError, and nothing is checked of the running statistics, which stay as they are);
+    mirrored so that the same calls succeed and fail. The parameters take the input's dtype
+    first, as everywhere here."""
+    out = input.clone()
+    if weight is not None:
+        out = out * weight.to(input.dtype)[0]
+    if bias is not None:
+        out = out + bias.to(input.dtype)[0]
+    return out
 
 
 def _copy_running(update, running_mean, running_var, rm, rv):
@@ -484,15 +533,42 @@ def instance_norm(input: torch.Tensor, running_mean: torch.Tensor | None = None,
                   bias: torch.Tensor | None = None, use_input_stats: bool = True,
                   momentum: float = 0.1, eps: float = 1e-5) -> torch.Tensor:
     """torch.nn.functional.instance_norm on InstanceNormPlan; differentiable."""
+    _check_floats("instance_norm", momentum=momentum, eps=eps)
     if use_input_stats:
         size = 1
         for d in input.shape[2:]:
             size *= d
         if size == 1:
-            raise ValueError(f"Expected more than 1 spatial element when training, got input "
-                             f"size {input.size()}")
+            raise InvalidProblem(f"Expected more than 1 spatial element when training, got "
+                                 f"input size {input.size()}")
+    if not use_input_stats and (running_mean is None or running_var is None):
+        raise RuntimeError("Expected running_mean and running_var to be defined when "
+                           "use_input_stats is false")
+    if input.numel() == 0:
+        return _empty_instance_norm(input, running_mean, running_var, weight, bias,
+                                    use_input_stats)
     w, b = _chan_param(weight, "weight", input), _chan_param(bias, "bias", input)
     y, _, _, rm, rv = _instance_norm(_dense_spatial(input), running_mean, running_var, w, b,
                                      bool(use_input_stats), float(momentum), float(eps))
     _copy_running(use_input_stats, running_mean, running_var, rm, rv)
     return y
+
+
+def _empty_instance_norm(input, running_mean, running_var, weight, bias, use_input_stats):
+    """torch.instance_norm of an empty input: batch_norm of the [1, N * C, *spatial] view with
+    the parameters repeated N times (an empty input takes batch_norm's shortcut: no checks,
+    `clone() * weight_[0] + bias_[0]`); with use_input_stats each running statistic then
+    becomes the mean over the batch of its N repeats, NaN for N = 0. Mirrored so that the
+    same calls succeed and fail, and the buffers end as torch leaves them."""
+    n, c = input.shape[0], input.shape[1]
+    out = input.clone()
+    if weight is not None:
+        out = out * weight.to(input.dtype).repeat(n)[0]
+    if bias is not None:
+        out = out + bias.to(input.dtype).repeat(n)[0]
+    if use_input_stats:
+        with torch.no_grad():
+            for t in (running_mean, running_var):
+                if t is not None:
+                    t.copy_(t.repeat(n).view(n, c).mean(0))
+    return out
