@@ -405,63 +405,37 @@ def _momentum(r):
     return r.choice([0.1, 0.1, 0.0, 1.0, 0.37]) if r.random() < 0.97 else None
 
 
+def _stats_rows(name, x64, shape, c):
+    """(x as f64 rows of the values one statistic is taken over, the reduced axis)."""
+    if name == "batch_norm":  # per channel, over the batch and spatial dims
+        return x64.transpose(0, 1).reshape(c, -1), (1,)
+    return x64.reshape(shape[0], c, -1), (2,)  # instance_norm: per sample and channel
+
+
+#: per function: (torch.nn.functional's function, ours, P(batch statistics), P(running
+#: buffers given with batch statistics))
+_RUNNING_NORMS = {
+    "batch_norm": (F.batch_norm, bt.batch_norm, 0.6, 0.6),
+    "instance_norm": (F.instance_norm, bt.instance_norm, 0.75, 0.5),
+}
+
+
+@pytest.mark.parametrize("name", list(_RUNNING_NORMS))
 @pytest.mark.parametrize("case", case_ids(default_cpu=60, default_gpu=400))
-def test_batch_norm_matches_torch(case):
-    r, dtype, shape, x, offset, w, b, invalid = _chan_case("batch_norm", case)
-    training = r.random() < 0.6
+def test_running_norm_matches_torch(name, case):
+    """batch_norm (training / eval) and instance_norm (use_input_stats or not): the same
+    positional signature, (input, running_mean, running_var, weight, bias, batch statistics,
+    momentum, eps); outputs, gradients and the running buffers against torch's."""
+    theirs_fn, ours_fn, p_batch, p_running = _RUNNING_NORMS[name]
+    r, dtype, shape, x, offset, w, b, invalid = _chan_case(name, case)
+    batch_stats = r.random() < p_batch
     c = shape[1] if len(shape) > 1 else 0
-    running = _Running(r, c, dtype, not training or r.random() < 0.6)
+    running = _Running(r, c, dtype, not batch_stats or r.random() < p_running)
     momentum, eps = _momentum(r), _eps(r, offset)
-    if eps == 0 and not _BN_ZERO_EPS[training]:
+    if eps == 0 and (not _BN_ZERO_EPS[batch_stats] if name == "batch_norm"
+                     else math.prod(shape[2:]) < 4):  # as group_norm's small groups
         eps = 1e-5
-    drop = None
-    if r.random() < 0.05:  # one buffer only, or eval without buffers: torch raises
-        drop = r.choice(["mean", "var", "both"])
-    if momentum is None:
-        invalid = "momentum None"
-
-    def pick(pair):
-        rm, rv = pair
-        return (None if drop in ("mean", "both") else rm, None if drop in ("var", "both") else rv)
-
-    def ours(t, w, b):
-        return bt.batch_norm(t, *pick(running.for_ours()), w, b, training, momentum, eps)
-
-    def theirs(t, w, b):
-        with _no_cudnn():
-            return F.batch_norm(_dense(t), *pick(running.for_theirs()),
-                                *_ref_params(w, b, b.shape if b is not None else None),
-                                training, momentum, eps)
-
-    terms = cond = 1.0
-    if len(shape) >= 2 and x.numel() and invalid is None:
-        x64 = x.detach().double().transpose(0, 1).reshape(c, -1)
-        if training:
-            terms, cond = _terms(_rstd_max(x64, (1,), eps), w), _cond(x64, (1,), eps)
-        elif running.base is not None:
-            terms = _terms(_running_rstd(running.base[1], eps), w)
-    desc = (f"case {case}: batch_norm {dtype} {shape} stride {tuple(x.stride())} training "
-            f"{training} running {None if running.ours is None else running.ours[0].dtype} "
-            f"drop {drop} momentum {momentum} eps {eps} "
-            f"w {None if w is None else (w.dtype, tuple(w.shape))} "
-            f"b {None if b is None else (b.dtype, tuple(b.shape))} invalid={invalid}")
-    inputs = [x, w, b]
-    differential(ours, theirs, inputs, grad_of=_grad_of(inputs), element=dtype,
-                 scale=_scale(dtype) * cond, grad_scale=1 / cond, describe=desc,
-                 grad_terms=terms)
-    if drop is None:
-        running.check(desc, 8.0, x, momentum)
-
-
-@pytest.mark.parametrize("case", case_ids(default_cpu=60, default_gpu=400))
-def test_instance_norm_matches_torch(case):
-    r, dtype, shape, x, offset, w, b, invalid = _chan_case("instance_norm", case)
-    use_input_stats = r.random() < 0.75
-    c = shape[1] if len(shape) > 1 else 0
-    running = _Running(r, c, dtype, not use_input_stats or r.random() < 0.5)
-    momentum, eps = _momentum(r), _eps(r, offset)
-    if eps == 0 and math.prod(shape[2:]) < 4:  # as group_norm's small groups
-        eps = 1e-5
+    # one buffer only, or eval without buffers: torch raises
     drop = r.choice(["mean", "var", "both"]) if r.random() < 0.05 else None
     if momentum is None:
         invalid = "momentum None"
@@ -471,26 +445,24 @@ def test_instance_norm_matches_torch(case):
         return (None if drop in ("mean", "both") else rm, None if drop in ("var", "both") else rv)
 
     def ours(t, w, b):
-        return bt.instance_norm(t, *pick(running.for_ours()), w, b, use_input_stats, momentum,
-                                eps)
+        return ours_fn(t, *pick(running.for_ours()), w, b, batch_stats, momentum, eps)
 
     def theirs(t, w, b):
         with _no_cudnn():
-            return F.instance_norm(_dense(t), *pick(running.for_theirs()),
-                                   *_ref_params(w, b, b.shape if b is not None else None),
-                                   use_input_stats, momentum, eps)
+            return theirs_fn(_dense(t), *pick(running.for_theirs()),
+                             *_ref_params(w, b, b.shape if b is not None else None),
+                             batch_stats, momentum, eps)
 
     terms = cond = 1.0
     if len(shape) >= 2 and x.numel() and invalid is None:
-        x64 = x.detach().double().reshape(shape[0], c, -1)
-        if use_input_stats:
-            terms, cond = _terms(_rstd_max(x64, (2,), eps), w), _cond(x64, (2,), eps)
+        rows, axes = _stats_rows(name, x.detach().double(), shape, c)
+        if batch_stats:
+            terms, cond = _terms(_rstd_max(rows, axes, eps), w), _cond(rows, axes, eps)
         elif running.base is not None and c:
             terms = _terms(_running_rstd(running.base[1], eps), w)
-    desc = (f"case {case}: instance_norm {dtype} {shape} stride {tuple(x.stride())} "
-            f"use_input_stats {use_input_stats} running "
-            f"{None if running.ours is None else running.ours[0].dtype} drop {drop} "
-            f"momentum {momentum} eps {eps} "
+    desc = (f"case {case}: {name} {dtype} {shape} stride {tuple(x.stride())} batch stats "
+            f"{batch_stats} running {None if running.ours is None else running.ours[0].dtype} "
+            f"drop {drop} momentum {momentum} eps {eps} "
             f"w {None if w is None else (w.dtype, tuple(w.shape))} "
             f"b {None if b is None else (b.dtype, tuple(b.shape))} invalid={invalid}")
     inputs = [x, w, b]
