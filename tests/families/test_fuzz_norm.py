@@ -168,6 +168,16 @@ def _grad_of(inputs):
     return [i for i, t in enumerate(inputs) if isinstance(t, torch.Tensor) and t.requires_grad]
 
 
+def _compare(ours, theirs, x, w, b, dtype, cond, terms, desc):
+    """The differential check of a norm case: output and the gradients of x, weight, bias
+    (those that require grad); tolerances widened by the rows' conditioning `cond` (|mean| >>
+    spread), gradient atol relative to `terms` (the size of the cancelling terms)."""
+    inputs = [x, w, b]
+    differential(ours, theirs, inputs, grad_of=_grad_of(inputs), element=dtype,
+                 scale=_scale(dtype) * cond, grad_scale=1 / cond, describe=desc,
+                 grad_terms=terms)
+
+
 # -- rms_norm / layer_norm ------------------------------------------------------------------------
 def _row_case(name, case):
     r = rng_for(name, case)
@@ -257,10 +267,7 @@ def test_layer_norm_matches_torch(case):
             f"w {None if w is None else (w.dtype, tuple(w.stride()))} "
             f"b {None if b is None else (b.dtype, tuple(b.stride()))} eps {eps} "
             f"invalid={invalid}")
-    inputs = [x, w, b]
-    differential(ours, theirs, inputs, grad_of=_grad_of(inputs), element=dtype,
-                 scale=_scale(dtype) * cond, grad_scale=1 / cond, describe=desc,
-                 grad_terms=terms)
+    _compare(ours, theirs, x, w, b, dtype, cond, terms, desc)
 
 
 # -- channel norms --------------------------------------------------------------------------------
@@ -335,10 +342,7 @@ def test_group_norm_matches_torch(case):
             f"{groups} w {None if w is None else (w.dtype, tuple(w.shape), w.stride())} "
             f"b {None if b is None else (b.dtype, tuple(b.shape), b.stride())} eps {eps} "
             f"invalid={invalid}")
-    inputs = [x, w, b]
-    differential(ours, theirs, inputs, grad_of=_grad_of(inputs), element=dtype,
-                 scale=_scale(dtype) * cond, grad_scale=1 / cond, describe=desc,
-                 grad_terms=terms)
+    _compare(ours, theirs, x, w, b, dtype, cond, terms, desc)
 
 
 class _Running:
@@ -465,9 +469,6 @@ def test_running_norm_matches_torch(name, case):
             f"drop {drop} momentum {momentum} eps {eps} "
             f"w {None if w is None else (w.dtype, tuple(w.shape))} "
             f"b {None if b is None else (b.dtype, tuple(b.shape))} invalid={invalid}")
-    inputs = [x, w, b]
-    differential(ours, theirs, inputs, grad_of=_grad_of(inputs), element=dtype,
-                 scale=_scale(dtype) * cond, grad_scale=1 / cond, describe=desc,
-                 grad_terms=terms)
+    _compare(ours, theirs, x, w, b, dtype, cond, terms, desc)
     if drop is None:
         running.check(desc, 8.0, x, momentum)
