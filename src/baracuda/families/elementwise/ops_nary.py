@@ -329,8 +329,10 @@ def grad_ternary(a, b, c, g, p0, OP: tl.constexpr):
         gc = -g * p0 * b / (c * c)
     elif OP == 3:  # torch's clamp_backward_min_max
         ga = tl.where((a >= b) & (a <= c), g, zero)
-        gb = tl.where(a < b, g, zero)
-        gc = tl.where(a > c, g, zero)
+        # torch: min takes the gradient only below a non-empty range (min < max); max takes
+        # it above, or always where the range is empty (max < min, where y == max)
+        gb = tl.where((a < b) & (b < c), g, zero)
+        gc = tl.where((a > c) | (c < b), g, zero)
     elif OP == 4:
         ga = zero
         gb = tl.where(a != 0, g, zero)

@@ -223,6 +223,10 @@ def _binary_grad(ctx, grad):
         return None, None, None, None, None
     if not BINARY[BinaryKind(ctx.kind)].diff:
         raise RuntimeError(f"the derivative for '{ctx.kind}' is not implemented.")
+    # an integer or bool operand takes no gradient, but the other's derivative reads its
+    # values: the backward kernels take floating elements, so it is read as the gradient's
+    a = a if a.is_floating_point() else _cast(a, grad.dtype)
+    b = b if b.is_floating_point() else _cast(b, grad.dtype)
     da, db = _binary_backward(grad, a, b, ctx.kind, ctx.alpha, need_a, need_b)
     return (da if need_a else None), (db if need_b else None), None, None, None
 
@@ -252,13 +256,44 @@ def scalar_result(dtype: torch.dtype, value) -> torch.dtype:
     raise TypeError(f"expected a Tensor or a Python number, got {type(value).__name__}")
 
 
+def _category(dtype: torch.dtype) -> int:
+    return 0 if dtype == torch.bool else (2 if dtype.is_floating_point else 1)
+
+
+def torch_result(*tensors: torch.Tensor) -> torch.dtype:
+    """torch.result_type of tensors, traceable: 0-d tensors take part only when of a higher
+    category (bool < integer < floating) than every dimensioned one."""
+    def promoted(ts):
+        out = ts[0].dtype
+        for t in ts[1:]:
+            out = torch.promote_types(out, t.dtype)
+        return out
+
+    dims = [t for t in tensors if t.dim() > 0]
+    zeros = [t for t in tensors if t.dim() == 0]
+    if not dims or not zeros:
+        return promoted(list(tensors))
+    d, z = promoted(dims), promoted(zeros)
+    return z if _category(z) > _category(d) else d
+
+
 def _binary_call(kind: BinaryKind, input, other, alpha=1) -> torch.Tensor:
     if not isinstance(input, torch.Tensor) and not isinstance(other, torch.Tensor):
         raise TypeError(f"{kind.value}(): expected at least one tensor argument")
     like = input if isinstance(input, torch.Tensor) else other
     out_dtype = None
     if isinstance(input, torch.Tensor) and isinstance(other, torch.Tensor):
-        return _binary(input, other, kind.value, float(alpha), None)
+        want = torch_result(input, other)
+        if want == torch.promote_types(input.dtype, other.dtype):
+            return _binary(input, other, kind.value, float(alpha), None)
+        # a 0-d operand of the same category as the other does not widen the result (torch's
+        # rule): it is narrowed to the result, kept in f32 for halves as a Python number is
+        keep = torch.float32 if want in (torch.float16, torch.bfloat16) else want
+        if input.dim() == 0:
+            input = _cast(input, keep)
+        else:
+            other = _cast(other, keep)
+        return _binary(input, other, kind.value, float(alpha), want if keep != want else None)
     result = scalar_result(like.dtype, other if like is input else input)
     if not isinstance(input, torch.Tensor):
         input = _scalar_tensor(input, like, result)

@@ -20,6 +20,7 @@ from .torch_api import (
     _unary,
     _uparam,
     scalar_result,
+    torch_result,
 )
 
 _UNARY_TORCH = [
@@ -151,7 +152,16 @@ def add(input, other, *, alpha=1) -> torch.Tensor:
     return _binary_call(BinaryKind.ADD, input, other, alpha)
 
 
+def _is_bool(v) -> bool:
+    return isinstance(v, bool) or (isinstance(v, torch.Tensor) and v.dtype == torch.bool)
+
+
 def sub(input, other, *, alpha=1) -> torch.Tensor:
+    if _is_bool(input) or _is_bool(other):
+        # torch rejects it (a bool difference is ambiguous): ours must not return a number
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not "
+                           "supported. If you are trying to invert a mask, use the `~` or "
+                           "`logical_not()` operator instead.")
     if isinstance(input, torch.Tensor) and _is_num(other) and input.is_floating_point():
         return _param(P.ADD, input, -alpha * other)
     return _binary_call(BinaryKind.SUB, input, other, alpha)
@@ -227,6 +237,18 @@ def _full(value, like: torch.Tensor) -> torch.Tensor:
     return torch.full((), value, dtype=like.dtype, device=like.device)
 
 
+def _zero_dims_to_result(*tensors):
+    """The operands with each 0-d tensor cast to torch's result dtype: a 0-d tensor of the
+    same category as the dimensioned ones does not widen the result (torch's rule), while the
+    plans promote all operands alike."""
+    ts = [t for t in tensors if isinstance(t, torch.Tensor)]
+    if all(t.dim() == 0 for t in ts) or all(t.dim() > 0 for t in ts):
+        return tensors
+    want = torch_result(*ts)
+    return tuple(_cast(t, want) if isinstance(t, torch.Tensor) and t.dim() == 0
+                 and t.dtype != want else t for t in tensors)
+
+
 def lerp(input: torch.Tensor, end: torch.Tensor, weight) -> torch.Tensor:
     if _is_num(weight):
         if input.shape == end.shape and input.dtype == end.dtype:
@@ -237,11 +259,13 @@ def lerp(input: torch.Tensor, end: torch.Tensor, weight) -> torch.Tensor:
 
 def addcmul(input: torch.Tensor, tensor1: torch.Tensor, tensor2: torch.Tensor, *,
             value=1) -> torch.Tensor:
+    input, tensor1, tensor2 = _zero_dims_to_result(input, tensor1, tensor2)
     return _ternary(input, tensor1, tensor2, TernaryKind.ADDCMUL.value, float(value))
 
 
 def addcdiv(input: torch.Tensor, tensor1: torch.Tensor, tensor2: torch.Tensor, *,
             value=1) -> torch.Tensor:
+    input, tensor1, tensor2 = _zero_dims_to_result(input, tensor1, tensor2)
     return _ternary(input, tensor1, tensor2, TernaryKind.ADDCDIV.value, float(value))
 
 
@@ -249,16 +273,24 @@ def clamp(input: torch.Tensor, min=None, max=None) -> torch.Tensor:  # noqa: A00
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if not isinstance(min, torch.Tensor) and not isinstance(max, torch.Tensor):
+        # torch's result type counts the bounds given (a float bound makes an integer input
+        # float, an int bound a bool one int64); a missing bound is no bound, not a float inf
+        res = input.dtype
+        for v in (min, max):
+            if v is not None:
+                res = scalar_result(res, v)
+        if res != input.dtype:
+            input = _cast(input, res)
         lo = -math.inf if min is None else min
         hi = math.inf if max is None else max
-        if not input.is_floating_point() and (isinstance(lo, float) or isinstance(hi, float)):
-            if all(math.isinf(v) or float(v).is_integer() for v in (lo, hi)):
-                info = torch.iinfo(input.dtype)
-                lo = info.min if math.isinf(lo) else int(lo)
-                hi = info.max if math.isinf(hi) else int(hi)
+        if not input.is_floating_point() and input.dtype != torch.bool:
+            info = torch.iinfo(input.dtype)
+            lo = info.min if min is None else lo
+            hi = info.max if max is None else hi
         return _param(P.CLAMP, input, lo, hi)
     lo = min if isinstance(min, torch.Tensor) else _full(-math.inf if min is None else min, input)
     hi = max if isinstance(max, torch.Tensor) else _full(math.inf if max is None else max, input)
+    input, lo, hi = _zero_dims_to_result(input, lo, hi)
     return _ternary(input, lo, hi, TernaryKind.CLAMP.value, 1.0)
 
 
@@ -266,11 +298,19 @@ clip = clamp
 
 
 def where(condition: torch.Tensor, input, other) -> torch.Tensor:
+    if not isinstance(input, torch.Tensor) and not isinstance(other, torch.Tensor):
+        # two numbers: torch's dtype of the pair alone (bool, int64 or the default float)
+        dt = (torch.get_default_dtype() if any(isinstance(v, float) for v in (input, other))
+              else torch.bool if all(isinstance(v, bool) for v in (input, other))
+              else torch.int64)
+        input = torch.tensor(input, dtype=dt, device=condition.device)
+        other = torch.tensor(other, dtype=dt, device=condition.device)
     like = input if isinstance(input, torch.Tensor) else other
     if not isinstance(input, torch.Tensor):
         input = torch.tensor(input, dtype=scalar_result(like.dtype, input), device=like.device)
     if not isinstance(other, torch.Tensor):
         other = torch.tensor(other, dtype=scalar_result(like.dtype, other), device=like.device)
+    input, other = _zero_dims_to_result(input, other)
     return _ternary(condition, input, other, TernaryKind.WHERE.value, 1.0)
 
 
@@ -292,6 +332,13 @@ eq, ne, lt, le, gt, ge = (_cmp(k) for k in (CompareKind.EQ, CompareKind.NE, Comp
 
 def isclose(input: torch.Tensor, other: torch.Tensor, rtol: float = 1e-05, atol: float = 1e-08,
             equal_nan: bool = False) -> torch.Tensor:
+    if not isinstance(other, torch.Tensor):
+        raise TypeError(f"isclose(): argument 'other' (position 2) must be Tensor, not "
+                        f"{type(other).__name__}")
+    if input.dtype != other.dtype:
+        # torch does not promote here (a tolerance is only meaningful in one dtype)
+        raise RuntimeError(f"isclose: expected input and other of one dtype, got "
+                           f"{input.dtype} and {other.dtype}")
     return _compare_call(CompareKind.ISCLOSE, input, other, rtol, atol, equal_nan)
 
 
