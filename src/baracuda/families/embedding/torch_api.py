@@ -240,6 +240,18 @@ def embedding_bag(input: torch.Tensor, weight: torch.Tensor,
             raise ValueError("offsets has to be a 1D Tensor")
         flat = input
         offs = offsets.to(input.dtype)
+        if offs.numel() and not torch.compiler.is_compiling():
+            # torch (CPU) rejects these; unchecked, a bag would read before the first token
+            # or past the last one (eager only: reading offsets back would break a compiled
+            # graph, as other host-side checks here do not)
+            first, last = int(offs[0]), int(offs[-1])
+            if first != 0:
+                raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the "
+                                   f"mini-batch has to start from position 0. However, got "
+                                   f"{first}")
+            if last > input.shape[0]:
+                raise RuntimeError(f"offsets[-1] can not be greater than input's length "
+                                   f"({input.shape[0]}), but got offsets[-1] of {last}")
         bounds = offs if include_last_offset else torch.cat(
             [offs, torch.tensor([input.shape[0]], dtype=input.dtype, device=input.device)])
     else:

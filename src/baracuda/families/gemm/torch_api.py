@@ -7,8 +7,11 @@ materialized, as torch's own BLAS path does; everything else is passed by stride
 
 from __future__ import annotations
 
+import math
+
 import torch
 
+from ...core.errors import InvalidProblem
 from ...core.vocab import PlanPreference
 from ...frontends.torch.factory import define_op, run_plan
 from .composite import LinearBackwardPlan, LinearPlan
@@ -146,8 +149,10 @@ def addmm(input: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, *, beta=1
     _check_mm(mat1, mat2)
     _same_dtype(input, mat1)
     shape = (mat1.shape[0], mat2.shape[1])
-    c = input.expand(shape) if beta != 0 else None
-    return _out(_gemm(mat1, mat2, c, float(alpha), float(beta) if beta != 0 else 0.0), out)
+    # input stays in the graph even at beta == 0 (the kernel ignores it, NaN too): torch
+    # gives it a zero gradient there, not None
+    c = input.expand(shape)
+    return _out(_gemm(mat1, mat2, c, float(alpha), float(beta)), out)
 
 
 def baddbmm(input: torch.Tensor, batch1: torch.Tensor, batch2: torch.Tensor, *, beta=1,
@@ -156,8 +161,8 @@ def baddbmm(input: torch.Tensor, batch1: torch.Tensor, batch2: torch.Tensor, *, 
     _check_bmm(batch1, batch2)
     _same_dtype(input, batch1)
     shape = (batch1.shape[0], batch1.shape[1], batch2.shape[2])
-    c = input.expand(shape) if beta != 0 else None
-    return _out(_gemm(batch1, batch2, c, float(alpha), float(beta) if beta != 0 else 0.0), out)
+    c = input.expand(shape)  # kept at beta == 0 for its zero gradient, as in addmm
+    return _out(_gemm(batch1, batch2, c, float(alpha), float(beta)), out)
 
 
 def matmul(input: torch.Tensor, other: torch.Tensor, *, out: torch.Tensor | None = None):
@@ -176,7 +181,9 @@ def matmul(input: torch.Tensor, other: torch.Tensor, *, out: torch.Tensor | None
     _same_dtype(a, b)
     if b.dim() == 2:
         lead = a.shape[:-1]
-        r = _gemm(a.reshape(-1, a.shape[-1]), b, None, 1.0, 0.0).view(*lead, b.shape[-1])
+        # explicit row count: reshape(-1, 0) is ambiguous when k is 0
+        r = _gemm(a.reshape(math.prod(lead), a.shape[-1]), b, None, 1.0, 0.0).view(
+            *lead, b.shape[-1])
     else:
         batch = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
         r = _gemm(a.expand(*batch, *a.shape[-2:]), b.expand(*batch, *b.shape[-2:]), None,
@@ -273,19 +280,35 @@ _linear = define_op("linear", _linear_impl, _linear_fake, backward=_linear_autog
 
 def _linear_call(input, weight, bias, activation: str) -> torch.Tensor:
     if weight.dim() != 2 or input.dim() == 0 or input.shape[-1] != weight.shape[1]:
-        lead = input.reshape(-1, input.shape[-1]).shape[0] if input.dim() else 1
+        lead = math.prod(input.shape[:-1])
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({lead}x"
                            f"{input.shape[-1] if input.dim() else 1} and "
                            f"{weight.shape[-1]}x{weight.shape[0]})")
     _same_dtype(input, weight)
     if bias is not None:
         _same_dtype(input, bias)
+    o = weight.shape[0]
+    late_bias = None
+    if bias is not None and tuple(bias.shape) != (o,):
+        if bias.dim() <= 1 and bias.numel() == 1:
+            # torch broadcasts a one-element bias ([] or [1]) over the outputs; the plan wants
+            # [out] (expand's backward sums the gradient back)
+            bias = bias.reshape(1).expand(o).contiguous()
+        elif activation == "none":
+            # any other shape broadcasting to the output (torch: matmul + add) is added after
+            # the GEMM, which raises as torch does when it does not broadcast
+            late_bias, bias = bias, None
+        else:
+            raise InvalidProblem(f"linear_act: bias must have shape ({o},) or one element, "
+                                 f"got {tuple(bias.shape)}")
     lead = input.shape[:-1]
-    x = input.reshape(-1, input.shape[-1])
+    # explicit row count: reshape(-1, 0) is ambiguous when in_features is 0
+    x = input.reshape(math.prod(lead), input.shape[-1])
     grad = torch.is_grad_enabled() and any(
-        t is not None and t.requires_grad for t in (input, weight, bias))
+        t is not None and t.requires_grad for t in (input, weight, bias, late_bias))
     y, _ = _linear(x, weight, bias, activation, grad)
-    return y.view(*lead, weight.shape[0])
+    y = y.view(*lead, o)
+    return y if late_bias is None else y + late_bias
 
 
 def linear(input: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None):

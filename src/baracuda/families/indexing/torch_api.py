@@ -8,6 +8,8 @@ for gather / scatter / index_add); the check reads the indices on the host insid
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from ...frontends.torch.factory import define_op, normalize_dim, run_plan
@@ -190,6 +192,8 @@ def _check_gather_shapes(input, dim, index, who):
     if index.dim() != input.dim() and not (index.dim() <= 1 and input.dim() <= 1):
         raise RuntimeError(f"{who}(): Index tensor must have the same number of dimensions as "
                            "input tensor")
+    if index.numel() == 0:  # torch skips the extent check for an empty index
+        return
     for d in range(index.dim()):
         if d != dim and index.shape[d] > (input.shape[d] if input.dim() else 1):
             raise RuntimeError(f"Size does not match at dimension {d} expected index "
@@ -203,6 +207,10 @@ def gather(input: torch.Tensor, dim: int, index: torch.Tensor, *,
     d = normalize_dim(dim, input.dim(), "gather")
     _check_gather_shapes(input, d, index, "gather")
     _check_index(index, input.shape[d] if input.dim() else 1, "gather", d)
+    if index.numel() == 0:
+        # torch accepts an empty index of any extents (the plan checks them against the
+        # input): an empty result, still in the graph so the input's gradient is zeros
+        return input.reshape(-1)[:0].reshape(index.shape).clone()
     return _gather(input, d, index)
 
 
@@ -278,6 +286,11 @@ def _scatter_call(who, input, dim, index, src, kind, include_self=True, alpha=1.
     if index.dim() != input.dim() or src.dim() != input.dim():
         raise RuntimeError(f"{who}(): Index tensor must have the same number of dimensions as "
                            "self tensor")
+    if src.dtype == input.dtype and index.numel() == 0:
+        # torch skips the extent checks for an empty index and returns self unchanged (the
+        # plan would reject the extents); src stays in the graph for its zero gradient
+        out = input.clone()
+        return out + src.reshape(-1)[:0].sum() if src.requires_grad else out
     for k in range(index.dim()):
         if index.shape[k] > src.shape[k] or (k != d and index.shape[k] > input.shape[k]):
             raise RuntimeError(f"Expected index {list(index.shape)} to be no larger than self "
@@ -375,6 +388,10 @@ def _index_update_call(who, input, dim, index, source, alpha, copy):
         raise IndexError(f"{who}_(): Index is supposed to be a vector")
     if index.dtype not in (torch.int32, torch.int64):
         raise RuntimeError(f"{who}_(): Expected dtype int32/int64 for index")
+    if copy and index.dtype != torch.int64:
+        # torch's index_copy takes only int64 indices (index_add takes int32 too): match its
+        # error rather than accept calls torch rejects
+        raise RuntimeError(f"{who}_(): Expected a long tensor for index, but got {index.dtype}")
     if source.dtype != input.dtype:
         raise RuntimeError(f"{who}_(): self ({input.dtype}) and source ({source.dtype}) must "
                            "have the same scalar type")
@@ -415,6 +432,15 @@ def index_put(input: torch.Tensor, indices, values: torch.Tensor,
         raise IndexError(f"too many indices for tensor of dimension {input.dim()} "
                          f"(got {k})")
     b = torch.broadcast_shapes(*[i.shape for i in indices])
+    rest = list(input.shape[k:])
+    if math.prod(b) * math.prod(rest) == 0:
+        # nothing is written: torch checks no bounds then (they are checked per element
+        # written) and returns self; values still must broadcast, and stay in the graph
+        # for their zero gradient
+        values.expand(*b, *rest)
+        out = input.clone()
+        return out + values.reshape(-1)[:0].sum().to(out.dtype) if values.requires_grad \
+            else out
     lin = torch.zeros(b, dtype=torch.int64, device=input.device)
     for j, i in enumerate(indices):
         n = input.shape[j]
@@ -428,8 +454,9 @@ def index_put(input: torch.Tensor, indices, values: torch.Tensor,
     lead = 1
     for e in input.shape[:k]:
         lead *= e
-    rest = list(input.shape[k:])
     flat = input.reshape(lead, *rest)
-    vals = values.to(input.dtype).expand(*b, *rest).reshape(-1, *rest)
-    out = _index_update(flat, 0, lin.reshape(-1), vals, 1.0, not accumulate)
+    # explicit row count: reshape(-1, *rest) is ambiguous when a trailing extent is 0
+    rows = lin.numel()
+    vals = values.to(input.dtype).expand(*b, *rest).reshape(rows, *rest)
+    out = _index_update(flat, 0, lin.reshape(rows), vals, 1.0, not accumulate)
     return out.reshape(input.shape)

@@ -70,9 +70,10 @@ def one_hot(tensor: torch.Tensor, num_classes: int = -1) -> torch.Tensor:
     """torch.nn.functional.one_hot (int64 in, int64 out); not differentiable, as in torch."""
     if tensor.dtype != torch.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if tensor.numel() == 0 and num_classes <= 0:
+        # torch raises for any num_classes <= 0 on an empty tensor (0 included)
+        raise RuntimeError("Can not infer total number of classes from empty tensor.")
     if num_classes == -1:
-        if tensor.numel() == 0:
-            raise RuntimeError("Can not infer total number of classes from empty tensor.")
         num_classes = int(tensor.max()) + 1
     if tensor.numel():
         lo, hi = torch.aminmax(tensor)
