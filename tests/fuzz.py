@@ -130,7 +130,9 @@ def differential(ours: Callable, theirs: Callable, inputs: list, *, grad_of: Seq
     cancel (softmax's y (dy - sum y dy)): gradient atol is relative to it, not to the largest
     gradient. Under the Triton interpreter, casts to bf16 truncate instead of rounding to
     nearest (triton/runtime/interpreter.py `cast_impl`), so a CPU bf16 case's error is up to
-    twice a GPU's and cancellations amplify it; the GPU rounds as torch does."""
+    twice a GPU's and cancellations amplify it; the GPU rounds as torch does. Casts from f64 to
+    bf16 are not emulated at all there (the value is converted as an integer and its bits read
+    as bf16: 3.2 -> 2.8e-40), so CPU cases that cast f64 results to bf16 fail by design."""
     import pytest
 
     snapshot = [x.detach().clone() if isinstance(x, torch.Tensor) else x for x in inputs]
