@@ -254,3 +254,19 @@ def test_divisor_gradient_overflows_as_torchs(name):
         grads.append(g)
     assert torch.isinf(grads[1][:2]).all()  # the case this test is about
     torch.testing.assert_close(grads[0], grads[1], rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("bounds", [
+    dict(min=None, max=torch.tensor(2.5, dtype=torch.bfloat16)),  # int input, float 0-d max
+    dict(min=torch.tensor(-1), max=0.5),  # a number beside a tensor bound: float result
+    dict(min=torch.tensor([0.5] * 4), max=None),
+    dict(min=None, max=torch.tensor([2, 2, 2, 2])),
+])
+def test_clamp_int_input_with_a_tensor_bound_matches_torch(bounds):
+    """The bound not given (or given as a number) takes torch's result dtype: it was built in
+    the input's integer dtype (-inf raised, 0.5 truncated to 0)."""
+    x = torch.tensor([-5, 0, 3, 9], device=DEVICE)
+    kw = {k: v.to(DEVICE) if isinstance(v, torch.Tensor) else v for k, v in bounds.items()}
+    got, want = bt.clamp(x, **kw), torch.clamp(x, **kw)
+    assert got.dtype == want.dtype
+    torch.testing.assert_close(got, want)

@@ -237,6 +237,18 @@ def _full(value, like: torch.Tensor) -> torch.Tensor:
     return torch.full((), value, dtype=like.dtype, device=like.device)
 
 
+def _bound(value, dtype: torch.dtype, device, low: bool) -> torch.Tensor:
+    """A clamp bound as a 0-d tensor of `dtype`; None is no bound (the dtype's extreme)."""
+    if value is None:
+        if dtype.is_floating_point:
+            value = -math.inf if low else math.inf
+        elif dtype == torch.bool:
+            value = not low
+        else:
+            value = torch.iinfo(dtype).min if low else torch.iinfo(dtype).max
+    return torch.full((), value, dtype=dtype, device=device)
+
+
 def _zero_dims_to_result(*tensors):
     """The operands with each 0-d tensor cast to torch's result dtype: a 0-d tensor of the
     same category as the dimensioned ones does not widen the result (torch's rule), while the
@@ -288,8 +300,14 @@ def clamp(input: torch.Tensor, min=None, max=None) -> torch.Tensor:  # noqa: A00
             lo = info.min if min is None else lo
             hi = info.max if max is None else hi
         return _param(P.CLAMP, input, lo, hi)
-    lo = min if isinstance(min, torch.Tensor) else _full(-math.inf if min is None else min, input)
-    hi = max if isinstance(max, torch.Tensor) else _full(math.inf if max is None else max, input)
+    # a number or missing bound beside a tensor one: a 0-d tensor of the result dtype (torch's
+    # over the input and the bounds given; a missing bound is the dtype's widest, no bound)
+    res = torch_result(input, *(t for t in (min, max) if isinstance(t, torch.Tensor)))
+    for v in (min, max):
+        if v is not None and not isinstance(v, torch.Tensor):
+            res = scalar_result(res, v)
+    lo, hi = (v if isinstance(v, torch.Tensor) else _bound(v, res, input.device, low)
+              for v, low in ((min, True), (max, False)))
     input, lo, hi = _zero_dims_to_result(input, lo, hi)
     return _ternary(input, lo, hi, TernaryKind.CLAMP.value, 1.0)
 
