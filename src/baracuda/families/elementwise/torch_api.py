@@ -277,23 +277,26 @@ def torch_result(*tensors: torch.Tensor) -> torch.dtype:
     return z if _category(z) > _category(d) else d
 
 
+def zero_dims_to_result(*tensors):
+    """The operands with each 0-d tensor cast to torch's result dtype: a 0-d tensor of the
+    same category as the dimensioned ones does not widen the result (torch's rule), while the
+    plans promote all operands alike."""
+    ts = [t for t in tensors if isinstance(t, torch.Tensor)]
+    if all(t.dim() == 0 for t in ts) or all(t.dim() > 0 for t in ts):
+        return tensors
+    want = torch_result(*ts)
+    return tuple(_cast(t, want) if isinstance(t, torch.Tensor) and t.dim() == 0
+                 and t.dtype != want else t for t in tensors)
+
+
 def _binary_call(kind: BinaryKind, input, other, alpha=1) -> torch.Tensor:
     if not isinstance(input, torch.Tensor) and not isinstance(other, torch.Tensor):
         raise TypeError(f"{kind.value}(): expected at least one tensor argument")
     like = input if isinstance(input, torch.Tensor) else other
     out_dtype = None
     if isinstance(input, torch.Tensor) and isinstance(other, torch.Tensor):
-        want = torch_result(input, other)
-        if want == torch.promote_types(input.dtype, other.dtype):
-            return _binary(input, other, kind.value, float(alpha), None)
-        # a 0-d operand of the same category as the other does not widen the result (torch's
-        # rule): it is narrowed to the result, kept in f32 for halves as a Python number is
-        keep = torch.float32 if want in (torch.float16, torch.bfloat16) else want
-        if input.dim() == 0:
-            input = _cast(input, keep)
-        else:
-            other = _cast(other, keep)
-        return _binary(input, other, kind.value, float(alpha), want if keep != want else None)
+        input, other = zero_dims_to_result(input, other)
+        return _binary(input, other, kind.value, float(alpha), None)
     result = scalar_result(like.dtype, other if like is input else input)
     if not isinstance(input, torch.Tensor):
         input = _scalar_tensor(input, like, result)

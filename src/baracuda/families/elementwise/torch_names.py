@@ -21,6 +21,7 @@ from .torch_api import (
     _uparam,
     scalar_result,
     torch_result,
+    zero_dims_to_result,
 )
 
 _UNARY_TORCH = [
@@ -249,18 +250,6 @@ def _bound(value, dtype: torch.dtype, device, low: bool) -> torch.Tensor:
     return torch.full((), value, dtype=dtype, device=device)
 
 
-def _zero_dims_to_result(*tensors):
-    """The operands with each 0-d tensor cast to torch's result dtype: a 0-d tensor of the
-    same category as the dimensioned ones does not widen the result (torch's rule), while the
-    plans promote all operands alike."""
-    ts = [t for t in tensors if isinstance(t, torch.Tensor)]
-    if all(t.dim() == 0 for t in ts) or all(t.dim() > 0 for t in ts):
-        return tensors
-    want = torch_result(*ts)
-    return tuple(_cast(t, want) if isinstance(t, torch.Tensor) and t.dim() == 0
-                 and t.dtype != want else t for t in tensors)
-
-
 def lerp(input: torch.Tensor, end: torch.Tensor, weight) -> torch.Tensor:
     if _is_num(weight):
         if input.shape == end.shape and input.dtype == end.dtype:
@@ -271,13 +260,13 @@ def lerp(input: torch.Tensor, end: torch.Tensor, weight) -> torch.Tensor:
 
 def addcmul(input: torch.Tensor, tensor1: torch.Tensor, tensor2: torch.Tensor, *,
             value=1) -> torch.Tensor:
-    input, tensor1, tensor2 = _zero_dims_to_result(input, tensor1, tensor2)
+    input, tensor1, tensor2 = zero_dims_to_result(input, tensor1, tensor2)
     return _ternary(input, tensor1, tensor2, TernaryKind.ADDCMUL.value, float(value))
 
 
 def addcdiv(input: torch.Tensor, tensor1: torch.Tensor, tensor2: torch.Tensor, *,
             value=1) -> torch.Tensor:
-    input, tensor1, tensor2 = _zero_dims_to_result(input, tensor1, tensor2)
+    input, tensor1, tensor2 = zero_dims_to_result(input, tensor1, tensor2)
     return _ternary(input, tensor1, tensor2, TernaryKind.ADDCDIV.value, float(value))
 
 
@@ -308,7 +297,7 @@ def clamp(input: torch.Tensor, min=None, max=None) -> torch.Tensor:  # noqa: A00
             res = scalar_result(res, v)
     lo, hi = (v if isinstance(v, torch.Tensor) else _bound(v, res, input.device, low)
               for v, low in ((min, True), (max, False)))
-    input, lo, hi = _zero_dims_to_result(input, lo, hi)
+    input, lo, hi = zero_dims_to_result(input, lo, hi)
     return _ternary(input, lo, hi, TernaryKind.CLAMP.value, 1.0)
 
 
@@ -328,7 +317,7 @@ def where(condition: torch.Tensor, input, other) -> torch.Tensor:
         input = torch.tensor(input, dtype=scalar_result(like.dtype, input), device=like.device)
     if not isinstance(other, torch.Tensor):
         other = torch.tensor(other, dtype=scalar_result(like.dtype, other), device=like.device)
-    input, other = _zero_dims_to_result(input, other)
+    input, other = zero_dims_to_result(input, other)
     return _ternary(condition, input, other, TernaryKind.WHERE.value, 1.0)
 
 
