@@ -561,11 +561,8 @@ def _empty_instance_norm(input, running_mean, running_var, weight, bias, use_inp
     becomes the mean over the batch of its N repeats, NaN for N = 0. Mirrored so that the
     same calls succeed and fail, and the buffers end as torch leaves them."""
     n, c = input.shape[0], input.shape[1]
-    out = input.clone()
-    if weight is not None:
-        out = out * weight.to(input.dtype).repeat(n)[0]
-    if bias is not None:
-        out = out + bias.to(input.dtype).repeat(n)[0]
+    out = _empty_batch_norm(input, None if weight is None else weight.repeat(n),
+                            None if bias is None else bias.repeat(n))
     if use_input_stats:
         with torch.no_grad():
             for t in (running_mean, running_var):
