@@ -4,6 +4,8 @@ masked_fill/select, one_hot, embedding, embedding_bag."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -19,10 +21,16 @@ LIMITS = (Unsupported, NotImplementedError)  # documented limits (prod gradient,
 
 
 def _index(r, shape, n, idx_dtype=None, unique_along=None):
-    """Random indices in [0, n) (sometimes negative or out of range, as torch's errors want)."""
+    """Random indices in [0, n) (on the CPU sometimes negative or out of range, as torch's
+    errors want). A GPU run draws valid indices only: torch's CUDA kernels check bounds with a
+    device-side assert, which kills the worker's CUDA context, and ours checks them on the host
+    in the same code for both devices (the CPU runs cover it)."""
     idx_dtype = idx_dtype or r.choice([torch.int64, torch.int64, torch.int32])
     g = torch.Generator().manual_seed(r.getrandbits(62))
     if n <= 0:
+        if ON_GPU and math.prod(shape):
+            pytest.skip("an index into an empty dim: torch's CUDA kernels assert on the device "
+                        "(the CPU runs compare the error)")
         t = torch.zeros(shape, dtype=torch.int64)
     else:
         t = torch.randint(0, n, tuple(shape), generator=g)
@@ -35,7 +43,7 @@ def _index(r, shape, n, idx_dtype=None, unique_along=None):
         if perm is not None:
             moved = perm.reshape([*(s for i, s in enumerate(shape) if i != d), k])
             t = moved.movedim(-1, d).contiguous()
-    if t.numel() and r.random() < 0.08:
+    if t.numel() and not ON_GPU and r.random() < 0.08:
         flat = t.view(-1)
         flat[r.randrange(flat.numel())] = r.choice([n, n + 3, -n - 1, -1])
     return t.to(DEVICE, idx_dtype)
@@ -235,7 +243,8 @@ def test_one_hot(case):
     shape = dims_for(r, r.randint(0, 3), LONG, TOTAL // 4)
     n = r.randint(1, 9)
     t = _index(r, shape, n, idx_dtype=torch.int64)
-    nc = r.choice([-1, n, n + 2, max(n - 3, 0)])
+    # num_classes under the largest class: torch's CUDA one_hot asserts on the device
+    nc = r.choice([-1, n, n + 2] + ([] if ON_GPU else [max(n - 3, 0)]))
     desc = f"case {case}: one_hot {shape} n={nc}"
     differential(lambda a: bt.one_hot(a, nc), lambda a: F.one_hot(a, nc), [t],
                  element=torch.int64, describe=desc)
@@ -257,10 +266,13 @@ def test_embedding(case):
     desc = (f"case {case}: embedding {dtype} w {[num, dimn]} idx {ishape} pad {padding_idx} "
             f"max_norm {max_norm}/{norm_type} sgbf {scale_grad}")
     if max_norm is not None:
-        # the renorm writes the weight in place (as torch): compare outputs and the weights
-        w_ours, w_ref = w0.clone(), w0.double().clone()
+        # the renorm writes the weight in place (as torch): compare outputs and the weights.
+        # The reference runs on the CPU: torch 2.11's CUDA embedding_renorm_ is wrong for
+        # norm_type 3 (1.6 off the CPU float64 result on the H100, scripts/emb_probe.py;
+        # ours matches the CPU) and sometimes fails its launch ("invalid argument").
+        w_ours, w_ref = w0.clone(), w0.double().cpu()
         try:
-            ref = F.embedding(index, w_ref, padding_idx, max_norm, norm_type)
+            ref = F.embedding(index.cpu(), w_ref, padding_idx, max_norm, norm_type)
         except (IndexError, RuntimeError):
             with pytest.raises(Exception):  # noqa: B017
                 bt.embedding(index, w_ours, padding_idx, max_norm, norm_type)
@@ -269,8 +281,8 @@ def test_embedding(case):
         tol = dict(atol=2e-2, rtol=2e-2) if dtype in (torch.float16, torch.bfloat16) else \
             dict(atol=1e-5, rtol=1e-5)
         assert got.dtype == dtype and got.shape == ref.shape, desc
-        torch.testing.assert_close(got.double(), ref, **tol, msg=desc)
-        torch.testing.assert_close(w_ours.double(), w_ref, **tol, msg=desc + " weight")
+        torch.testing.assert_close(got.double().cpu(), ref, **tol, msg=desc)
+        torch.testing.assert_close(w_ours.double().cpu(), w_ref, **tol, msg=desc + " weight")
         return
     differential(lambda i, ww: bt.embedding(i, ww, padding_idx, None, norm_type, scale_grad),
                  lambda i, ww: F.embedding(i, ww, padding_idx, None, norm_type, scale_grad),
@@ -297,7 +309,7 @@ def test_embedding_bag(case):
         index = _index(r, [n], num)
         cuts = sorted(r.randint(0, n) for _ in range(r.randint(0, 5)))
         offsets = [0, *cuts] + ([n] if include_last else [])
-        if r.random() < 0.05:
+        if not ON_GPU and r.random() < 0.05:  # torch's CUDA check is a device assert
             offsets[0] = 1
         offsets = torch.tensor(offsets, dtype=index.dtype, device=DEVICE)
     psw = None
