@@ -20,6 +20,7 @@ the same autograd formula.
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -71,7 +72,7 @@ def _first_call(plan_cls, desc, args, preference, sig, key, tensors) -> None:
         ws = torch.empty(n, dtype=torch.uint8, device=_first_device(args))
     program = None
     if (sig is not None and tensors and getattr(plan.candidate, "replayable", False)
-            and not interpreter_active()):
+            and REPLAY and not interpreter_active()):
         # raises on a bad signature: nothing is cached then
         program = launch_replay.record(type(plan.candidate).__name__,
                                        lambda: plan.run_trusted(args, ws), [*tensors, ws])
@@ -85,6 +86,9 @@ def _first_call(plan_cls, desc, args, preference, sig, key, tensors) -> None:
 
 
 _TRUSTED: dict = {}
+#: BARACUDA_REPLAY=0 turns launch replay off (every call takes the normal launch path): for
+#: telling a replay fault from a kernel's own when debugging
+REPLAY = os.environ.get("BARACUDA_REPLAY", "1") != "0"
 _TRUSTED_LIMIT = 4096
 
 
