@@ -3,7 +3,11 @@ and ours, each in its own process with CUDA_LAUNCH_BLOCKING=1 (a failed launch s
 attributable). Session 16 on the H100: torch 2.11's CUDA path is off by 1.6 at norm_type 3,
 right at norm_type 2; ours matches the CPU at both.
 
-    python scripts/emb_probe.py
+`python scripts/emb_probe.py sgbf`: torch's CUDA embedding backward with
+scale_grad_by_freq=True and an empty index, between canary tensors: does its failed launch
+("invalid argument") leave other memory changed?
+
+    python scripts/emb_probe.py [sgbf]
 """
 
 from __future__ import annotations
@@ -32,6 +36,27 @@ def one(which: str) -> None:
           "weight err", (w.double().cpu() - ref_w).abs().max().item())
 
 
+def sgbf() -> None:
+    dev = "cuda"
+    canaries = [torch.arange(i, i + 64, device=dev, dtype=torch.int64) for i in range(64)]
+    for trial in range(20):
+        w = torch.randn(12, 9, device=dev, dtype=torch.bfloat16, requires_grad=True)
+        idx = torch.empty(0, dtype=torch.int64, device=dev)
+        try:
+            out = F.embedding(idx, w, None, None, 2.0, True)
+            out.backward(torch.randn_like(out))
+            torch.cuda.synchronize()
+            err = "none"
+        except Exception as exc:  # noqa: BLE001 - the failure is what is probed
+            err = type(exc).__name__ + ": " + str(exc).splitlines()[0]
+        bad = sum(int(not torch.equal(c, torch.arange(i, i + 64, device=dev)))
+                  for i, c in enumerate(canaries))
+        x = torch.randn(8, device=dev)
+        g = torch.gather(x, 0, torch.tensor([7], device=dev))
+        torch.cuda.synchronize()
+        print(f"trial {trial}: torch error {err}; canaries changed {bad}; gather ok {g.item()}")
+
+
 def main() -> None:
     env = dict(os.environ, CUDA_LAUNCH_BLOCKING="1")
     for which in ("torch3", "torch2", "ours3", "ours2"):
@@ -42,4 +67,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    one(sys.argv[1]) if len(sys.argv) > 1 else main()
+    if len(sys.argv) > 1:
+        sgbf() if sys.argv[1] == "sgbf" else one(sys.argv[1])
+    else:
+        main()

@@ -12,6 +12,11 @@ if not torch.cuda.is_available():
 
 import pytest  # noqa: E402
 
+if os.environ.get("BARACUDA_MEMCHECK") and not torch.cuda.is_available():
+    import memcheck  # noqa: E402  - tests/memcheck.py: bounds of every interpreted access
+
+    memcheck.install()
+
 import baracuda  # noqa: E402,F401  - imports (and registers) every family under the right mode
 
 ON_GPU = torch.cuda.is_available()

@@ -261,6 +261,13 @@ def test_embedding(case):
     max_norm = r.choice([None, None, None, 1.0, 0.5])
     norm_type = r.choice([2.0, 1.0, 3.0])
     scale_grad = r.random() < 0.3
+    if ON_GPU and not math.prod(ishape):
+        # torch 2.11's CUDA backward with scale_grad_by_freq and no indices fails its launch
+        # ("invalid argument"). The parallel GPU runs of session 16 that drew such cases also
+        # saw device asserts on valid indices in later tests of the same workers (5 of 6 runs);
+        # without them, 2 of 2 runs were clean (a canary probe, scripts/emb_probe.py sgbf, did
+        # not reproduce a corruption on its own). The CPU runs cover this case.
+        scale_grad = False
     w0 = floats(r, [num, dimn], dtype)
     w = random_layout(r, w0).requires_grad_(max_norm is None)
     desc = (f"case {case}: embedding {dtype} w {[num, dimn]} idx {ishape} pad {padding_idx} "

@@ -1,0 +1,146 @@
+"""A memory checker for the Triton interpreter: every load, store and atomic of an interpreted
+kernel must touch only bytes of the tensors passed to that launch (each tensor's own span, from
+its first to one past its last element, not its whole storage). The GPU does not check this:
+a store a few bytes past an output lands in the caching allocator's neighbouring block (another
+tensor), and shows up later as someone else's wrong value or device assert. Session 16 found
+such faults in parallel GPU fuzz runs that passed one test at a time.
+
+On with BARACUDA_MEMCHECK=1 (tests/conftest.py installs it); a fault raises MemoryFault naming
+the kernel, the access kind and the first bad address relative to the nearest argument.
+Masked-off lanes are not checked (their addresses are never dereferenced). Loads may be
+allowed anywhere inside an argument's storage with BARACUDA_MEMCHECK=storage (a kernel that
+reads a padded buffer's gaps on purpose).
+
+BARACUDA_MEMCHECK=poison also fills every tensor made by torch.empty / empty_like /
+empty_strided / new_empty with 0xFF bytes (NaN, -1): a CPU run then reads garbage wherever
+code reads memory it never wrote (on the GPU such reads see whatever the caching allocator's
+block held last, so results depend on what ran before)."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+
+_STATE = threading.local()
+
+
+class MemoryFault(AssertionError):
+    """An interpreted kernel touched memory outside its arguments."""
+
+
+def _ranges() -> list[tuple[int, int, str]]:
+    return getattr(_STATE, "ranges", [])
+
+
+def _span(t) -> tuple[int, int]:
+    if t.numel() == 0:
+        return t.data_ptr(), 0
+    last = sum((n - 1) * s for n, s in zip(t.shape, t.stride()) if n > 0)
+    return t.data_ptr(), (last + 1) * t.element_size()
+
+
+def _check(kind: str, ptrs, mask) -> None:
+    ranges = _ranges()
+    if not ranges:
+        return
+    addr = np.asarray(ptrs, dtype=np.uint64).reshape(-1)
+    if mask is not None:
+        m = np.broadcast_to(np.asarray(mask, dtype=bool), np.shape(ptrs)).reshape(-1)
+        addr = addr[m]
+    if addr.size == 0:
+        return
+    ok = np.zeros(addr.shape, dtype=bool)
+    for lo, n, _ in ranges:
+        ok |= (addr >= lo) & (addr < lo + n)
+    if ok.all():
+        return
+    bad = int(addr[~ok][0])
+    near = min(ranges, key=lambda r: min(abs(bad - r[0]), abs(bad - (r[0] + r[1]))))
+    rel = bad - near[0]
+    raise MemoryFault(f"{getattr(_STATE, 'kernel', '?')}: {kind} of {int((~ok).sum())} "
+                      f"address(es) outside the arguments; first at byte {rel} of argument "
+                      f"{near[2]} (span {near[1]} bytes)")
+
+
+def install() -> None:
+    """Patch the interpreter (idempotent)."""
+    from triton.runtime import interpreter as itp
+
+    if getattr(itp, "_baracuda_memcheck", False):
+        return
+    itp._baracuda_memcheck = True
+    whole_storage = "storage" in os.environ.get("BARACUDA_MEMCHECK", "")
+    builder = type(itp.interpreter_builder)
+    load, store = builder.create_masked_load, builder.create_masked_store
+    rmw, cas = builder.create_atomic_rmw, builder.create_atomic_cas
+
+    def masked_load(self, ptrs, mask, other, *a):
+        if not whole_storage:
+            _check("load", ptrs.data, mask.data)
+        return load(self, ptrs, mask, other, *a)
+
+    def masked_store(self, ptrs, value, mask, *a):
+        _check("store", ptrs.data, mask.data)
+        return store(self, ptrs, value, mask, *a)
+
+    def atomic_rmw(self, op, ptr, val, mask, *a):
+        _check("atomic", ptr.data, mask.data)
+        return rmw(self, op, ptr, val, mask, *a)
+
+    def atomic_cas(self, ptr, cmp, val, *a):
+        _check("atomic_cas", ptr.data, None)
+        return cas(self, ptr, cmp, val, *a)
+
+    builder.create_masked_load = masked_load
+    builder.create_masked_store = masked_store
+    builder.create_atomic_rmw = atomic_rmw
+    builder.create_atomic_cas = atomic_cas
+
+    init = itp.GridExecutor._init_args_hst
+
+    def init_args(self, args_dev, kwargs):
+        args_hst, kwargs_hst = init(self, args_dev, kwargs)
+        names = list(self.arg_names)
+        ranges = []
+        for i, a in enumerate([*args_hst, *kwargs_hst.values()]):
+            if hasattr(a, "data_ptr") and hasattr(a, "stride"):
+                lo, n = _span(a)
+                if whole_storage:
+                    st = a.untyped_storage()
+                    lo, n = st.data_ptr(), st.nbytes()
+                ranges.append((lo, n, names[i] if i < len(names) else f"#{i}"))
+        _STATE.ranges = ranges
+        _STATE.kernel = getattr(self.fn, "__name__", "?")
+        return args_hst, kwargs_hst
+
+    itp.GridExecutor._init_args_hst = init_args
+    call = itp.GridExecutor.__call__
+
+    def run(self, *args, **kwargs):
+        try:
+            return call(self, *args, **kwargs)
+        finally:
+            _STATE.ranges = []
+
+    itp.GridExecutor.__call__ = run
+    if "poison" in os.environ.get("BARACUDA_MEMCHECK", ""):
+        _poison_empty()
+
+
+def _poison_empty() -> None:
+    import torch
+
+    def poisoned(make):
+        def wrapper(*args, **kwargs):
+            t = make(*args, **kwargs)
+            if t.numel() and not t.is_meta:
+                st = t.untyped_storage()
+                torch.empty(0, dtype=torch.uint8, device=t.device).set_(st).fill_(255)
+            return t
+        return wrapper
+
+    for name in ("empty", "empty_like", "empty_strided"):
+        setattr(torch, name, poisoned(getattr(torch, name)))
+    torch.Tensor.new_empty = poisoned(torch.Tensor.new_empty)
