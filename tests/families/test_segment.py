@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from baracuda.core.errors import BaracudaError, InvalidProblem, Unsupported
 from baracuda.families.segment import reference as ref
 from baracuda.families.segment.torch_api import (
     segment_max,
@@ -115,11 +116,57 @@ def test_deterministic_reruns(device):
 
 
 def test_errors(device):
+    """Malformed calls raise typed errors (a wrong type also as a TypeError, a wrong value as
+    a ValueError), before anything is allocated: a negative num_segments raised torch's
+    RuntimeError from new_empty, 2.5 was truncated to 2, 2**40 tried to allocate the output."""
     x = torch.ones(4, 2, device=device)
-    with pytest.raises(ValueError):
-        segment_sum(x, torch.zeros(3, dtype=torch.int64, device=device), 2)
-    with pytest.raises(TypeError):
-        segment_sum(x, torch.zeros(4, device=device), 2)
+    ids = torch.zeros(4, dtype=torch.int64, device=device)
+    with pytest.raises(InvalidProblem, match="segment_ids must be 1-D"):
+        segment_sum(x, ids[:3], 2)
+    for bad in (torch.zeros(4, device=device), ids.short(), [0, 0, 0, 0]):
+        with pytest.raises(TypeError) as info:
+            segment_sum(x, bad, 2)
+        assert isinstance(info.value, InvalidProblem)
+    for s, err in ((-1, InvalidProblem), (2.5, TypeError), (True, TypeError),
+                   (torch.tensor(2.0), TypeError), (1 << 40, Unsupported)):
+        with pytest.raises(err, match="num_segments") as info:
+            segment_max(x, ids, s)
+        assert isinstance(info.value, BaracudaError)
+    assert segment_sum(x, ids, torch.tensor(3)).shape == (3, 2)
+
+
+@pytest.mark.parametrize("kind", list(FNS))
+@pytest.mark.parametrize("rows", [5, 0])
+def test_inner_dims_beyond_the_kernels_collapse(kind, rows, device):
+    """Inner dims that collapse to more than the kernels' 4 strided dims (a permuted 6-D row,
+    or a padded one; a permuted upstream gradient) run on a contiguous copy: they raised
+    Unsupported, empty data included (an empty tensor is 'contiguous' whatever its strides)."""
+    gen = torch.Generator().manual_seed(7)
+    x0 = torch.rand(rows, 2, 3, 2, 3, 2, 3, generator=gen, dtype=torch.float64) + 0.5
+    x = x0.permute(0, 6, 2, 4, 1, 5, 3).contiguous().permute(0, 4, 2, 6, 3, 5, 1)
+    assert torch.equal(x, x0) and (rows == 0 or not x.is_contiguous())
+    x = x.to(device).requires_grad_()
+    ids = torch.tensor([0, 2, 2, 0, 3][:rows], dtype=torch.int64, device=device)
+    out = FNS[kind](x, ids, 4)
+    assert_close(out, ref.segment_reduce(x0, ids.cpu(), 4, kind)[0], torch.float64)
+    g = torch.rand(4, 3, 2, 3, 2, 3, 2, generator=gen, dtype=torch.float64).to(device)
+    g = g.permute(0, 6, 5, 4, 3, 2, 1)  # [4, 2, 3, 2, 3, 2, 3], strides reversed
+    (dx,) = torch.autograd.grad(out, x, g)
+    (dx_dense,) = torch.autograd.grad(FNS[kind](x, ids, 4), x, g.contiguous())
+    assert_bitwise_equal(dx, dx_dense)
+    _, arg = ref.segment_reduce(x0, ids.cpu(), 4, kind)
+    assert_close(dx, ref.segment_backward(g, ids, kind, rows, x0, arg), torch.float64)
+
+
+def test_mean_backward_without_segments(device):
+    """segment_mean's backward with num_segments=0 (every id dropped): its workspace (one
+    count per segment) was empty, and the plan got no buffer to carve it from."""
+    x = torch.randn(6, 3, device=device, requires_grad=True)
+    ids = torch.tensor([0, 1, 1, 2, 0, 5], device=device)
+    out = segment_mean(x, ids, 0)
+    assert out.shape == (0, 3)
+    (dx,) = torch.autograd.grad(out, x, torch.empty(0, 3, device=device))
+    assert torch.equal(dx, torch.zeros_like(x))
 
 
 def test_opcheck(device):

@@ -82,6 +82,17 @@ def inner_layout(who: str, row_shape, tensors) -> tuple[list[int], list[list[int
     return list(got[0]), [list(x) for x in got[1]]
 
 
+def collapses(row_shape, tensors) -> bool:
+    """Whether the inner dims [D...] of `tensors` (each [rows, D...]), together with those of
+    a dense output, collapse to at most MAX_INNER_DIMS strided dims (the kernels' limit)."""
+    dense, n = [], 1
+    for d in reversed(tuple(row_shape)):
+        dense.append(n)
+        n *= d
+    strides = tuple(tuple(t.stride()[1:]) for t in tensors) + (tuple(reversed(dense)),)
+    return not isinstance(_collapsed(tuple(row_shape), strides), int)
+
+
 def is_flat(shape) -> bool:
     """One collapsed inner dim: kernels index columns without div/mod."""
     return list(shape[:3]) == [1, 1, 1]
@@ -247,8 +258,8 @@ class _BackwardCandidate(Candidate):
 
     def _layout(self, desc) -> Layout:
         n, s = desc.num_rows, desc.num_segments
-        if self.KIND is SegmentKind.MEAN:
-            return Layout.build([("counts", s, torch.int32)])
+        if self.KIND is SegmentKind.MEAN:  # one count at least: no segments, no workspace
+            return Layout.build([("counts", max(s, 1), torch.int32)])
         if self.KIND is SegmentKind.PROD:
             acc = torch.float64 if desc.element is ElementKind.F64 else torch.float32
             return Layout.build(sort_sections(n, s, not self.SORTED) + [

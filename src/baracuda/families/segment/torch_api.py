@@ -8,25 +8,50 @@ promises ascending ids (as in jax, results are unspecified otherwise); `unique_i
 `bucket_size` are accepted and ignored (hints only in jax too). Ids outside
 [0, num_segments) are dropped; an empty segment gives 0 / -inf / +inf / 1 (sum and mean / max /
 min / prod). max / min send the gradient to the first row holding the extremum (NaN wins).
+Any layout of data and of the upstream gradient works (one the kernels cannot index, more than
+4 strided inner dims, is copied). Malformed calls raise InvalidProblem (SegmentArgumentError,
+also a TypeError, for an argument of the wrong type); more segments than the plans' int32
+positions raise Unsupported.
 """
 
 from __future__ import annotations
 
+import operator
+
 import torch
 
+from ...core.errors import InvalidProblem, Unsupported
 from ...frontends.torch.factory import define_op, run_plan
 from .descriptors import (
+    MAX_ROWS,
     SegmentArgs,
     SegmentBackwardArgs,
     SegmentBackwardDescriptor,
     SegmentDescriptor,
     SegmentKind,
 )
-from .plans import BACKWARD_PLANS, FORWARD_PLANS
+from .plans import BACKWARD_PLANS, FORWARD_PLANS, MAX_INNER_DIMS, collapses
 
 __all__ = ["segment_sum", "segment_mean", "segment_max", "segment_min", "segment_prod"]
 
 _EXTREMAL = ("max", "min")
+
+
+class SegmentArgumentError(InvalidProblem, TypeError):
+    """An argument of the wrong type (not a tensor, ids not int32 / int64, num_segments not an
+    int): a TypeError, as jax raises, and one of our typed errors (InvalidProblem)."""
+
+
+def _kernel_ready(t: torch.Tensor, *others: torch.Tensor) -> torch.Tensor:
+    """`t` itself when its inner dims [D...], with those of `others` and a dense output,
+    collapse to the kernels' strided dims (plans.MAX_INNER_DIMS), else a contiguous copy
+    (rare layouts: a permutation or padding of 5 or more inner dims). An empty tensor is
+    contiguous whatever its strides: it is replaced by a dense one (nothing to copy)."""
+    if t.dim() <= MAX_INNER_DIMS + 1 or collapses(t.shape[1:], (t, *others)):
+        return t
+    if t.numel() == 0:
+        return torch.empty(t.shape, dtype=t.dtype, device=t.device)
+    return t.contiguous()
 
 
 def _desc(cls, data, ids, num_segments):
@@ -35,6 +60,7 @@ def _desc(cls, data, ids, num_segments):
 
 def _forward(data: torch.Tensor, segment_ids: torch.Tensor, num_segments: int, kind: str,
              indices_are_sorted: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    data = _kernel_ready(data)
     out = data.new_empty((num_segments, *data.shape[1:]))
     shape = out.shape if kind in _EXTREMAL else (0,)
     arg = torch.empty(shape, dtype=torch.int64, device=data.device)
@@ -53,6 +79,11 @@ def _forward_fake(data, segment_ids, num_segments, kind, indices_are_sorted):
 def _backward_impl(grad_out: torch.Tensor, segment_ids: torch.Tensor, argmax: torch.Tensor,
                    data: torch.Tensor | None, num_rows: int, kind: str,
                    indices_are_sorted: bool) -> torch.Tensor:
+    if data is not None and kind == "prod":
+        data = _kernel_ready(data)
+        grad_out = _kernel_ready(grad_out, data)
+    else:
+        grad_out = _kernel_ready(grad_out)
     shape = (num_rows, *grad_out.shape[1:])
     dx = grad_out.new_empty(shape)
     desc = SegmentBackwardDescriptor.cached(tuple(shape), grad_out.shape[0], grad_out.dtype,
@@ -88,21 +119,42 @@ _segment_reduce = define_op("segment_reduce", _forward, _forward_fake, backward=
                             setup_context=_setup)
 
 
+def _num_segments(who: str, segment_ids: torch.Tensor, num_segments) -> int:
+    name = "num_segments"
+    if num_segments is None:  # jax: max(segment_ids) + 1 (a device sync)
+        num_segments = max(int(segment_ids.max()) + 1, 0) if segment_ids.numel() else 0
+        name = "num_segments (max(segment_ids) + 1)"
+    if isinstance(num_segments, (bool, float)) or (
+            isinstance(num_segments, torch.Tensor) and num_segments.is_floating_point()):
+        raise SegmentArgumentError(f"{who}: num_segments must be an int or None, got "
+                                   f"{num_segments!r}")
+    try:
+        s = operator.index(num_segments)
+    except TypeError:
+        raise SegmentArgumentError(f"{who}: num_segments must be an int or None, got "
+                                   f"{type(num_segments).__name__}") from None
+    if s < 0:
+        raise InvalidProblem(f"{who}: num_segments must be >= 0, got {s}")
+    if s > MAX_ROWS:  # (before the output is allocated)
+        raise Unsupported(f"{who}: {name} must be <= {MAX_ROWS}, got {s}")
+    return s
+
+
 def _call(kind: str, data, segment_ids, num_segments, indices_are_sorted):
-    if not isinstance(data, torch.Tensor) or not isinstance(segment_ids, torch.Tensor):
-        raise TypeError(f"segment_{kind}: data and segment_ids must be torch tensors")
+    who = f"segment_{kind}"
+    for name, t in (("data", data), ("segment_ids", segment_ids)):
+        if not isinstance(t, torch.Tensor):
+            raise SegmentArgumentError(f"{who}: {name} must be a torch.Tensor, got "
+                                       f"{type(t).__name__}")
     if segment_ids.dim() != 1 or data.dim() < 1 or segment_ids.shape[0] != data.shape[0]:
-        raise ValueError(
-            f"segment_{kind}: segment_ids must be 1-D with data.shape[0] entries; got "
+        raise InvalidProblem(
+            f"{who}: segment_ids must be 1-D with data.shape[0] entries; got "
             f"segment_ids.shape {tuple(segment_ids.shape)}, data.shape {tuple(data.shape)}")
     if segment_ids.dtype not in (torch.int32, torch.int64):
-        raise TypeError(f"segment_{kind}: segment_ids must be int32 or int64, "
-                        f"got {segment_ids.dtype}")
-    if num_segments is None:
-        num_segments = int(segment_ids.max()) + 1 if segment_ids.numel() else 0
-        num_segments = max(num_segments, 0)
-    num_segments = int(num_segments)
-    out, _ = _segment_reduce(data, segment_ids, num_segments, kind, bool(indices_are_sorted))
+        raise SegmentArgumentError(f"{who}: segment_ids must be int32 or int64, got "
+                                   f"{segment_ids.dtype}")
+    s = _num_segments(who, segment_ids, num_segments)
+    out, _ = _segment_reduce(data, segment_ids, s, kind, bool(indices_are_sorted))
     return out
 
 
