@@ -270,3 +270,272 @@ def test_clamp_int_input_with_a_tensor_bound_matches_torch(bounds):
     got, want = bt.clamp(x, **kw), torch.clamp(x, **kw)
     assert got.dtype == want.dtype
     torch.testing.assert_close(got, want)
+
+
+# -- torch's signatures and promotion rules (differential against torch on the CPU) -------------
+
+
+def _outcome(fn, *args):
+    """(dtype, values) of a call, or the exception type it raised."""
+    try:
+        out = fn(*args)
+    except Exception as exc:  # noqa: BLE001 - the raise is the outcome compared
+        return type(exc)
+    return out
+
+
+_BINARY_NAMES = ["add", "sub", "mul", "div", "true_divide", "floor_divide", "pow", "atan2",
+                 "arctan2", "hypot", "copysign", "maximum", "minimum", "fmax", "fmin",
+                 "remainder", "fmod", "xlogy", "logaddexp", "logaddexp2", "nextafter",
+                 "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift",
+                 "bitwise_right_shift", "logical_and", "logical_or", "logical_xor", "eq", "lt",
+                 "isclose"]
+
+
+@pytest.mark.parametrize("name", _BINARY_NAMES)
+def test_python_number_operands_follow_torchs_signature(name):
+    """A Python number where torch's signature takes one (add(2, t), fmod(t, 2), ...) computes
+    as torch's; where it takes only a Tensor (maximum, atan2, logical_*, fmod's input, ...)
+    ours raises torch's TypeError."""
+    f = torch.tensor([0.5, 1.25, -2.0], device=DEVICE)
+    i = torch.tensor([1, 2, 5], device=DEVICE)
+    for args in [(f, 2.0), (2.0, f), (f, 3), (3, f), (i, 2), (2, i), (f, True), (True, f)]:
+        want = _outcome(getattr(torch, name), *[a.cpu() if isinstance(a, torch.Tensor) else a
+                                                for a in args])
+        got = _outcome(getattr(bt, name), *args)
+        what = f"{name}{tuple(type(a).__name__ for a in args)}"
+        if isinstance(want, type):
+            assert isinstance(got, type), f"{what}: torch raises {want.__name__}, ours returned"
+            if want is TypeError:
+                assert got is TypeError, f"{what}: torch's TypeError, ours {got.__name__}"
+            continue
+        assert not isinstance(got, type), f"{what}: torch computes, ours raised {got.__name__}"
+        assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} != torch's {want.dtype}"
+        ref = getattr(torch, name)(*[a.cpu().double() if isinstance(a, torch.Tensor)
+                                     and a.is_floating_point() else
+                                     a.cpu() if isinstance(a, torch.Tensor) else a
+                                     for a in args])
+        if want.is_floating_point():
+            assert_close(got, ref, want.dtype, what)
+        else:
+            assert torch.equal(got.cpu(), want), what
+
+
+def test_fmax_fmin_of_bool_compute_as_torch():
+    a = torch.tensor([True, False, True, False], device=DEVICE)
+    b = torch.tensor([False, False, True, True], device=DEVICE)
+    for name in ("fmax", "fmin"):
+        got, want = getattr(bt, name)(a, b), getattr(torch, name)(a.cpu(), b.cpu())
+        assert got.dtype == torch.bool and torch.equal(got.cpu(), want)
+    # bool beside a float: promoted as torch, the float's NaN ignored
+    f = torch.tensor([0.5, math.nan, -1.0, 2.0], device=DEVICE)
+    got = bt.fmax(a, f)
+    assert got.dtype == torch.float32
+    assert_close(got, torch.fmax(a.cpu().double(), f.cpu().double()), E.F32)
+
+
+@pytest.mark.parametrize("name", ["atan2", "copysign", "xlogy", "div", "logaddexp",
+                                  "logaddexp2", "hypot", "nextafter"])
+@pytest.mark.parametrize("dtypes", [(torch.bool, torch.bool), (torch.int32, torch.int32),
+                                    (torch.int64, torch.bool), (torch.int32, torch.float16),
+                                    (torch.bool, torch.bfloat16), (torch.uint8, torch.float64)])
+def test_float_binary_ops_on_integer_and_bool_inputs_follow_torch(name, dtypes):
+    """atan2 / copysign / xlogy / div promote integer and bool inputs to float32 (the default
+    float dtype); logaddexp, hypot and nextafter take them only beside a float operand."""
+    a = torch.tensor([1, 0, 3, 2], device=DEVICE).to(dtypes[0])
+    b = torch.tensor([1, 1, 0, 2], device=DEVICE).to(dtypes[1])
+    want = _outcome(getattr(torch, name), a.cpu(), b.cpu())
+    got = _outcome(getattr(bt, name), a, b)
+    if isinstance(want, type):
+        assert got is bc.Unsupported, f"torch raises {want.__name__}, ours {got}"
+        return
+    assert got.dtype == want.dtype
+    if name == "nextafter":  # a step in the result dtype: bit-exact against torch's own
+        assert torch.equal(got.cpu(), want)
+        return
+    ref = getattr(torch, name)(a.cpu().double(), b.cpu().double())
+    assert_close(got, ref, want.dtype)
+
+
+def test_integer_inputs_promote_to_the_default_float_dtype():
+    i = torch.tensor([1, 2, 3], device=DEVICE)
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        for fn, ref in ((lambda t: bt.atan2(t, t), lambda t: torch.atan2(t, t)),
+                        (lambda t: bt.div(t, 2), lambda t: torch.div(t, 2)), (bt.sqrt, torch.sqrt),
+                        (bt.sigmoid, torch.sigmoid), (F.softsign, F.softsign)):
+            got, want = fn(i), ref(i.cpu())
+            assert got.dtype == want.dtype == torch.float64
+            assert_close(got, want, E.F64)
+    finally:
+        torch.set_default_dtype(old)
+
+
+@pytest.mark.parametrize("name,bool_pos", [("pow", 1), ("atan2", 0), ("logaddexp", 0),
+                                           ("logaddexp2", 1)])
+def test_bool_operand_in_torchs_derivative_formula_raises_in_backward(name, bool_pos):
+    """torch's derivative of pow (exponent), atan2 (y) and logaddexp subtracts or negates the
+    other operand: a bool one makes torch's backward raise, the forward computes."""
+    x = torch.tensor([0.5, 1.5], device=DEVICE, requires_grad=True)
+    m = torch.tensor([True, False], device=DEVICE)
+    args = (m, x) if bool_pos == 0 else (x, m)
+    out = getattr(bt, name)(*args)
+    assert_close(out, getattr(torch, name)(*[t.detach().cpu().double() if t.is_floating_point()
+                                              else t.cpu() for t in args]), E.F32)
+    with pytest.raises(RuntimeError):
+        out.sum().backward()
+    # the other side of atan2 / pow reads the bool as a number, as torch's
+    other = (x, m) if bool_pos == 0 else (m, x)
+    if name in ("pow", "atan2"):
+        (g,) = torch.autograd.grad(getattr(bt, name)(*other).sum(), x)
+        xr = x.detach().cpu().double().requires_grad_()
+        ref_args = (xr, m.cpu()) if bool_pos == 0 else (m.cpu(), xr)
+        (gr,) = torch.autograd.grad(getattr(torch, name)(*ref_args).sum(), xr)
+        assert_close(g, gr, E.F32, "grad")
+
+
+_UNARY_PROMOTING = ["reciprocal", "sqrt", "rsqrt", "exp", "exp2", "expm1", "log", "log2",
+                    "log10", "log1p", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
+                    "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "erfinv", "lgamma",
+                    "digamma", "i0", "sigmoid", "sinc", "logit", "softsign", "tanhshrink",
+                    "sign", "square", "relu6", "gelu", "silu", "frac", "neg", "abs"]
+
+
+@pytest.mark.parametrize("name", _UNARY_PROMOTING)
+@pytest.mark.parametrize("dtype", [torch.bool, torch.uint8, torch.int32, torch.int64])
+def test_unary_integer_and_bool_inputs_follow_torch(name, dtype):
+    """Float math of an integer or bool input returns torch's float32 (bool included, except
+    where torch's composite formula rejects bool: softsign, tanhshrink); sign keeps bool,
+    square of bool is int64, relu6 clamps an integer in its own dtype."""
+    ref_fn = getattr(F, name) if name in ("softsign", "tanhshrink", "relu6", "gelu",
+                                          "silu") else getattr(torch, name)
+    x = torch.tensor([0, 1, 3, 1, 0, 2], device=DEVICE).to(dtype)
+    want = _outcome(ref_fn, x.cpu())
+    got = _outcome(getattr(bt, name), x)
+    if isinstance(want, type):
+        assert isinstance(got, type), f"torch raises {want.__name__}, ours returned"
+        return
+    assert not isinstance(got, type), f"torch computes, ours raised {got.__name__}"
+    assert got.dtype == want.dtype
+    if want.is_floating_point():
+        assert_close(got, ref_fn(x.cpu().double()), E.F32, scale=2)
+    else:
+        assert torch.equal(got.cpu(), want)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int8, torch.uint8])
+def test_hardtanh_and_threshold_of_integers_follow_torch(dtype):
+    """torch converts the bounds / threshold and value to the integer type (truncated toward
+    zero, checked against its range) and computes in it."""
+    x = torch.tensor([0, 1, 2, 5, 7, 100], device=DEVICE).to(dtype)
+    if dtype != torch.uint8:
+        x = x - 3
+    calls = [lambda m, t: m.hardtanh(t, 0.0, 2.5), lambda m, t: m.hardtanh(t, -1.9, 6.7),
+             lambda m, t: m.threshold(t, 1.5, 9.7), lambda m, t: m.threshold(t, 2, -9),
+             lambda m, t: m.threshold(t, 0.5, 300.0), lambda m, t: m.relu6(t)]
+    for k, call in enumerate(calls):
+        want = _outcome(call, F, x.cpu())
+        got = _outcome(call, bt, x)
+        if isinstance(want, type):
+            assert isinstance(got, type), f"call {k}: torch raises {want.__name__}"
+            continue
+        assert not isinstance(got, type), f"call {k}: torch computes, ours raised {got}"
+        assert got.dtype == want.dtype and torch.equal(got.cpu(), want), f"call {k}"
+
+
+def test_nextafter_half_types_step_one_ulp_as_torch():
+    """nextafter in f16 / bf16 steps in the type's own bits (torch supports both): bit-exact
+    against torch's CPU kernel, at zeros, subnormals, infinities and NaN."""
+    vals = [0.0, -0.0, 1.0, -1.0, 1e-40, -1e-40, 6e-8, 3.5, -2.25, math.inf, -math.inf,
+            math.nan, 65504.0, 1e30]
+    a = torch.tensor([x for x in vals for _ in vals], dtype=torch.float64)
+    b = torch.tensor([y for _ in vals for y in vals], dtype=torch.float64)
+    for dt in (torch.float16, torch.bfloat16):
+        ha, hb = a.to(dt), b.to(dt)
+        got = bt.nextafter(ha.to(DEVICE), hb.to(DEVICE)).cpu()
+        want = torch.nextafter(ha, hb)
+        assert got.dtype == dt
+        nan = want.isnan()
+        assert torch.equal(got.isnan(), nan)
+        assert torch.equal(got[~nan].view(torch.int16), want[~nan].view(torch.int16))
+    # an integer beside a half: the half's steps
+    i = torch.tensor([1, 0, -3], device=DEVICE)
+    h = torch.tensor([2.0, -1.0, -3.0], dtype=torch.bfloat16, device=DEVICE)
+    assert torch.equal(bt.nextafter(i, h).cpu(), torch.nextafter(i.cpu(), h.cpu()))
+
+
+@pytest.mark.parametrize("wdtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64,
+                                    torch.int64])
+def test_lerp_weight_of_another_dtype_follows_torch(wdtype):
+    """A 0-d weight of any dtype promotes as a 0-d operand (the result keeps input's float
+    dtype; its gradient comes back in the weight's dtype); a weight with dims must have
+    input's dtype, as torch."""
+    a = _x(3, 4, dtype=torch.float32, seed=1)
+    b = _x(3, 4, dtype=torch.float32, seed=2)
+    w = torch.tensor(0.3, device=DEVICE).to(wdtype)
+    if wdtype.is_floating_point:
+        w.requires_grad_()
+    out = bt.lerp(a, b, w)
+    assert out.dtype == torch.float32
+    refs = [t.detach().cpu().double().requires_grad_(t.requires_grad) for t in (a, b, w)]
+    want = torch.lerp(refs[0], refs[1], refs[2].to(wdtype).double())
+    assert_close(out, want, E.F32, scale=2)
+    diff = [t for t in (a, b, w) if t.requires_grad]
+    dy = _x(3, 4, dtype=torch.float32, grad=False, seed=3)
+    grads = torch.autograd.grad(out, diff, dy)
+    grads_ref = torch.autograd.grad(want, [r for r in refs if r.requires_grad], dy.cpu().double())
+    for g, gr, t in zip(grads, grads_ref, diff):
+        assert g.dtype == t.dtype
+        # as precise as the coarser of the weight's dtype and the f32 math
+        el = t.dtype if t.dtype in (torch.float16, torch.bfloat16) else torch.float32
+        assert_close(g, gr, el, "grad", scale=4)
+    if wdtype != torch.float32:
+        with pytest.raises(bc.InvalidProblem, match="weight"):
+            bt.lerp(a, b, torch.full((4,), 0.3, device=DEVICE).to(wdtype))
+
+
+def test_lerp_promotion_of_integer_and_zero_dim_operands_follows_torch():
+    i, j = (torch.tensor(v, device=DEVICE) for v in ([1, 2, 3], [4, 8, 16]))
+    out = bt.lerp(i, j, torch.tensor(0.25, device=DEVICE))  # integer start and end: float
+    assert out.dtype == torch.float32
+    assert_close(out, torch.lerp(i.cpu().double(), j.cpu().double(), 0.25), E.F32)
+    with pytest.raises(bc.Unsupported):
+        bt.lerp(i, j, 0.5)  # a Python number weight keeps input's integer dtype: no kernel
+    h = [torch.tensor(v, dtype=torch.float16, device=DEVICE) for v in (1.0, 1000.0)]
+    w = torch.tensor(0.30007, dtype=torch.float64, device=DEVICE)
+    out = bt.lerp(h[0], h[1], w)  # all 0-d: promoted together, f64
+    assert out.dtype == torch.float64
+    assert_close(out, torch.lerp(h[0].cpu().double(), h[1].cpu().double(), w.cpu()), E.F64)
+    with pytest.raises(bc.InvalidProblem, match="end"):
+        bt.lerp(i.float(), j.double(), 0.5)
+    # a bool weight: forward as torch, input's gradient raises as torch's formula does
+    x = _x(3, dtype=torch.float32)
+    m = torch.tensor(True, device=DEVICE)
+    out = bt.lerp(x, j.float(), m)
+    assert_close(out, torch.lerp(x.detach().cpu().double(), j.cpu().double(), m.cpu()), E.F32)
+    with pytest.raises(RuntimeError, match="bool"):
+        out.sum().backward()
+
+
+def test_clamp_of_bool_and_mixed_bounds_follow_torch():
+    """Bool clamp with one tensor bound is torch's clamp_min / clamp_max (maximum / minimum);
+    with two it has no kernel in torch. A number beside a tensor bound takes torch's number
+    signature: a 0-d tensor passes as a number, a dimensioned or grad-requiring one raises."""
+    m = torch.tensor([True, False, True, False], device=DEVICE)
+    lo = torch.tensor([[True, True, False, False]] * 2, device=DEVICE)
+    for kw in (dict(min=lo), dict(max=lo), dict(min=torch.tensor(False, device=DEVICE))):
+        got, want = bt.clamp(m, **kw), torch.clamp(m.cpu(), **{k: v.cpu() for k, v in kw.items()})
+        assert got.dtype == want.dtype and torch.equal(got.cpu(), want)
+    with pytest.raises(bc.Unsupported):
+        bt.clamp(m, lo, lo)
+    x = torch.tensor([-5, 0, 3, 9], device=DEVICE)
+    bf = torch.tensor(0.5, dtype=torch.bfloat16, device=DEVICE)
+    got, want = bt.clamp(x, bf, 2), torch.clamp(x.cpu(), bf.cpu(), 2)
+    assert got.dtype == want.dtype == torch.float32
+    assert_close(got, want.double(), E.F32)
+    f = _x(4, dtype=torch.float32, grad=False)
+    with pytest.raises(TypeError):
+        bt.clamp(f, torch.zeros(4, device=DEVICE), 2.5)
+    with pytest.raises(TypeError):
+        bt.clamp(f, 0.5, torch.tensor(1.0, device=DEVICE, requires_grad=True))

@@ -12,7 +12,6 @@ import torch
 import torch.nn.functional as F
 
 import baracuda.torch as bt
-from baracuda.core.errors import InvalidProblem, Unsupported
 from fuzz import DEVICE, case_ids, differential, dims_for, floats, random_layout, rng_for
 
 FLOATS = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
@@ -55,6 +54,7 @@ UNARY.update({
     "acosh": (bt.acosh, torch.acosh, _domain(lo=1.0), 1.0),
     "tan": (bt.tan, torch.tan, _domain(-1.3, 1.3), 1.0),
 })
+UNARY["square"] = (bt.square, torch.square, _domain(), 2.0)
 UNARY.update({n: (getattr(bt, n), getattr(F, n), _domain(), 3.0) for n in [
     "mish", "relu6", "hardswish", "hardsigmoid", "silu", "selu", "softsign", "tanhshrink",
     "logsigmoid", "relu", "gelu", "softplus"]})
@@ -138,8 +138,8 @@ def test_unary_matches_torch(case):
     if r.random() < 0.12:
         dtype = r.choice(INTS)  # torch's integer -> float promotion of unary math (or errors)
         x = _int_tensor(r, shape, dtype, -3, 3)
-        # known limit: float-only kinds reject integer / bool inputs torch promotes
-        _run(case, name, ours, theirs, [random_layout(r, x)], allowed=(Unsupported,))
+        # torch promotes, keeps or rejects each: ours must do the same
+        _run(case, name, ours, theirs, [random_layout(r, x)])
         return
     dtype = r.choice(FLOATS)
     outside = r.random() < 0.15  # out of the domain: torch's NaN / inf results are the contract
@@ -212,7 +212,7 @@ def test_unary_param_matches_torch(case):
     name, ours, theirs, domain, diff, extra = _uparam_case(r)
     shape = _shape(r)
     if r.random() < 0.15 and name in ("clamp", "add_s", "sub_s", "mul_s", "pow", "div_s",
-                                      "rsub_s", "rpow"):
+                                      "rsub_s", "rpow", "hardtanh", "threshold"):
         x = random_layout(r, _int_tensor(r, shape, r.choice(INTS), 0 if name == "pow" else -5, 5))
         _run(case, name, ours, theirs, [x], extra=str(extra))
         return
@@ -250,9 +250,6 @@ _DENOM = {"div", "div_trunc", "div_floor", "floor_divide", "remainder", "fmod"}
 _ROUNDING = {"div_trunc", "div_floor", "floor_divide", "remainder", "fmod"}
 _INT_ONLY = {"bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift",
              "bitwise_right_shift"}
-# torch takes a Python number for the second operand of these only (ours takes one anywhere)
-_SCALAR_OK = {"add", "sub", "mul", "div", "div_trunc", "div_floor", "floor_divide", "pow",
-              "remainder", "fmod", "xlogy", "copysign"} | _INT_ONLY
 _NO_GRAD = {"nextafter", "div_trunc", "div_floor", "floor_divide"} | _INT_ONLY
 
 
@@ -306,10 +303,7 @@ def test_binary_matches_torch(case):
     name = r.choice(sorted(BINARY))
     ours, theirs = BINARY[name]
     (sa, sb), bad = _broadcast_shapes(r, 2)
-    # (torch's logaddexp rejects bool through an internal subtraction: not fuzzed)
     pool = FLOATS + INTS if r.random() < 0.4 else FLOATS
-    if name.startswith("logaddexp"):
-        pool = [d for d in pool if d != torch.bool]
     if name in _INT_ONLY:
         pool = INTS
     da, db = r.choice(pool), r.choice(pool)
@@ -318,14 +312,12 @@ def test_binary_matches_torch(case):
     grad = name not in _NO_GRAD
     a = _operand(r, sa, da, name=name, grad=grad, scalar_ok=False)
     b = _operand(r, sb, db, name=name, denom=name in _DENOM, grad=grad,
-                 scalar_ok=name in _SCALAR_OK)
+                 scalar_ok=True)  # torch takes a number in some positions of some ops
     if r.random() < 0.2 and not isinstance(b, torch.Tensor):
         a, b = b, a  # a Python number first
         if name in _DENOM or name == "pow":
             return
-    # known limit: nextafter takes f32/f64 only
-    _run(case, name, ours, theirs, [a, b], scale=8.0, grad_scale=2.0, extra=f"bad={bad}",
-         allowed=(Unsupported,) if name == "nextafter" else ())
+    _run(case, name, ours, theirs, [a, b], scale=8.0, grad_scale=2.0, extra=f"bad={bad}")
 
 
 TERNARY = {
@@ -345,7 +337,7 @@ def test_ternary_matches_torch(case):
     shapes, bad = _broadcast_shapes(r, 3)
     dts = [r.choice(FLOATS)] * 3
     if r.random() < 0.3:
-        ints = INTS[:2] if name in ("clamp", "where") else []  # torch's addc* keep input's dtype
+        ints = INTS if name in ("clamp", "where") else []  # torch's addc* keep input's dtype
         dts = [r.choice(FLOATS + ints) for _ in range(3)]
     if name == "clamp" and not bad:  # torch's clamp keeps the input's shape
         shapes[0] = list(torch.broadcast_shapes(*[tuple(x) for x in shapes]))
@@ -357,23 +349,30 @@ def test_ternary_matches_torch(case):
             if r.random() < 0.15:
                 ops[i] = r.choice([1.5, -2, 0])
     if name == "lerp" and r.random() < 0.4:
-        ops[2] = r.choice([0.25, 0.75, -0.5, 1])
+        ops[2] = r.choice([0.25, 0.75, -0.5, 1, True])
         if r.random() < 0.7:
             ops[1] = _operand(r, shapes[0], dts[0], name=name, scalar_ok=False)
+    elif name == "lerp" and r.random() < 0.4:
+        # a 0-d weight of any dtype promotes as a 0-d operand (integer start and end too)
+        ops[2] = _operand(r, [], r.choice(FLOATS + INTS), name=name, scalar_ok=False)
+        if r.random() < 0.3:
+            dt = r.choice(INTS[:2])
+            ops[:2] = [_operand(r, s, dt, name=name, scalar_ok=False) for s in shapes[:2]]
     if name == "clamp":
         for i in (1, 2):
             if r.random() < 0.2:
                 ops[i] = None
         if ops[1] is None and ops[2] is None:
             ops[2] = 1.0
+        if r.random() < 0.15:  # a number beside a tensor bound: torch takes it beside a 0-d one
+            ops[r.choice([1, 2])] = r.choice([-0.5, 1, 2.5, True])
         if isinstance(ops[1], torch.Tensor) and isinstance(ops[2], torch.Tensor):
             with torch.no_grad():  # min < max most of the time, not always
-                if r.random() < 0.8 and ops[1].is_floating_point() == ops[2].is_floating_point():
+                if (r.random() < 0.8 and not bad
+                        and ops[1].is_floating_point() == ops[2].is_floating_point()):
                     ops[2] = (torch.maximum(ops[1], ops[2]).detach().clone()
                               .requires_grad_(ops[2].requires_grad))
-    # known limit: lerp wants one dtype where torch lets a 0-d weight differ
-    _run(case, name, ours, theirs, ops, scale=8.0, grad_scale=2.0, extra=f"bad={bad}",
-         allowed=(InvalidProblem,) if name == "lerp" else ())
+    _run(case, name, ours, theirs, ops, scale=8.0, grad_scale=2.0, extra=f"bad={bad}")
 
 
 CMP = {n: (getattr(bt, n), getattr(torch, n)) for n in ["eq", "ne", "lt", "le", "gt", "ge"]}
@@ -391,7 +390,9 @@ def test_compare_matches_torch(case):
     db = da if r.random() < 0.5 else r.choice(FLOATS + INTS)
     # quarters: the f64 copy compares as the dtype's values do
     a = _operand(r, sa, da, name="remainder", grad=False, scalar_ok=False)
-    b = _operand(r, sb, db, name="remainder", grad=False, scalar_ok=name != "isclose")
+    b = _operand(r, sb, db, name="remainder", grad=False, scalar_ok=True)
+    if not isinstance(b, torch.Tensor) and r.random() < 0.3:
+        a, b = b, a  # torch's comparisons take a number second only
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and r.random() < 0.3:
         b = a.detach().clone() if a.shape == torch.Size(sb) else b
     _run(case, name, ours, theirs, [a, b], extra=f"bad={bad}")

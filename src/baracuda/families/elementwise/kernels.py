@@ -72,6 +72,16 @@ def _out(v, ptr):
 
 
 @triton.jit
+def _to_acc(v, ACC: tl.constexpr):
+    """v in the compute type; an integer or bool into a half (ACC of a `native` kind) goes
+    through f32 (the interpreter reads an integer cast to bf16 as its bits)."""
+    if (ACC == tl.float16 or ACC == tl.bfloat16) and not v.dtype.is_floating():
+        return v.to(tl.float32).to(ACC)
+    else:
+        return v.to(ACC)
+
+
+@triton.jit
 def unary_kernel(
     x_ptr, y_ptr, N, S1, S2, S3,
     xs0, xs1, xs2, xs3, ys0, ys1, ys2, ys3,
@@ -117,8 +127,8 @@ def binary_kernel(
     ao = _off(c0, c1, c2, c3, as0, as1, as2, as3, MODE)
     bo = _off(c0, c1, c2, c3, bs0, bs1, bs2, bs3, MODE)
     yo = _off(c0, c1, c2, c3, ys0, ys1, ys2, ys3, MODE)
-    a = tl.load(a_ptr + ao, mask=m, other=1).to(ACC)
-    b = tl.load(b_ptr + bo, mask=m, other=1).to(ACC)
+    a = _to_acc(tl.load(a_ptr + ao, mask=m, other=1), ACC)
+    b = _to_acc(tl.load(b_ptr + bo, mask=m, other=1), ACC)
     y = apply_binary(a, b, join_f64(p0h, p0l, ACC), join_f64(p1h, p1l, ACC), OP)
     tl.store(y_ptr + yo, _out(y, y_ptr), mask=m)
 

@@ -34,9 +34,13 @@ _TL = {
 }
 
 
-def acc_type(element: ElementKind):
-    """The `tl` type a kernel computes in (halves in f32, bool as int8)."""
-    return _TL[element]
+_NATIVE = {ElementKind.F16: tl.float16, ElementKind.BF16: tl.bfloat16}
+
+
+def acc_type(element: ElementKind, native: bool = False):
+    """The `tl` type a kernel computes in (halves in f32, bool as int8); `native` keeps halves
+    in their own type (kinds that work on the bits, table.Row.native)."""
+    return (native and _NATIVE.get(element)) or _TL[element]
 
 
 def acc_torch(element: ElementKind) -> torch.dtype:

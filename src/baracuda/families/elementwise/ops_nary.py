@@ -59,20 +59,43 @@ def _min_nan(a, b):
 
 
 @triton.jit
+def _order_key(bits, MAG: tl.constexpr):
+    """A float's bits as an integer ordered as the floats are (-0 and +0 both 0)."""
+    mag = bits & MAG
+    return tl.where(bits < 0, -mag, mag)
+
+
+@triton.jit
 def _nextafter(a, b):
+    """C nextafter on the bits, in the operands' own type (f16, bf16, f32, f64): integer
+    compares only, so subnormals count on hardware that flushes them in float compares."""
     if a.dtype == tl.float64:
         ai = a.to(tl.int64, bitcast=True)
-        one = tl.full(a.shape, 1, tl.int64)
-        tiny = one.to(tl.float64, bitcast=True)
-    else:
+        bi = b.to(tl.int64, bitcast=True)
+        MAG: tl.constexpr = 0x7FFFFFFFFFFFFFFF
+        INF: tl.constexpr = 0x7FF0000000000000
+    elif a.dtype == tl.float32:
         ai = a.to(tl.int32, bitcast=True)
-        one = tl.full(a.shape, 1, tl.int32)
-        tiny = one.to(tl.float32, bitcast=True)
-    up = (a < b) == (a > 0)
-    stepped = tl.where(up, ai + one, ai - one).to(a.dtype, bitcast=True)
-    r = tl.where(a == 0, tl.where(b > 0, tiny, -tiny), stepped)
-    r = tl.where(a == b, b, r)
-    return tl.where((a != a) | (b != b), a + b, r)
+        bi = b.to(tl.int32, bitcast=True)
+        MAG: tl.constexpr = 0x7FFFFFFF
+        INF: tl.constexpr = 0x7F800000
+    else:  # halves: their 16 bits, sign-extended to int32
+        ai = a.to(tl.int16, bitcast=True).to(tl.int32)
+        bi = b.to(tl.int16, bitcast=True).to(tl.int32)
+        MAG: tl.constexpr = 0x7FFF
+        INF: tl.constexpr = 0x7C00 if a.dtype == tl.float16 else 0x7F80
+    ka = _order_key(ai, MAG)
+    kb = _order_key(bi, MAG)
+    up = (ka < kb) == (ka > 0)  # away from zero
+    r = tl.where(up, ai + 1, ai - 1)
+    r = tl.where(ka == 0, tl.where(kb > 0, 1, -MAG), r)  # the smallest subnormal toward b
+    r = tl.where(ka == kb, bi, r)
+    r = tl.where((bi & MAG) > INF, bi, r)  # NaN in, NaN out
+    r = tl.where((ai & MAG) > INF, ai, r)
+    if a.dtype == tl.float64 or a.dtype == tl.float32:
+        return r.to(a.dtype, bitcast=True)
+    else:
+        return r.to(tl.int16).to(a.dtype, bitcast=True)
 
 
 @triton.jit

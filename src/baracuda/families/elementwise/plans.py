@@ -5,8 +5,9 @@ ternary, comparison, cast and gated activations, forward and backward.
 domain); forward and derivative formulas are that code's branch in `ops.py`. Torch's
 conventions at kinks, singularities, +-inf and NaN.
 
-**Dtypes / shape**: floats f32/f16/bf16/f64 (halves compute in f32, f64 in f64); integer and
-bool inputs where the kind's rule allows (`table.py`). Ranks 0..8; binary, ternary and
+**Dtypes / shape**: floats f32/f16/bf16/f64 (halves compute in f32, f64 in f64; nextafter
+steps in each type's own bits); integer and bool inputs where the kind's rule allows
+(`table.py`). Ranks 0..8; binary, ternary and
 comparison operands broadcast like torch and promote like torch. Any non-negative strides
 (stride 0 = broadcast); dims are collapsed on the host and the kernels index up to 4 collapsed
 dims per launch (unit-stride operands are vectorized on the flat path).
@@ -300,8 +301,9 @@ class TritonBinary(_Triton):
 
     def launch(self, desc, args, workspace) -> None:
         _, compute = binary_types("BinaryPlan", desc)
+        row = BINARY[desc.kind]
         launch_map(binary_kernel, desc.shape, [args.a, args.b, args.y], params(desc.alpha, 0.0),
-                   OP=BINARY[desc.kind].code, ACC=acc_type(compute))
+                   OP=row.code, ACC=acc_type(compute, row.native))
 
 
 @register_plan

@@ -92,8 +92,6 @@ def _binary_combos(scale):
             continue
         if row.ints not in ("int",):
             for el in FLOATS:
-                if kind is BinaryKind.NEXTAFTER and el in (E.F16, E.BF16):
-                    continue
                 yield kind, el, el, (N,), (N,), "contiguous"
         if row.ints in ("exact", "promote", "int", "logical"):
             yield kind, E.I32, E.I32, (N,), (N,), "contiguous"

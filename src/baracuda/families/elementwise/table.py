@@ -7,7 +7,10 @@ of the same op code in `ops.py`.
 
 dtype rules (`ints`): "exact" integer kernels (result keeps the integer type), "promote"
 (integers compute in and return float32, as torch), "float" (floating inputs only), "int"
-(integer and, where `bool_ok`, bool inputs only).
+(integer and, where `bool_ok`, bool inputs only). `bool_ok`: bool inputs are taken (an
+"exact" kind keeps bool, a "promote" one returns float32), as torch; unary "promote" kinds take
+them unless torch's composite formula rejects bool (softsign, tanhshrink). `native`: the kind
+computes in its operands' own floating type, not f32 for halves (nextafter steps in its bits).
 """
 
 from __future__ import annotations
@@ -46,20 +49,21 @@ class Row:
     domain: tuple[float, float] = (-3.0, 3.0)
     diff: bool = True
     bool_ok: bool = False
+    native: bool = False
 
 
 def _cbrt(x):
     return torch.sign(x) * x.abs().pow(1.0 / 3.0)
 
 
-def _u(code, ints, ref, lo=-3.0, hi=3.0, diff=True):
-    return Row(code, ints, ref, (lo, hi), diff)
+def _u(code, ints, ref, lo=-3.0, hi=3.0, diff=True, bool_ok=None):
+    return Row(code, ints, ref, (lo, hi), diff, ints == "promote" if bool_ok is None else bool_ok)
 
 
 UNARY: dict[UnaryKind, Row] = {
     UnaryKind.NEG: _u(0, "exact", torch.neg),
     UnaryKind.ABS: _u(1, "exact", torch.abs),
-    UnaryKind.SIGN: _u(2, "exact", torch.sign),
+    UnaryKind.SIGN: _u(2, "exact", torch.sign, bool_ok=True),
     UnaryKind.RECIPROCAL: _u(3, "promote", torch.reciprocal),
     UnaryKind.SQUARE: _u(4, "exact", torch.square),
     UnaryKind.SQRT: _u(5, "promote", torch.sqrt, -0.5, 4.0),
@@ -105,10 +109,10 @@ UNARY: dict[UnaryKind, Row] = {
     UnaryKind.SILU: _u(45, "float", F.silu, -8.0, 8.0),
     UnaryKind.MISH: _u(46, "float", F.mish, -8.0, 8.0),
     UnaryKind.SOFTPLUS: _u(47, "float", F.softplus, -30.0, 30.0),
-    UnaryKind.SOFTSIGN: _u(48, "float", F.softsign),
+    UnaryKind.SOFTSIGN: _u(48, "promote", F.softsign, bool_ok=False),
     UnaryKind.HARDSWISH: _u(49, "float", F.hardswish, -5.0, 5.0),
     UnaryKind.HARDSIGMOID: _u(50, "float", F.hardsigmoid, -5.0, 5.0),
-    UnaryKind.TANHSHRINK: _u(51, "float", F.tanhshrink),
+    UnaryKind.TANHSHRINK: _u(51, "promote", F.tanhshrink, bool_ok=False),
     UnaryKind.SELU: _u(52, "float", F.selu),
     UnaryKind.LOGSIGMOID: _u(53, "float", F.logsigmoid, -30.0, 30.0),
 }
@@ -137,8 +141,8 @@ _PARAM_COUNT = {UnaryParamKind.THRESHOLD: 2, UnaryParamKind.HARDTANH: 2,
                 UnaryParamKind.SOFTPLUS: 2, UnaryParamKind.CLAMP: 2}
 
 
-def _b(code, ints, ref, a=(-3.0, 3.0), diff=True, bool_ok=False):
-    return Row(code, ints, ref, a, diff, bool_ok)
+def _b(code, ints, ref, a=(-3.0, 3.0), diff=True, bool_ok=False, native=False):
+    return Row(code, ints, ref, a, diff, bool_ok, native)
 
 
 def _floor_div(a, b):
@@ -153,23 +157,23 @@ BINARY: dict[BinaryKind, Row] = {
     BinaryKind.ADD: _b(0, "exact", torch.add, bool_ok=True),
     BinaryKind.SUB: _b(1, "exact", torch.sub),
     BinaryKind.MUL: _b(2, "exact", torch.mul, bool_ok=True),
-    BinaryKind.DIV: _b(3, "promote", torch.div),
+    BinaryKind.DIV: _b(3, "promote", torch.div, bool_ok=True),
     BinaryKind.DIV_TRUNC: _b(4, "exact", _trunc_div),
     BinaryKind.DIV_FLOOR: _b(5, "exact", _floor_div),
     BinaryKind.POW: _b(6, "exact", torch.pow, (0.0, 3.0)),
-    BinaryKind.ATAN2: _b(7, "promote", torch.atan2),
+    BinaryKind.ATAN2: _b(7, "promote", torch.atan2, bool_ok=True),
     BinaryKind.HYPOT: _b(8, "float", torch.hypot),
-    BinaryKind.COPYSIGN: _b(9, "promote", torch.copysign),
+    BinaryKind.COPYSIGN: _b(9, "promote", torch.copysign, bool_ok=True),
     BinaryKind.MAXIMUM: _b(10, "exact", torch.maximum, bool_ok=True),
     BinaryKind.MINIMUM: _b(11, "exact", torch.minimum, bool_ok=True),
-    BinaryKind.FMAX: _b(12, "exact", torch.fmax),
-    BinaryKind.FMIN: _b(13, "exact", torch.fmin),
+    BinaryKind.FMAX: _b(12, "exact", torch.fmax, bool_ok=True),
+    BinaryKind.FMIN: _b(13, "exact", torch.fmin, bool_ok=True),
     BinaryKind.REMAINDER: _b(14, "exact", torch.remainder),
     BinaryKind.FMOD: _b(15, "exact", torch.fmod),
-    BinaryKind.XLOGY: _b(16, "promote", torch.xlogy),
+    BinaryKind.XLOGY: _b(16, "promote", torch.xlogy, bool_ok=True),
     BinaryKind.LOGADDEXP: _b(17, "float", torch.logaddexp),
     BinaryKind.LOGADDEXP2: _b(18, "float", torch.logaddexp2),
-    BinaryKind.NEXTAFTER: _b(19, "float", torch.nextafter, diff=False),
+    BinaryKind.NEXTAFTER: _b(19, "float", torch.nextafter, diff=False, native=True),
     BinaryKind.BITWISE_AND: _b(20, "int", torch.bitwise_and, diff=False, bool_ok=True),
     BinaryKind.BITWISE_OR: _b(21, "int", torch.bitwise_or, diff=False, bool_ok=True),
     BinaryKind.BITWISE_XOR: _b(22, "int", torch.bitwise_xor, diff=False, bool_ok=True),
@@ -237,7 +241,7 @@ def _int_rule(who: str, rule: str, element: ElementKind, bool_ok: bool, what: st
 
 @functools.lru_cache(maxsize=4096)
 def unary_out_element(who: str, kind: UnaryKind, element: ElementKind) -> ElementKind:
-    return _int_rule(who, UNARY[kind].ints, element, False, kind.value)
+    return _int_rule(who, UNARY[kind].ints, element, UNARY[kind].bool_ok, kind.value)
 
 
 def check_unary_params(who: str, kind: UnaryParamKind, params) -> None:
@@ -284,8 +288,6 @@ def binary_types(who: str, desc) -> tuple[ElementKind, ElementKind]:
         if common is ElementKind.BOOL:
             raise V.Unsupported(f"{who}: {what} does not take bool elements")
     result = _int_rule(who, row.ints, common, row.bool_ok, what)
-    if desc.kind is BinaryKind.NEXTAFTER and common in (ElementKind.F16, ElementKind.BF16):
-        raise V.Unsupported(f"{who}: nextafter takes f32 or f64 elements, got {common.value}")
     if desc.kind is BinaryKind.LERP:
         raise V.Unsupported(f"{who}: lerp runs in BinaryParamPlan (scalar weight) or "
                             "TernaryPlan (tensor weight)")
@@ -296,7 +298,9 @@ def binary_types(who: str, desc) -> tuple[ElementKind, ElementKind]:
         raise V.InvalidProblem(f"{who}: alpha must be an integer for integer elements, got "
                                f"{desc.alpha}")
     out = check_out(who, result, desc.out_element)
-    if result.is_float:
+    if row.native:
+        compute = result
+    elif result.is_float:
         compute = promote(result, common).compute_kind if common.is_float else result.compute_kind
     else:
         compute = result

@@ -59,7 +59,14 @@ from .plans_more import (
     TernaryBackwardPlan,
     TernaryPlan,
 )
-from .table import BINARY, binary_types, ternary_types, unary_out_element, unary_param_out_element
+from .table import (
+    BINARY,
+    UNARY,
+    binary_types,
+    ternary_types,
+    unary_out_element,
+    unary_param_out_element,
+)
 
 
 def _none_if_empty(t, needed):
@@ -209,6 +216,12 @@ def _binary_bw_fake(dy, a, b, kind: str, alpha: float, need_a: bool, need_b: boo
 _binary_backward = define_op("ew_binary_backward", _binary_bw, _binary_bw_fake)
 
 
+#: Operands that torch's derivative formula negates or subtracts: a bool one there makes
+#: torch's backward raise (pow's exponent, atan2's y, both of logaddexp's), so ours does too.
+_BOOL_IN_GRAD_FORMULA = {BinaryKind.POW: (False, True), BinaryKind.ATAN2: (True, False),
+                         BinaryKind.LOGADDEXP: (True, True), BinaryKind.LOGADDEXP2: (True, True)}
+
+
 def _binary_setup(ctx, inputs, output):
     a, b, kind, alpha, _ = inputs
     ctx.save_for_backward(a, b)
@@ -223,6 +236,11 @@ def _binary_grad(ctx, grad):
         return None, None, None, None, None
     if not BINARY[BinaryKind(ctx.kind)].diff:
         raise RuntimeError(f"the derivative for '{ctx.kind}' is not implemented.")
+    for t, quirk in zip((a, b), _BOOL_IN_GRAD_FORMULA.get(BinaryKind(ctx.kind), (False, False))):
+        if quirk and t.dtype == torch.bool:
+            raise RuntimeError(f"{ctx.kind} backward: torch's derivative formula subtracts or "
+                               "negates the bool operand, which torch does not support "
+                               "(expected a numeric tensor, got bool)")
     # an integer or bool operand takes no gradient, but the other's derivative reads its
     # values: the backward kernels take floating elements, so it is read as the gradient's
     a = a if a.is_floating_point() else _cast(a, grad.dtype)
@@ -280,30 +298,92 @@ def torch_result(*tensors: torch.Tensor) -> torch.dtype:
 def zero_dims_to_result(*tensors):
     """The operands with each 0-d tensor cast to torch's result dtype: a 0-d tensor of the
     same category as the dimensioned ones does not widen the result (torch's rule), while the
-    plans promote all operands alike."""
+    plans promote all operands alike. A bool one never widens it and stays bool (torch's
+    derivative formulas see it as bool: `_BOOL_IN_GRAD_FORMULA`)."""
     ts = [t for t in tensors if isinstance(t, torch.Tensor)]
     if all(t.dim() == 0 for t in ts) or all(t.dim() > 0 for t in ts):
         return tensors
     want = torch_result(*ts)
     return tuple(_cast(t, want) if isinstance(t, torch.Tensor) and t.dim() == 0
-                 and t.dtype != want else t for t in tensors)
+                 and t.dtype not in (want, torch.bool) else t for t in tensors)
+
+
+class _FailInBackward(torch.autograd.Function):
+    """Identity whose backward raises: where torch's derivative formula rejects an operand
+    (a bool one it subtracts), the forward succeeds and the backward raises, as torch's."""
+
+    @staticmethod
+    def forward(ctx, x, message: str):
+        ctx.message = message
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise RuntimeError(ctx.message)
+
+
+def fail_in_backward(t: torch.Tensor, message: str) -> torch.Tensor:
+    """t, whose gradient raises RuntimeError(message) when a backward reaches it."""
+    return _FailInBackward.apply(t, message) if t.requires_grad else t
+
+
+#: Which operands torch's signature lets be a Python number (the rest must be tensors):
+#: "both" (the default: add, sub, mul, div, pow, remainder, xlogy, bitwise_*), "other" (the
+#: second only), "none".
+NUMBER_OPERANDS: dict[BinaryKind, str] = {
+    BinaryKind.COPYSIGN: "other", BinaryKind.FMOD: "other",
+    **{k: "none" for k in (BinaryKind.ATAN2, BinaryKind.HYPOT, BinaryKind.MAXIMUM,
+                           BinaryKind.MINIMUM, BinaryKind.FMAX, BinaryKind.FMIN,
+                           BinaryKind.LOGADDEXP, BinaryKind.LOGADDEXP2, BinaryKind.NEXTAFTER,
+                           BinaryKind.LOGICAL_AND, BinaryKind.LOGICAL_OR,
+                           BinaryKind.LOGICAL_XOR)},
+}
+
+
+def require_tensor(name: str, arg: str, position: int, value) -> None:
+    """torch's TypeError for a non-tensor where its signature takes only a Tensor."""
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name}(): argument '{arg}' (position {position}) must be Tensor, "
+                        f"not {type(value).__name__}")
+
+
+def to_default_float(t: torch.Tensor) -> torch.Tensor:
+    """An integer or bool operand of a kind that promotes it (table rule "promote"): torch's
+    result is the default float dtype, which the plans know as f32 only."""
+    dt = torch.get_default_dtype()
+    return t if t.is_floating_point() or dt == torch.float32 else _cast(t, dt)
+
+
+def unary_call(kind: UnaryKind, x: torch.Tensor) -> torch.Tensor:
+    """A unary kind on x, an integer or bool x of a promoting kind in the default float."""
+    if UNARY[kind].ints == "promote":
+        x = to_default_float(x)
+    return _unary(x, kind.value)
 
 
 def _binary_call(kind: BinaryKind, input, other, alpha=1) -> torch.Tensor:
+    name = kind.value
+    numbers = NUMBER_OPERANDS.get(kind, "both")
+    if numbers != "both":
+        require_tensor(name, "input", 1, input)
+        if numbers == "none":
+            require_tensor(name, "other", 2, other)
     if not isinstance(input, torch.Tensor) and not isinstance(other, torch.Tensor):
-        raise TypeError(f"{kind.value}(): expected at least one tensor argument")
+        raise TypeError(f"{name}(): expected at least one tensor argument")
     like = input if isinstance(input, torch.Tensor) else other
     out_dtype = None
     if isinstance(input, torch.Tensor) and isinstance(other, torch.Tensor):
         input, other = zero_dims_to_result(input, other)
-        return _binary(input, other, kind.value, float(alpha), None)
-    result = scalar_result(like.dtype, other if like is input else input)
-    if not isinstance(input, torch.Tensor):
-        input = _scalar_tensor(input, like, result)
-    if not isinstance(other, torch.Tensor):
-        other = _scalar_tensor(other, like, result)
-    if result in (torch.float16, torch.bfloat16):
-        out_dtype = result  # the scalar was kept in f32; the result stays a half
+    else:
+        result = scalar_result(like.dtype, other if like is input else input)
+        if not isinstance(input, torch.Tensor):
+            input = _scalar_tensor(input, like, result)
+        if not isinstance(other, torch.Tensor):
+            other = _scalar_tensor(other, like, result)
+        if result in (torch.float16, torch.bfloat16):
+            out_dtype = result  # the scalar was kept in f32; the result stays a half
+    if BINARY[kind].ints == "promote" and not other.is_floating_point():
+        input = to_default_float(input)
     return _binary(input, other, kind.value, float(alpha), out_dtype)
 
 
@@ -437,6 +517,7 @@ _compare = define_op("ew_compare", _compare_fw, _compare_fake)
 
 
 def _compare_call(kind: CompareKind, input, other, rtol=1e-5, atol=1e-8, equal_nan=False):
+    require_tensor(kind.value, "input", 1, input)
     if not isinstance(other, torch.Tensor):
         other = torch.tensor(other, dtype=scalar_result(input.dtype, other), device=input.device)
     return _compare(input, other, kind.value, float(rtol), float(atol), bool(equal_nan))

@@ -7,6 +7,7 @@ import numbers
 
 import torch
 
+from ...core.errors import InvalidProblem
 from ...frontends.torch.factory import normalize_dim
 from .descriptors import BinaryKind, CompareKind, GatedKind, TernaryKind, UnaryKind
 from .descriptors import UnaryParamKind as P
@@ -19,8 +20,11 @@ from .torch_api import (
     _ternary,
     _unary,
     _uparam,
+    fail_in_backward,
+    require_tensor,
     scalar_result,
     torch_result,
+    unary_call,
     zero_dims_to_result,
 )
 
@@ -30,15 +34,15 @@ _UNARY_TORCH = [
     "tanh", "asinh", "acosh", "atanh", "floor", "ceil", "trunc", "frac", "erf", "erfc", "erfinv",
     "lgamma", "digamma", "i0", "sigmoid", "sinc",
 ]
-_UNARY_F = ["mish", "relu6", "hardswish", "hardsigmoid", "silu", "selu"]
+_UNARY_F = ["mish", "hardswish", "hardsigmoid", "silu", "selu"]
 _UNARY_PLAIN_F = ["softsign", "tanhshrink", "logsigmoid"]
 
 
 def _make_unary(name: str):
-    kind = UnaryKind(name).value
+    kind = UnaryKind(name)
 
     def fn(input: torch.Tensor) -> torch.Tensor:
-        return _unary(input, kind)
+        return unary_call(kind, input)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"torch.{name} on UnaryPlan; differentiable through UnaryBackwardPlan."
@@ -50,10 +54,10 @@ def _inplace(input: torch.Tensor, out: torch.Tensor, inplace: bool) -> torch.Ten
 
 
 def _make_unary_f(name: str):
-    kind = UnaryKind(name).value
+    kind = UnaryKind(name)
 
     def fn(input: torch.Tensor, inplace: bool = False) -> torch.Tensor:
-        return _inplace(input, _unary(input, kind), inplace)
+        return _inplace(input, unary_call(kind, input), inplace)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"torch.nn.functional.{name} on UnaryPlan; differentiable."
@@ -68,6 +72,36 @@ for _n in _UNARY_PLAIN_F:
     globals()[_n] = _make_unary(_n)
 negative = globals()["neg"]
 absolute = globals()["abs"]
+
+
+def square(input: torch.Tensor) -> torch.Tensor:
+    """torch.square: pow(input, 2), so a bool input squares as int64 (torch's promotion)."""
+    if input.dtype == torch.bool:
+        input = _cast(input, torch.int64)
+    return _unary(input, UnaryKind.SQUARE.value)
+
+
+def _int_scalar(who: str, value, dtype: torch.dtype) -> int:
+    """A Python number as an integer tensor's scalar, as torch converts it (checked: a value
+    outside the dtype's range raises; floats truncate toward zero)."""
+    info = torch.iinfo(dtype)
+    lo = info.min if isinstance(value, float) or info.min < 0 else -info.max  # ints wrap
+    if math.isnan(value) or not lo <= value <= info.max:
+        raise InvalidProblem(f"{who}: value {value} can't be converted to {dtype} without "
+                             f"overflow (expected {info.min}..{info.max})")
+    v = math.trunc(value)
+    return v % (info.max + 1) if info.min == 0 else v
+
+
+def _is_int(t: torch.Tensor) -> bool:
+    return not t.is_floating_point() and t.dtype != torch.bool
+
+
+def relu6(input: torch.Tensor, inplace: bool = False) -> torch.Tensor:
+    """torch.nn.functional.relu6; an integer input is clamped to [0, 6] in its own dtype."""
+    if _is_int(input):
+        return _inplace(input, _param(P.CLAMP, input, 0, 6), inplace)
+    return _inplace(input, _unary(input, UnaryKind.RELU6.value), inplace)
 
 
 def round(input: torch.Tensor, *, decimals: int = 0) -> torch.Tensor:  # noqa: A001
@@ -91,12 +125,12 @@ def gelu(input: torch.Tensor, approximate: str = "none") -> torch.Tensor:
 def logit(input: torch.Tensor, eps: float | None = None) -> torch.Tensor:
     if eps is not None:
         input = clamp(input, eps, 1.0 - eps)
-    return _unary(input, UnaryKind.LOGIT.value)
+    return unary_call(UnaryKind.LOGIT, input)
 
 
 def cbrt(input: torch.Tensor) -> torch.Tensor:
     """Cube root (jax.lax.cbrt; torch has none)."""
-    return _unary(input, UnaryKind.CBRT.value)
+    return unary_call(UnaryKind.CBRT, input)
 
 
 def _param(kind: P, input, *params):
@@ -105,6 +139,14 @@ def _param(kind: P, input, *params):
 
 def threshold(input: torch.Tensor, threshold: float, value: float,
               inplace: bool = False) -> torch.Tensor:
+    if _is_int(input):
+        # torch converts both to the input's integer type (truncated, range-checked)
+        th = _int_scalar("threshold", threshold, input.dtype)
+        v = torch.full((), _int_scalar("threshold", value, input.dtype), dtype=input.dtype,
+                       device=input.device)
+        out = _ternary(_compare_call(CompareKind.GT, input, th), input, v,
+                       TernaryKind.WHERE.value, 1.0)
+        return _inplace(input, out, inplace)
     return _inplace(input, _param(P.THRESHOLD, input, threshold, value), inplace)
 
 
@@ -123,6 +165,15 @@ def celu(input: torch.Tensor, alpha: float = 1.0, inplace: bool = False) -> torc
 
 def hardtanh(input: torch.Tensor, min_val: float = -1.0, max_val: float = 1.0,
              inplace: bool = False) -> torch.Tensor:
+    if _is_int(input):
+        # torch clamps an integer input in its own type, the bounds converted to it
+        if min_val > max_val:
+            raise InvalidProblem(f"hardtanh: min_val {min_val} > max_val {max_val}")
+        if input.dtype == torch.uint8 and min_val < 0:
+            raise InvalidProblem(f"hardtanh: an unsigned input takes limits >= 0, got "
+                                 f"min_val {min_val}")
+        lo, hi = (_int_scalar("hardtanh", v, input.dtype) for v in (min_val, max_val))
+        return _inplace(input, _param(P.CLAMP, input, lo, hi), inplace)
     return _inplace(input, _param(P.HARDTANH, input, min_val, max_val), inplace)
 
 
@@ -251,10 +302,31 @@ def _bound(value, dtype: torch.dtype, device, low: bool) -> torch.Tensor:
 
 
 def lerp(input: torch.Tensor, end: torch.Tensor, weight) -> torch.Tensor:
-    if _is_num(weight):
-        if input.shape == end.shape and input.dtype == end.dtype:
+    """torch.lerp: `end` of input's dtype, and a weight tensor too unless it is 0-d (then it
+    promotes as a 0-d operand: integer start and end with a 0-d float weight compute in
+    float); a Python number weight keeps input's dtype."""
+    require_tensor("lerp", "input", 1, input)
+    require_tensor("lerp", "end", 2, end)
+    if end.dtype != input.dtype:
+        raise InvalidProblem(f"lerp: expected end of input's dtype {input.dtype}, got "
+                             f"{end.dtype}")
+    if isinstance(weight, numbers.Number):
+        if input.shape == end.shape:
             return _lerp_scalar(input, end, float(weight))
-        weight = _full(weight, input)
+        weight = _full(float(weight), input)
+    else:
+        require_tensor("lerp", "weight", 3, weight)
+        if weight.dim() > 0 and weight.dtype != input.dtype:
+            raise InvalidProblem(f"lerp: expected a weight of input's dtype {input.dtype} (or "
+                                 f"a 0-d weight), got {weight.dtype} of shape "
+                                 f"{tuple(weight.shape)}")
+        if weight.dtype == torch.bool:
+            # torch's derivative for input is grad * (1 - weight): it raises for a bool weight
+            input = fail_in_backward(input, "lerp backward: the derivative for input subtracts "
+                                     "the weight, which must not be bool, got a bool weight")
+        want = torch_result(input, end, weight)
+        input, end, weight = (t if t.dtype == want else _cast(t, want)
+                              for t in (input, end, weight))
     return _ternary(input, end, weight, TernaryKind.LERP.value, 1.0)
 
 
@@ -273,6 +345,14 @@ def addcdiv(input: torch.Tensor, tensor1: torch.Tensor, tensor2: torch.Tensor, *
 def clamp(input: torch.Tensor, min=None, max=None) -> torch.Tensor:  # noqa: A002
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    tensors = [v for v in (min, max) if isinstance(v, torch.Tensor)]
+    if tensors and any(v is not None and not isinstance(v, torch.Tensor) for v in (min, max)):
+        # torch's signatures take both bounds as tensors or both as numbers; a 0-d tensor
+        # passes as a number (its value), one with dims or requiring a gradient can't
+        if any(t.dim() > 0 or t.requires_grad for t in tensors):
+            raise TypeError("clamp(): expected min and max both tensors or both numbers, got "
+                            f"{type(min).__name__} and {type(max).__name__}")
+        min, max = (v.item() if isinstance(v, torch.Tensor) else v for v in (min, max))
     if not isinstance(min, torch.Tensor) and not isinstance(max, torch.Tensor):
         # torch's result type counts the bounds given (a float bound makes an integer input
         # float, an int bound a bool one int64); a missing bound is no bound, not a float inf
@@ -289,12 +369,16 @@ def clamp(input: torch.Tensor, min=None, max=None) -> torch.Tensor:  # noqa: A00
             lo = info.min if min is None else lo
             hi = info.max if max is None else hi
         return _param(P.CLAMP, input, lo, hi)
-    # a number or missing bound beside a tensor one: a 0-d tensor of the result dtype (torch's
-    # over the input and the bounds given; a missing bound is the dtype's widest, no bound)
-    res = torch_result(input, *(t for t in (min, max) if isinstance(t, torch.Tensor)))
-    for v in (min, max):
-        if v is not None and not isinstance(v, torch.Tensor):
-            res = scalar_result(res, v)
+    # a missing bound beside a tensor one: a 0-d tensor of the result dtype (torch's over the
+    # input and the bounds given) holding the dtype's widest value, no bound
+    res = torch_result(input, *tensors)
+    if res == torch.bool:
+        # one bound (clamp of bool with two has no torch kernel): torch's clamp_min /
+        # clamp_max, which are maximum / minimum for bool
+        if max is None:
+            return maximum(input, min)
+        if min is None:
+            return minimum(input, max)
     lo, hi = (v if isinstance(v, torch.Tensor) else _bound(v, res, input.device, low)
               for v, low in ((min, True), (max, False)))
     input, lo, hi = zero_dims_to_result(input, lo, hi)
@@ -339,9 +423,8 @@ eq, ne, lt, le, gt, ge = (_cmp(k) for k in (CompareKind.EQ, CompareKind.NE, Comp
 
 def isclose(input: torch.Tensor, other: torch.Tensor, rtol: float = 1e-05, atol: float = 1e-08,
             equal_nan: bool = False) -> torch.Tensor:
-    if not isinstance(other, torch.Tensor):
-        raise TypeError(f"isclose(): argument 'other' (position 2) must be Tensor, not "
-                        f"{type(other).__name__}")
+    require_tensor("isclose", "input", 1, input)
+    require_tensor("isclose", "other", 2, other)
     if input.dtype != other.dtype:
         # torch does not promote here (a tolerance is only meaningful in one dtype)
         raise RuntimeError(f"isclose: expected input and other of one dtype, got "
@@ -381,7 +464,7 @@ reglu = _gated_fn(GatedKind.REGLU)
 
 __all__ = sorted(
     _UNARY_TORCH + _UNARY_F + _UNARY_PLAIN_F
-    + ["negative", "absolute", "round", "relu", "gelu", "logit", "cbrt", "threshold",
+    + ["negative", "absolute", "round", "relu", "relu6", "gelu", "logit", "cbrt", "threshold",
        "leaky_relu", "elu", "celu", "hardtanh", "softplus", "hardshrink", "softshrink", "add",
        "sub", "mul", "div", "true_divide", "floor_divide", "pow", "atan2", "arctan2", "hypot",
        "copysign", "maximum", "minimum", "fmax", "fmin", "remainder", "fmod", "xlogy",
