@@ -138,6 +138,10 @@ def test_unary_matches_torch(case):
     if r.random() < 0.12:
         dtype = r.choice(INTS)  # torch's integer -> float promotion of unary math (or errors)
         x = _int_tensor(r, shape, dtype, -3, 3)
+        if name == "softsign" and dtype == torch.bool:
+            # torch's CUDA softsign of bool computes in float32, its CPU one raises (abs_cpu
+            # has no bool): ours computes on every device, as CUDA's
+            theirs = lambda t: F.softsign(t.float())  # noqa: E731
         # torch promotes, keeps or rejects each: ours must do the same
         _run(case, name, ours, theirs, [random_layout(r, x)])
         return

@@ -9,7 +9,8 @@ dtype rules (`ints`): "exact" integer kernels (result keeps the integer type), "
 (integers compute in and return float32, as torch), "float" (floating inputs only), "int"
 (integer and, where `bool_ok`, bool inputs only). `bool_ok`: bool inputs are taken (an
 "exact" kind keeps bool, a "promote" one returns float32), as torch; unary "promote" kinds take
-them unless torch's composite formula rejects bool (softsign, tanhshrink). `native`: the kind
+them unless torch's composite formula rejects bool (tanhshrink subtracts it; softsign's
+bool / (1 + |bool|) is taken as torch's CUDA does, its CPU abs has no bool). `native`: the kind
 computes in its operands' own floating type, not f32 for halves (nextafter steps in its bits).
 """
 
@@ -109,7 +110,7 @@ UNARY: dict[UnaryKind, Row] = {
     UnaryKind.SILU: _u(45, "float", F.silu, -8.0, 8.0),
     UnaryKind.MISH: _u(46, "float", F.mish, -8.0, 8.0),
     UnaryKind.SOFTPLUS: _u(47, "float", F.softplus, -30.0, 30.0),
-    UnaryKind.SOFTSIGN: _u(48, "promote", F.softsign, bool_ok=False),
+    UnaryKind.SOFTSIGN: _u(48, "promote", F.softsign),
     UnaryKind.HARDSWISH: _u(49, "float", F.hardswish, -5.0, 5.0),
     UnaryKind.HARDSIGMOID: _u(50, "float", F.hardsigmoid, -5.0, 5.0),
     UnaryKind.TANHSHRINK: _u(51, "promote", F.tanhshrink, bool_ok=False),
