@@ -1,7 +1,7 @@
 """f64 unary kinds on the GPU against torch (session 16: hardswish f64 was 1.4e-7 off at
 x = 4.5678 in the GPU fuzz, an f32-sized error): prints the worst error per kind.
 
-    python scripts/f64_probe.py
+    python scripts/f64_probe.py [constants]
 """
 
 from __future__ import annotations
@@ -35,5 +35,42 @@ def main() -> None:
                   f"dtype {a.dtype}")
 
 
+
+
+def constants() -> None:
+    """How a Python float constant meets an f64 tensor in a Triton kernel on the GPU."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def k(x_ptr, y_ptr, N, V: tl.constexpr, BLOCK: tl.constexpr):
+        o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + o, mask=o < N)
+        if V == 0:
+            y = x / 6.0
+        elif V == 1:
+            y = x * (1.0 / 6.0)
+        elif V == 2:
+            y = x / tl.full([], 6.0, tl.float64)
+        elif V == 3:
+            y = x * tl.full([], 1.0 / 6.0, tl.float64)
+        elif V == 4:
+            y = x * 1.0507009873554804934193349852946
+        else:
+            y = x * tl.full([], 1.0507009873554804934193349852946, tl.float64)
+        tl.store(y_ptr + o, y, mask=o < N)
+
+    x = torch.linspace(-8, 8, 4097, dtype=torch.float64, device="cuda") + 1e-3
+    want = [x / 6.0, x * (1.0 / 6.0), x / 6.0, x / 6.0, x * 1.0507009873554805,
+            x * 1.0507009873554805]
+    names = ["x / 6.0", "x * (1/6)", "x / full(6, f64)", "x * full(1/6, f64)",
+             "x * SELU const", "x * full(SELU, f64)"]
+    for v, (name, w) in enumerate(zip(names, want)):
+        y = torch.empty_like(x)
+        k[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), V=v, BLOCK=1024)
+        print(f"{name:22} worst relative error {float(((y - w) / w).abs().max()):.3e}")
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+    constants() if sys.argv[1:] == ["constants"] else main()
