@@ -1,5 +1,6 @@
-"""f64 unary kinds on the GPU against torch (session 16: hardswish f64 was 1.4e-7 off at
-x = 4.5678 in the GPU fuzz, an f32-sized error): prints the worst error per kind.
+"""f64 unary kinds on the GPU, ours and torch's CUDA kernels, each against torch's CPU result
+(session 16: hardswish f64 was 1.4e-7 off torch's CUDA result at x = 4.5678 in the GPU fuzz,
+an f32-sized error): the worst error per kind.
 
     python scripts/f64_probe.py [constants]
 """
@@ -28,11 +29,11 @@ def main() -> None:
                                                               device=x.device)[:, 0]
             if layout == "strided":
                 xi.copy_(x)
-            a, b = ours(xi), theirs(xi)
-            err = (a - b).abs()
-            i = int(err.argmax())
-            print(f"{name:12} {layout:10} worst {float(err[i]):.3e} at x={float(xi[i]):.4f} "
-                  f"dtype {a.dtype}")
+            a, b, c = ours(xi), theirs(xi), theirs(xi.cpu()).cuda()
+            for who, err in (("ours", (a - c).abs()), ("torch cuda", (b - c).abs())):
+                i = int(err.argmax())
+                print(f"{name:12} {layout:10} {who:10} vs torch cpu: worst {float(err[i]):.3e} "
+                      f"at x={float(xi[i]):.4f}")
 
 
 
