@@ -15,14 +15,8 @@ import baracuda.torch as bt
 
 def main() -> None:
     x = torch.linspace(-8, 8, 4097, dtype=torch.float64, device="cuda") + 1e-3
-    cases = {
-        "hardswish": (bt.hardswish, F.hardswish),
-        "hardsigmoid": (bt.hardsigmoid, F.hardsigmoid),
-        "relu6": (bt.relu6, F.relu6),
-        "hardtanh": (bt.hardtanh, F.hardtanh),
-        "softsign": (bt.softsign, F.softsign),
-        "silu": (bt.silu, F.silu),
-    }
+    names = ["hardswish", "hardsigmoid", "relu6", "hardtanh", "softsign", "silu"]
+    cases = {n: (getattr(bt, n), getattr(F, n)) for n in names}
     for name, (ours, theirs) in cases.items():
         for layout in ("contiguous", "strided"):
             xi = x if layout == "contiguous" else torch.empty(4097, 2, dtype=x.dtype,

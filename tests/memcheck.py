@@ -7,9 +7,10 @@ such faults in parallel GPU fuzz runs that passed one test at a time.
 
 On with BARACUDA_MEMCHECK=1 (tests/conftest.py installs it); a fault raises MemoryFault naming
 the kernel, the access kind and the first bad address relative to the nearest argument.
-Masked-off lanes are not checked (their addresses are never dereferenced). Loads may be
-allowed anywhere inside an argument's storage with BARACUDA_MEMCHECK=storage (a kernel that
-reads a padded buffer's gaps on purpose).
+Masked-off lanes are not checked (their addresses are never dereferenced).
+BARACUDA_MEMCHECK=storage allows each argument's whole storage instead of its span: plans
+that pass a one-element view as a base pointer (the extent in other arguments) fault in the
+strict mode, and on a GPU only an access outside every storage can corrupt another tensor.
 
 BARACUDA_MEMCHECK=poison also fills every tensor made by torch.empty / empty_like /
 empty_strided / new_empty with 0xFF bytes (NaN, -1): a CPU run then reads garbage wherever
@@ -77,8 +78,7 @@ def install() -> None:
     rmw, cas = builder.create_atomic_rmw, builder.create_atomic_cas
 
     def masked_load(self, ptrs, mask, other, *a):
-        if not whole_storage:
-            _check("load", ptrs.data, mask.data)
+        _check("load", ptrs.data, mask.data)
         return load(self, ptrs, mask, other, *a)
 
     def masked_store(self, ptrs, value, mask, *a):
@@ -135,7 +135,7 @@ def _poison_empty() -> None:
     def poisoned(make):
         def wrapper(*args, **kwargs):
             t = make(*args, **kwargs)
-            if t.numel() and not t.is_meta:
+            if t.numel() and not t.is_meta and type(t) is torch.Tensor:  # not fake / subclass
                 st = t.untyped_storage()
                 torch.empty(0, dtype=torch.uint8, device=t.device).set_(st).fill_(255)
             return t
