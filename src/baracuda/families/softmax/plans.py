@@ -74,6 +74,11 @@ EXCHANGE_FWD_PER_THREAD = 32
 #: session 12): 2627 -> 2732 GB/s. softmax compiles to 64 uncapped; capped it measured slower
 #: there (2744 -> 2496), so it stays uncapped.
 EXCHANGE_LOG_MAXNREG = 64
+#: The f32 log_softmax forward exchange takes chunks of 8192 x 8 warps (still 32 values per
+#: thread, capped as above): H100 kernel only (scripts/tile_vs_liger.py, session 16), GB/s
+#: [256, 262144] 2771 vs 2743 for 4096 x 4, [1024, 65536] 2848 vs 2764 (2048 x 2 2413 / 2528,
+#: 4096 x 8 2226 / 2491, 8192 x 16 2292 / 2516).
+EXCHANGE_LOG_F32_BYTES = 32768
 #: The forward LOOP (second read partly from L2, hints) stays ahead of the exchange when calls
 #: run back to back (the bench's timing; scripts/softmax_long_ab.py, H100 bf16, GB/s): LOOP
 #: 2486 / 1948 vs exchange 2353 / 1857 at [1024, 65536] / [256, 262144], although the
@@ -96,9 +101,9 @@ LOOP_SEGMENT_CFG = dict(LOOP_CFG, BLOCK=4096, num_warps=8, SPIN=SPIN_LIMIT)
 
 
 def launch_config(extent: int, element: ElementKind, rows: int = 1 << 20,
-                  backward: bool = False) -> dict:
-    """Tile table: MODE (kernels.TILE / LOOP / EXCHANGE), block, warps, lines per program.
-    Set from an H100 sweep (softmax/tune.py): see PERF_NOTES.md."""
+                  backward: bool = False, log: bool = False) -> dict:
+    """Tile table: MODE (kernels.TILE / LOOP / EXCHANGE), block, warps, lines per program
+    (`log`: log_softmax). Set from H100 sweeps (softmax/tune.py): see PERF_NOTES.md."""
     size = element.torch_dtype.itemsize
     limit = MAX_SINGLE_BLOCK // (2 if size == 8 else 1)
     if extent <= limit:
@@ -122,7 +127,9 @@ def launch_config(extent: int, element: ElementKind, rows: int = 1 << 20,
             return dict(cfg, BLOCK=block)
         seg = chunk_length(LOOP_SEGMENT_BYTES // size, extent, block)
         return dict(cfg, BLOCK=block, SEG=seg, PARTS=next_pow2(triton_cdiv(extent, seg)))
-    block = EXCHANGE_BYTES // max(size, 2)
+    chunk_bytes = EXCHANGE_LOG_F32_BYTES if log and size == 4 and not backward else \
+        EXCHANGE_BYTES
+    block = chunk_bytes // max(size, 2)
     warps = EXCHANGE_BWD_WARPS if backward else max(1, block // (32 * EXCHANGE_FWD_PER_THREAD))
     block = chunk_length(block, extent)
     parts = next_pow2(triton_cdiv(extent, block))
@@ -171,7 +178,8 @@ def workspace_bytes(desc) -> int:
     """Chunked lines keep per-chunk partials ((max, sum) forward, one dot backward) and one
     arrival counter per line (EXCHANGE)."""
     rows, extent = lines_and_extent(desc)
-    cfg = launch_config(extent, desc.element, rows, desc_is_backward(desc))
+    cfg = launch_config(extent, desc.element, rows, desc_is_backward(desc),
+                        desc.kind is SoftmaxKind.LOG_SOFTMAX)
     chunks = _chunks(extent, cfg, desc_is_backward(desc))
     if chunks <= 1 or rows == 0:  # (0 chunks: empty lines, nothing to exchange)
         return 0
@@ -229,7 +237,8 @@ def _steps(kernel, desc, tensors, cfg):
     """[(tensors or None, grid, int args, mode, constexprs)] for one call."""
     view = axis_view(desc.input_shape, tensors, desc.axis)
     backward = desc_is_backward(desc)
-    cfg = dict(cfg or launch_config(view.extent, desc.element, view.rows, backward))
+    log = desc.kind is SoftmaxKind.LOG_SOFTMAX
+    cfg = dict(cfg or launch_config(view.extent, desc.element, view.rows, backward, log))
     seg_len = _chunk_len(view.extent, cfg, backward)
     n_chunks = triton_cdiv(view.extent, seg_len)
     if cfg.pop("SEG", None) is not None or cfg["MODE"] == LOOP:
@@ -238,7 +247,6 @@ def _steps(kernel, desc, tensors, cfg):
     warps = cfg.pop("num_warps")
     mode = cfg.pop("MODE")
     wide = view.extent * max(abs(s) for s in view.axis_strides) >= WIDE_LIMIT
-    log = desc.kind is SoftmaxKind.LOG_SOFTMAX
     # (a sweep's cfg may set its own cap; None: uncapped)
     cap = cfg.pop("maxnreg", register_cap(mode, log, backward, desc.element))
     common = dict(LOG=log, ACC=_acc(desc.element), ROWS=rows_per_prog, num_warps=warps,

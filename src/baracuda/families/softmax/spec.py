@@ -118,10 +118,10 @@ class SoftmaxSpec(PlanSpec):
                 backward = kernel is softmax_bwd_kernel
                 # many lines (TILE / LOOP / EXCHANGE) and, past a block, few lines (EXCHANGE)
                 cfgs = {}
-                for rows in (4096, 64):
-                    cfg = launch_config(extent, element, rows=rows, backward=backward)
-                    cfgs.setdefault(cfg["MODE"], cfg)
-                for mode, cfg in cfgs.items():
+                for rows, log in itertools.product((4096, 64), (False, True)):
+                    cfg = launch_config(extent, element, rows=rows, backward=backward, log=log)
+                    cfgs.setdefault((cfg["MODE"], log), cfg)
+                for (mode, log), cfg in cfgs.items():
                     cfg = dict(cfg)
                     warps = cfg.pop("num_warps")
                     del cfg["MODE"]
@@ -137,12 +137,11 @@ class SoftmaxSpec(PlanSpec):
                     sig.update({n: "i32" for n in kernel.arg_names
                                 if n not in sig and n not in const})
                     sig.update({n: "constexpr" for n in const})
-                    for log in (False, True):
-                        yield AotVariant(
-                            f"{kernel.__name__} {element.value} N={extent} mode={mode} "
-                            f"log={log}", kernel, sig, dict(const, LOG=log), num_warps=warps,
-                            maxnreg=register_cap(mode, log, backward, element),
-                            divisible=tuple(n for n in sig if sig[n] == "i32"))
+                    yield AotVariant(
+                        f"{kernel.__name__} {element.value} N={extent} mode={mode} "
+                        f"log={log}", kernel, sig, dict(const, LOG=log), num_warps=warps,
+                        maxnreg=register_cap(mode, log, backward, element),
+                        divisible=tuple(n for n in sig if sig[n] == "i32"))
         yield from smem_aot_variants()
 
 
