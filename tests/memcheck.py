@@ -26,6 +26,8 @@ import threading
 
 import numpy as np
 
+from baracuda.core.validate import byte_span
+
 _STATE = threading.local()
 
 
@@ -35,13 +37,6 @@ class MemoryFault(AssertionError):
 
 def _ranges() -> list[tuple[int, int, str]]:
     return getattr(_STATE, "ranges", [])
-
-
-def _span(t) -> tuple[int, int]:
-    if t.numel() == 0:
-        return t.data_ptr(), 0
-    last = sum((n - 1) * s for n, s in zip(t.shape, t.stride()) if n > 0)
-    return t.data_ptr(), (last + 1) * t.element_size()
 
 
 def _check(kind: str, ptrs, mask) -> None:
@@ -108,7 +103,8 @@ def install(mode: str) -> None:
         ranges = []
         for i, a in enumerate([*args_hst, *kwargs_hst.values()]):
             if hasattr(a, "data_ptr") and hasattr(a, "stride"):
-                lo, n = _span(a)
+                lo, hi = byte_span(a)
+                n = hi - lo
                 if whole_storage:
                     st = a.untyped_storage()
                     lo, n = st.data_ptr(), st.nbytes()

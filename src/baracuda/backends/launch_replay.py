@@ -29,6 +29,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from triton import knobs
 
+from ..core.validate import byte_span
+
 _STATE = threading.local()
 
 
@@ -135,14 +137,6 @@ def _raw_stream(device: int) -> int:
     return torch._C._cuda_getCurrentRawStream(device)
 
 
-def _span(t: torch.Tensor) -> int:
-    """Bytes from t's first element to one past its last."""
-    if t.numel() == 0:
-        return 0
-    last = sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
-    return (last + 1) * t.element_size()
-
-
 class Program:
     """Recorded launches, each (launcher, grid, the launcher's fixed arguments, the kernel's
     arguments with pointers blanked, (position, slot, byte offset) per pointer)."""
@@ -153,7 +147,7 @@ class Program:
 
     @staticmethod
     def build(rec: Recording, slots: list[torch.Tensor | None], device: int) -> Program | None:
-        ranges = [(t.data_ptr(), _span(t)) for t in slots if t is not None]
+        ranges = [(lo, hi - lo) for lo, hi in (byte_span(t) for t in slots if t is not None)]
         index = [i for i, t in enumerate(slots) if t is not None]
         launches = []
         for direct, compiled, grid, args in rec.launches:

@@ -180,7 +180,8 @@ def check_stride_alignment(who: str, name: str, t: torch.Tensor, nbytes: int) ->
             )
 
 
-def _byte_span(t: torch.Tensor) -> tuple[int, int]:
+def byte_span(t: torch.Tensor) -> tuple[int, int]:
+    """[first byte, one past the last byte) of t's elements; (0, 0) when t is empty."""
     if t.numel() == 0:
         return (0, 0)
     lo = t.data_ptr()
@@ -225,8 +226,8 @@ def check_no_overlap(
     )
     if same_view and allow_exact_alias:
         return
-    a0, a1 = _byte_span(out)
-    b0, b1 = _byte_span(inp)
+    a0, a1 = byte_span(out)
+    b0, b1 = byte_span(inp)
     if a0 < b1 and b0 < a1:
         what = "aliases" if same_view else "partially overlaps"
         raise InvalidProblem(

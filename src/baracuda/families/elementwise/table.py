@@ -51,6 +51,11 @@ class Row:
     diff: bool = True
     bool_ok: bool = False
     native: bool = False
+    #: binary kinds: which operands torch's signature lets be a Python number ("both",
+    #: "other": the second only, "none"), and which operands torch's derivative formula
+    #: negates or subtracts (a bool one there makes torch's backward raise, so ours does too)
+    numbers: str = "both"
+    bool_in_grad: tuple[bool, bool] = (False, False)
 
 
 def _cbrt(x):
@@ -142,8 +147,9 @@ _PARAM_COUNT = {UnaryParamKind.THRESHOLD: 2, UnaryParamKind.HARDTANH: 2,
                 UnaryParamKind.SOFTPLUS: 2, UnaryParamKind.CLAMP: 2}
 
 
-def _b(code, ints, ref, a=(-3.0, 3.0), diff=True, bool_ok=False, native=False):
-    return Row(code, ints, ref, a, diff, bool_ok, native)
+def _b(code, ints, ref, a=(-3.0, 3.0), diff=True, bool_ok=False, native=False, numbers="both",
+       bool_in_grad=(False, False)):
+    return Row(code, ints, ref, a, diff, bool_ok, native, numbers, bool_in_grad)
 
 
 def _floor_div(a, b):
@@ -161,28 +167,35 @@ BINARY: dict[BinaryKind, Row] = {
     BinaryKind.DIV: _b(3, "promote", torch.div, bool_ok=True),
     BinaryKind.DIV_TRUNC: _b(4, "exact", _trunc_div),
     BinaryKind.DIV_FLOOR: _b(5, "exact", _floor_div),
-    BinaryKind.POW: _b(6, "exact", torch.pow, (0.0, 3.0)),
-    BinaryKind.ATAN2: _b(7, "promote", torch.atan2, bool_ok=True),
-    BinaryKind.HYPOT: _b(8, "float", torch.hypot),
-    BinaryKind.COPYSIGN: _b(9, "promote", torch.copysign, bool_ok=True),
-    BinaryKind.MAXIMUM: _b(10, "exact", torch.maximum, bool_ok=True),
-    BinaryKind.MINIMUM: _b(11, "exact", torch.minimum, bool_ok=True),
-    BinaryKind.FMAX: _b(12, "exact", torch.fmax, bool_ok=True),
-    BinaryKind.FMIN: _b(13, "exact", torch.fmin, bool_ok=True),
+    BinaryKind.POW: _b(6, "exact", torch.pow, (0.0, 3.0), bool_in_grad=(False, True)),
+    BinaryKind.ATAN2: _b(7, "promote", torch.atan2, bool_ok=True, numbers="none",
+                         bool_in_grad=(True, False)),
+    BinaryKind.HYPOT: _b(8, "float", torch.hypot, numbers="none"),
+    BinaryKind.COPYSIGN: _b(9, "promote", torch.copysign, bool_ok=True, numbers="other"),
+    BinaryKind.MAXIMUM: _b(10, "exact", torch.maximum, bool_ok=True, numbers="none"),
+    BinaryKind.MINIMUM: _b(11, "exact", torch.minimum, bool_ok=True, numbers="none"),
+    BinaryKind.FMAX: _b(12, "exact", torch.fmax, bool_ok=True, numbers="none"),
+    BinaryKind.FMIN: _b(13, "exact", torch.fmin, bool_ok=True, numbers="none"),
     BinaryKind.REMAINDER: _b(14, "exact", torch.remainder),
-    BinaryKind.FMOD: _b(15, "exact", torch.fmod),
+    BinaryKind.FMOD: _b(15, "exact", torch.fmod, numbers="other"),
     BinaryKind.XLOGY: _b(16, "promote", torch.xlogy, bool_ok=True),
-    BinaryKind.LOGADDEXP: _b(17, "float", torch.logaddexp),
-    BinaryKind.LOGADDEXP2: _b(18, "float", torch.logaddexp2),
-    BinaryKind.NEXTAFTER: _b(19, "float", torch.nextafter, diff=False, native=True),
+    BinaryKind.LOGADDEXP: _b(17, "float", torch.logaddexp, numbers="none",
+                             bool_in_grad=(True, True)),
+    BinaryKind.LOGADDEXP2: _b(18, "float", torch.logaddexp2, numbers="none",
+                              bool_in_grad=(True, True)),
+    BinaryKind.NEXTAFTER: _b(19, "float", torch.nextafter, diff=False, native=True,
+                             numbers="none"),
     BinaryKind.BITWISE_AND: _b(20, "int", torch.bitwise_and, diff=False, bool_ok=True),
     BinaryKind.BITWISE_OR: _b(21, "int", torch.bitwise_or, diff=False, bool_ok=True),
     BinaryKind.BITWISE_XOR: _b(22, "int", torch.bitwise_xor, diff=False, bool_ok=True),
     BinaryKind.BITWISE_LEFT_SHIFT: _b(23, "int", torch.bitwise_left_shift, diff=False),
     BinaryKind.BITWISE_RIGHT_SHIFT: _b(24, "int", torch.bitwise_right_shift, diff=False),
-    BinaryKind.LOGICAL_AND: _b(25, "logical", torch.logical_and, diff=False, bool_ok=True),
-    BinaryKind.LOGICAL_OR: _b(26, "logical", torch.logical_or, diff=False, bool_ok=True),
-    BinaryKind.LOGICAL_XOR: _b(27, "logical", torch.logical_xor, diff=False, bool_ok=True),
+    BinaryKind.LOGICAL_AND: _b(25, "logical", torch.logical_and, diff=False, bool_ok=True,
+                               numbers="none"),
+    BinaryKind.LOGICAL_OR: _b(26, "logical", torch.logical_or, diff=False, bool_ok=True,
+                              numbers="none"),
+    BinaryKind.LOGICAL_XOR: _b(27, "logical", torch.logical_xor, diff=False, bool_ok=True,
+                               numbers="none"),
     BinaryKind.LERP: _b(28, "float", torch.lerp),
 }
 

@@ -216,12 +216,6 @@ def _binary_bw_fake(dy, a, b, kind: str, alpha: float, need_a: bool, need_b: boo
 _binary_backward = define_op("ew_binary_backward", _binary_bw, _binary_bw_fake)
 
 
-#: Operands that torch's derivative formula negates or subtracts: a bool one there makes
-#: torch's backward raise (pow's exponent, atan2's y, both of logaddexp's), so ours does too.
-_BOOL_IN_GRAD_FORMULA = {BinaryKind.POW: (False, True), BinaryKind.ATAN2: (True, False),
-                         BinaryKind.LOGADDEXP: (True, True), BinaryKind.LOGADDEXP2: (True, True)}
-
-
 def _binary_setup(ctx, inputs, output):
     a, b, kind, alpha, _ = inputs
     ctx.save_for_backward(a, b)
@@ -236,7 +230,7 @@ def _binary_grad(ctx, grad):
         return None, None, None, None, None
     if not BINARY[BinaryKind(ctx.kind)].diff:
         raise RuntimeError(f"the derivative for '{ctx.kind}' is not implemented.")
-    for t, quirk in zip((a, b), _BOOL_IN_GRAD_FORMULA.get(BinaryKind(ctx.kind), (False, False))):
+    for t, quirk in zip((a, b), BINARY[BinaryKind(ctx.kind)].bool_in_grad):
         if quirk and t.dtype == torch.bool:
             raise RuntimeError(f"{ctx.kind} backward: torch's derivative formula subtracts or "
                                "negates the bool operand, which torch does not support "
@@ -299,7 +293,7 @@ def zero_dims_to_result(*tensors):
     """The operands with each 0-d tensor cast to torch's result dtype: a 0-d tensor of the
     same category as the dimensioned ones does not widen the result (torch's rule), while the
     plans promote all operands alike. A bool one never widens it and stays bool (torch's
-    derivative formulas see it as bool: `_BOOL_IN_GRAD_FORMULA`)."""
+    derivative formulas see it as bool: table.Row.bool_in_grad)."""
     ts = [t for t in tensors if isinstance(t, torch.Tensor)]
     if all(t.dim() == 0 for t in ts) or all(t.dim() > 0 for t in ts):
         return tensors
@@ -327,19 +321,6 @@ def fail_in_backward(t: torch.Tensor, message: str) -> torch.Tensor:
     return _FailInBackward.apply(t, message) if t.requires_grad else t
 
 
-#: Which operands torch's signature lets be a Python number (the rest must be tensors):
-#: "both" (the default: add, sub, mul, div, pow, remainder, xlogy, bitwise_*), "other" (the
-#: second only), "none".
-NUMBER_OPERANDS: dict[BinaryKind, str] = {
-    BinaryKind.COPYSIGN: "other", BinaryKind.FMOD: "other",
-    **{k: "none" for k in (BinaryKind.ATAN2, BinaryKind.HYPOT, BinaryKind.MAXIMUM,
-                           BinaryKind.MINIMUM, BinaryKind.FMAX, BinaryKind.FMIN,
-                           BinaryKind.LOGADDEXP, BinaryKind.LOGADDEXP2, BinaryKind.NEXTAFTER,
-                           BinaryKind.LOGICAL_AND, BinaryKind.LOGICAL_OR,
-                           BinaryKind.LOGICAL_XOR)},
-}
-
-
 def require_tensor(name: str, arg: str, position: int, value) -> None:
     """torch's TypeError for a non-tensor where its signature takes only a Tensor."""
     if not isinstance(value, torch.Tensor):
@@ -363,7 +344,7 @@ def unary_call(kind: UnaryKind, x: torch.Tensor) -> torch.Tensor:
 
 def _binary_call(kind: BinaryKind, input, other, alpha=1) -> torch.Tensor:
     name = kind.value
-    numbers = NUMBER_OPERANDS.get(kind, "both")
+    numbers = BINARY[kind].numbers
     if numbers != "both":
         require_tensor(name, "input", 1, input)
         if numbers == "none":
