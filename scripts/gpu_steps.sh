@@ -35,7 +35,7 @@ for step in "$@"; do
     benchattn) timeout 400 python3 -m baracuda.cli bench --family attention --quick --json $OUT/attn.json 2>&1 | grep -v "it/s\]" | tail -3; python3 scripts/bench_to_md.py $OUT/attn.json ;;
     fuzzdebug) CUDA_LAUNCH_BLOCKING=1 timeout ${FUZZ_TIMEOUT:-420} python3 -m pytest -q -p no:cacheprovider -n ${FUZZ_WORKERS:-12} -o addopts="" -W ignore --tb=short ${FUZZ_FILES:-tests/families/test_fuzz_*.py} > $OUT/fuzz${FUZZ_TAG}.log 2>&1; tail -1 $OUT/fuzz${FUZZ_TAG}.log ;;
     padab) timeout 300 python3 scripts/norm_pad_ab.py 2>&1 | grep -v Warning ;;
-    wsprobe) timeout 300 python3 scripts/attn_ws_probe.py ${WS_SHAPES:-all} > $OUT/wsprobe.log 2>&1; grep -v Warning $OUT/wsprobe.log | cut -c1-300 | tail -40 ;;
+    wsprobe) timeout 560 python3 scripts/attn_ws_probe.py ${WS_SHAPES:-all} > $OUT/wsprobe.log 2>&1; grep -v Warning $OUT/wsprobe.log | cut -c1-300 | tail -40 ;;
     replaytests) timeout 240 python3 -m pytest -q -p no:cacheprovider -n 8 -o addopts="" -W ignore tests/test_launch_replay.py 2>&1 | grep -E "FAILED|ERROR|passed|failed" | tail -10 ;;
   esac
 done
