@@ -35,9 +35,11 @@ def _stats(lse, delta, row0, BLOCK_M: tl.constexpr, STATS_DESC: tl.constexpr):
     """A query tile's lse and delta: by TMA descriptors, or (STATS_DESC off) plain loads from
     the descriptors' base pointers (passed as pointers then)."""
     if STATS_DESC:
-        return lse.load([row0]), delta.load([row0])
-    offs = row0 + tl.arange(0, BLOCK_M)
-    return tl.load(lse + offs), tl.load(delta + offs)
+        a, b = lse.load([row0]), delta.load([row0])
+    else:
+        offs = row0 + tl.arange(0, BLOCK_M)
+        a, b = tl.load(lse + offs), tl.load(delta + offs)
+    return a, b
 
 
 @triton.jit
@@ -112,14 +114,12 @@ def ws_kernel(kernel, q, k, v, do, lse, delta, out, tile, ws=True, stats_desc=Tr
 #: (kernel, BLOCK_M, BLOCK_N, warps, stages, WS, STATS_DESC) per head dim, in run order
 CASES = {
     128: [("dkdv", 64, 128, 4, 2, 0, 1), ("dq", 128, 64, 4, 2, 0, 1),
-          ("dkdv", 64, 128, 4, 2, 1, 0), ("dkdv", 64, 128, 4, 2, 1, 1),
-          ("dkdv", 32, 128, 4, 2, 1, 0),
-          ("dkdv", 64, 64, 4, 2, 1, 0), ("dkdv", 64, 128, 4, 3, 1, 0),
-          ("dq", 128, 64, 4, 2, 1, 0), ("dq", 128, 64, 4, 2, 1, 1),
-          ("dq", 128, 128, 4, 2, 1, 0), ("dq", 128, 64, 4, 3, 1, 0), ("dq", 64, 64, 4, 2, 1, 0)],
-    64: [("dkdv", 64, 128, 4, 2, 1, 0), ("dkdv", 32, 128, 4, 2, 1, 0),
-         ("dkdv", 64, 64, 4, 2, 1, 0), ("dq", 128, 64, 4, 2, 1, 0), ("dq", 128, 128, 4, 2, 1, 0),
-         ("dq", 64, 64, 4, 2, 1, 0)],
+          ("dkdv", 64, 128, 4, 2, 1, 1), ("dq", 128, 64, 4, 2, 1, 1),
+          ("dkdv", 64, 128, 4, 3, 1, 1), ("dq", 128, 64, 4, 3, 1, 1),
+          ("dkdv", 64, 64, 4, 2, 1, 1), ("dq", 128, 128, 4, 2, 1, 1),
+          ("dkdv", 32, 128, 4, 2, 1, 1), ("dq", 64, 64, 4, 2, 1, 1)],
+    64: [("dkdv", 64, 128, 4, 2, 1, 1), ("dkdv", 64, 64, 4, 2, 1, 1),
+         ("dq", 128, 64, 4, 2, 1, 1), ("dq", 128, 128, 4, 2, 1, 1)],
 }
 SHAPES = {128: (4, 16, 4096, 128), 64: (8, 16, 2048, 64)}
 
@@ -181,7 +181,7 @@ def parent(which: str) -> None:
                 hung += case[5]
 
 
-CASE_TIMEOUT_S = 60
+CASE_TIMEOUT_S = 80
 
 
 def child(dh: int, kind: str, bm: int, bn: int, warps: int, stages: int, ws: int,
