@@ -4,7 +4,8 @@ that clock or order effects of one `baracuda bench` run do not decide a ratio of
 
     python3 scripts/peer_ab.py FAMILY PEER ROUNDS "MATCH" ["MATCH" ...]
 
-Prints each round's rates and the median ratio (peer time / ours: > 1 means ours is faster).
+PEER: an extra peer of the case ("liger"), "torch" (eager) or "compile" (torch.compile of
+the eager function, as the bench makes it). Prints each round's rates and the median ratio (peer time / ours: > 1 means ours is faster).
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ def main(family: str, peer: str, rounds: int, matches: list[str]) -> None:
     device = torch.device("cuda")
     for match in matches:
         for _family, case in B.select_cases(family, False, match):
-            fn = case.extra_peers.get(peer)
+            fn = {"torch": case.torch_eager,
+                  "compile": case.torch_eager and torch.compile(case.torch_eager)}.get(
+                      peer, case.extra_peers.get(peer))
             if fn is None:
                 continue
             sets = B.input_sets(case, device)
