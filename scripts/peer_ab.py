@@ -5,7 +5,8 @@ that clock or order effects of one `baracuda bench` run do not decide a ratio of
     python3 scripts/peer_ab.py FAMILY PEER ROUNDS "MATCH" ["MATCH" ...]
 
 PEER: an extra peer of the case ("liger"), "torch" (eager) or "compile" (torch.compile of
-the eager function, as the bench makes it). Prints each round's rates and the median ratio (peer time / ours: > 1 means ours is faster).
+the eager function, as the bench makes it). Prints each round's rates and the median ratio
+(peer time / ours: > 1 means ours is faster).
 """
 
 from __future__ import annotations
