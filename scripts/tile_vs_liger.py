@@ -4,7 +4,9 @@ kernel, kernel only (CUDA graph replay) and through each library's torch functio
 other tiles as variants (Liger's .ca loads / .cs stores were measured too: no faster, session
 10). f32 log_softmax of long lines against the chunk tables. GB/s = x + y bytes / time.
 
-    python scripts/tile_vs_liger.py
+    python scripts/tile_vs_liger.py [long]
+
+long: only the f32 long lines (chunk x warps x register cap, softmax and log_softmax).
 """
 
 from __future__ import annotations
@@ -29,13 +31,13 @@ def _rate(nbytes, fn, graph=True) -> float:
     return nbytes / ms / 1e6
 
 
-def main() -> None:
+def main(long_only: bool = False) -> None:
     from liger_kernel.ops.softmax import _softmax_single_block_forward_kernel as liger_fwd
     from liger_kernel.ops.utils import calculate_settings
     from liger_kernel.transformers.functional import liger_softmax
 
     from baracuda.torch import softmax as ours
-    for dtype in (torch.bfloat16, torch.float32):
+    for dtype in () if long_only else (torch.bfloat16, torch.float32):
         for shape in SHAPES:
             x = torch.randn(shape, device="cuda", dtype=dtype)
             y = torch.empty_like(x)
@@ -71,17 +73,22 @@ def main() -> None:
                          lambda: P._launch(P.softmax_fwd_kernel, desc, [x, y], ws))
             cells.append(f"{kind.value} {rate:5.0f}")
         print("  ".join(cells), flush=True)
-        desc = bc.SoftmaxDescriptor(bc.SoftmaxKind.LOG_SOFTMAX, shape, 1, torch.float32)
-        cfg = P.launch_config(shape[1], desc.element, shape[0])
-        cells = [f"  log f32 {shape} {cfg['BLOCK']}x{cfg['num_warps']}"]
-        for block, warps in ((2048, 2), (2048, 4), (4096, 2), (4096, 8), (8192, 8), (8192, 16)):
-            launch = dict(cfg, BLOCK=block, num_warps=warps,
-                          PARTS=triton.next_power_of_2(shape[1] // block))
-            rate = _rate(2 * x.numel() * 4,
-                         lambda: P._launch(P.softmax_fwd_kernel, desc, [x, y], ws, launch))
-            cells.append(f"{block}x{warps} {rate:5.0f}")
-        print("  ".join(cells), flush=True)
+        for kind in (bc.SoftmaxKind.SOFTMAX, bc.SoftmaxKind.LOG_SOFTMAX):
+            log = kind == bc.SoftmaxKind.LOG_SOFTMAX
+            desc = bc.SoftmaxDescriptor(kind, shape, 1, torch.float32)
+            cfg = P.launch_config(shape[1], desc.element, shape[0], log=log)
+            cells = [f"  {kind.value} f32 {shape} {cfg['BLOCK']}x{cfg['num_warps']}"]
+            for block, warps, cap in ((4096, 4, None), (4096, 4, 64), (8192, 8, None),
+                                      (8192, 8, 64), (8192, 16, None), (4096, 8, None)):
+                launch = dict(cfg, BLOCK=block, num_warps=warps, maxnreg=cap,
+                              PARTS=triton.next_power_of_2(shape[1] // block))
+                rate = _rate(2 * x.numel() * 4,
+                             lambda: P._launch(P.softmax_fwd_kernel, desc, [x, y], ws, launch))
+                cells.append(f"{block}x{warps}/{cap or '-'} {rate:5.0f}")
+            print("  ".join(cells), flush=True)
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    main(long_only=sys.argv[1:] == ["long"])
