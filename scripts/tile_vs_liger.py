@@ -20,7 +20,7 @@ from baracuda.families.softmax import plans as P
 
 SHAPES = ((32768, 1024), (16384, 4096), (4096, 16384))
 #: (rows per program, warps) tried beside the table's tile, per line length
-VARIANTS = {1024: ((1, 2), (4, 8), (4, 4), (2, 4), (1, 8)),
+VARIANTS = {1024: ((1, 2), (4, 8), (4, 4), (2, 4), (1, 8), (2, 8), (8, 8)),
             4096: ((1, 4), (1, 16), (2, 8), (2, 16)),
             16384: ((1, 8), (1, 32))}
 
@@ -37,6 +37,7 @@ def main(long_only: bool = False) -> None:
     from liger_kernel.transformers.functional import liger_softmax
 
     from baracuda.torch import softmax as ours
+    compiled = torch.compile(lambda x: torch.softmax(x, -1))
     for dtype in () if long_only else (torch.bfloat16, torch.float32):
         for shape in SHAPES:
             x = torch.randn(shape, device="cuda", dtype=dtype)
@@ -59,6 +60,7 @@ def main(long_only: bool = False) -> None:
             cells.append(f"liger {_rate(nbytes, liger_kernel_only):5.0f}")
             cells.append(f"| fn ours {_rate(nbytes, lambda: ours(x, -1), False):5.0f}")
             cells.append(f"liger {_rate(nbytes, lambda: liger_softmax(x), False):5.0f}")
+            cells.append(f"compile {_rate(nbytes, lambda: compiled(x), False):5.0f}")
             print("  ".join(cells), f"(cfg {cfg})", flush=True)
             del x, y
     # f32 long lines: softmax against log_softmax (the one f32 row under 2.7 TB/s)

@@ -311,16 +311,18 @@ def test_interpreter_chunk_length_rule():
 
 
 def test_register_cap_rule_and_tile_offsets():
-    """The 64-register cap goes to the log_softmax forward exchange only (f16 / bf16 / f32;
-    f64 values take two registers each), and only TILE launches pad the outer dims last (the
-    JIT then folds the row offset; softmax/PERF_NOTES.md, session 12)."""
+    """The 64-register cap goes to the forward exchange of f32 lines (both kinds) and of
+    log_softmax's 16-bit ones (f64 values take two registers each), and only TILE launches
+    pad the outer dims last (the JIT then folds the row offset; softmax/PERF_NOTES.md,
+    sessions 12 and 17)."""
     from baracuda.backends.triton_support import outer_launch_groups
     from baracuda.core.layout import axis_view
 
     f32, f64 = bc.ElementKind.F32, bc.ElementKind.F64
-    assert P.register_cap(EXCHANGE, True, False, f32) == P.EXCHANGE_LOG_MAXNREG
-    assert P.register_cap(EXCHANGE, True, False, bc.ElementKind.BF16) == P.EXCHANGE_LOG_MAXNREG
-    for args in ((EXCHANGE, False, False, f32), (EXCHANGE, True, True, f32),
+    for log in (True, False):
+        assert P.register_cap(EXCHANGE, log, False, f32) == P.EXCHANGE_FWD_MAXNREG
+    assert P.register_cap(EXCHANGE, True, False, bc.ElementKind.BF16) == P.EXCHANGE_FWD_MAXNREG
+    for args in ((EXCHANGE, False, False, bc.ElementKind.BF16), (EXCHANGE, True, True, f32),
                  (EXCHANGE, True, False, f64), (TILE, True, False, f32),
                  (LOOP, True, False, f32)):
         assert P.register_cap(*args) is None

@@ -67,18 +67,20 @@ MAX_SINGLE_BLOCK = 16384
 EXCHANGE_BYTES = 16384
 EXCHANGE_BWD_WARPS = 4
 EXCHANGE_FWD_PER_THREAD = 32
-#: Register cap of the log_softmax forward exchange (32 values per thread): uncapped, its
-#: chunk reduction keeps x and exp(x - max) alive together and compiled to 72 registers at 64
-#: partials per line ([256, 262144]; 7 programs of 4 warps per SM), capped to 64 without
-#: spills (sm_90a; 8 per SM). H100 kernel-only f32 [256, 262144] (scripts/long_row_sweep.py,
-#: session 12): 2627 -> 2732 GB/s. softmax compiles to 64 uncapped; capped it measured slower
-#: there (2744 -> 2496), so it stays uncapped.
-EXCHANGE_LOG_MAXNREG = 64
-#: The f32 log_softmax forward exchange takes chunks of 8192 x 8 warps (still 32 values per
-#: thread, capped as above): H100 kernel only (scripts/tile_vs_liger.py, session 16), GB/s
-#: [256, 262144] 2771 vs 2743 for 4096 x 4, [1024, 65536] 2848 vs 2764 (2048 x 2 2413 / 2528,
-#: 4096 x 8 2226 / 2491, 8192 x 16 2292 / 2516).
-EXCHANGE_LOG_F32_BYTES = 32768
+#: Register cap of the forward exchange of f32 lines (both kinds) and of log_softmax's 16-bit
+#: ones. log_softmax's chunk reduction keeps x and exp(x - max) alive together: uncapped at
+#: 4096 x 4 warps it compiled to 72 registers ([256, 262144]; 7 programs per SM), capped to 64
+#: without spills (sm_90a; 8 per SM): H100 kernel-only f32 [256, 262144] 2627 -> 2732 GB/s
+#: (scripts/long_row_sweep.py, session 12). softmax's 4096 x 4 chunk is 64 uncapped and
+#: measured slower capped (2744 -> 2496); its 8192 x 8 chunk needs the cap (below).
+EXCHANGE_FWD_MAXNREG = 64
+#: f32 forward exchanges take chunks of 8192 x 8 warps (still 32 values per thread, capped as
+#: above), half the programs per line: half the partials to swap and combine. H100 kernel only
+#: (scripts/tile_vs_liger.py long), GB/s at [256, 262144] / [1024, 65536]: log_softmax
+#: (session 16) 2771 / 2848 against 2743 / 2764 for 4096 x 4; softmax (session 17) 2778 /
+#: 2846 against 2745 / 2760 (uncapped 8192 x 8: 2635 / 2791; 8192 x 16 2351 / 2526; 4096 x 8
+#: 2400 / 2657).
+EXCHANGE_F32_FWD_BYTES = 32768
 #: The forward LOOP (second read partly from L2, hints) stays ahead of the exchange when calls
 #: run back to back (the bench's timing; scripts/softmax_long_ab.py, H100 bf16, GB/s): LOOP
 #: 2486 / 1948 vs exchange 2353 / 1857 at [1024, 65536] / [256, 262144], although the
@@ -127,8 +129,7 @@ def launch_config(extent: int, element: ElementKind, rows: int = 1 << 20,
             return dict(cfg, BLOCK=block)
         seg = chunk_length(LOOP_SEGMENT_BYTES // size, extent, block)
         return dict(cfg, BLOCK=block, SEG=seg, PARTS=next_pow2(triton_cdiv(extent, seg)))
-    chunk_bytes = EXCHANGE_LOG_F32_BYTES if log and size == 4 and not backward else \
-        EXCHANGE_BYTES
+    chunk_bytes = EXCHANGE_F32_FWD_BYTES if size == 4 and not backward else EXCHANGE_BYTES
     block = chunk_bytes // max(size, 2)
     warps = EXCHANGE_BWD_WARPS if backward else max(1, block // (32 * EXCHANGE_FWD_PER_THREAD))
     block = chunk_length(block, extent)
@@ -138,10 +139,11 @@ def launch_config(extent: int, element: ElementKind, rows: int = 1 << 20,
 
 
 def register_cap(mode: int, log: bool, backward: bool, element: ElementKind) -> int | None:
-    """Triton's `maxnreg` for a launch (None: uncapped): the log_softmax forward exchange
-    (f64 values take two registers each: uncapped)."""
-    if mode == EXCHANGE and log and not backward and element.torch_dtype.itemsize <= 4:
-        return EXCHANGE_LOG_MAXNREG
+    """Triton's `maxnreg` for a launch (None: uncapped): the forward exchange of f32 lines and
+    of log_softmax's 16-bit ones (f64 values take two registers each: uncapped)."""
+    size = element.torch_dtype.itemsize
+    if mode == EXCHANGE and not backward and (size == 4 or (log and size < 4)):
+        return EXCHANGE_FWD_MAXNREG
     return None
 
 
