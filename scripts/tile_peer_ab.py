@@ -4,14 +4,19 @@ candidate (ROWS x warps, patched into plans.launch_config), and torch.compile of
 torch.softmax, for ROUNDS rounds on the same inputs. GB/s = x + y bytes.
 
     python3 scripts/tile_peer_ab.py ROUNDS DTYPE ROWSxCOLS ROWSxWARPS [ROWSxWARPS ...]
+
+TILE_AB_GRAPH=1: GPU time instead, each function (output allocation included) replayed in a
+CUDA graph on one input (triton.testing.do_bench_cudagraph): whether a gap is the kernel's.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 
 import torch
+import triton.testing
 
 from baracuda.families.softmax import plans as P
 from baracuda.tools import bench as B
@@ -44,7 +49,12 @@ def main(rounds: int, dtype: str, shape: str, tiles: list[str]) -> None:
     for r in range(rounds):
         for name, (cfg, fn) in (fns.items() if r % 2 == 0 else reversed(fns.items())):
             P.launch_config = cfg
-            rates[name].append(B._measure(case, fn, sets, 0.5).rate)
+            if os.environ.get("TILE_AB_GRAPH") == "1":
+                x = sets[0]["x"]
+                ms = triton.testing.do_bench_cudagraph(lambda fn=fn, x=x: fn(x), rep=100)
+                rates[name].append(case.bytes / ms / 1e6)
+            else:
+                rates[name].append(B._measure(case, fn, sets, 0.5).rate)
     P.launch_config = table
     for name, rs in rates.items():
         print(f"{dtype} {shape} {name:8} median {statistics.median(rs):6.0f}  "
