@@ -24,6 +24,10 @@ def test_error_hierarchy_matches_python_conventions():
     assert issubclass(bc.InvalidProblem, BaracudaError)
     assert issubclass(bc.Unsupported, NotImplementedError)
     assert issubclass(bc.BackendError, RuntimeError)
+    # a wrong argument type: torch's TypeError, and one of ours (an InvalidProblem)
+    assert issubclass(bc.ArgumentTypeError, TypeError)
+    assert issubclass(bc.ArgumentTypeError, bc.InvalidProblem)
+    assert bc.errors.ArgumentTypeError is bc.ArgumentTypeError
     e = WorkspaceTooSmall("P", needed=10, got=3)
     assert (e.needed, e.got) == (10, 3) and "10" in str(e) and "3" in str(e)
     b = BufferTooSmall("P: x", 8, 4)

@@ -296,7 +296,7 @@ _BINARY_NAMES = ["add", "sub", "mul", "div", "true_divide", "floor_divide", "pow
 def test_python_number_operands_follow_torchs_signature(name):
     """A Python number where torch's signature takes one (add(2, t), fmod(t, 2), ...) computes
     as torch's; where it takes only a Tensor (maximum, atan2, logical_*, fmod's input, ...)
-    ours raises torch's TypeError."""
+    ours raises torch's TypeError (an ArgumentTypeError: a TypeError and a BaracudaError)."""
     f = torch.tensor([0.5, 1.25, -2.0], device=DEVICE)
     i = torch.tensor([1, 2, 5], device=DEVICE)
     for args in [(f, 2.0), (2.0, f), (f, 3), (3, f), (i, 2), (2, i), (f, True), (True, f)]:
@@ -307,7 +307,8 @@ def test_python_number_operands_follow_torchs_signature(name):
         if isinstance(want, type):
             assert isinstance(got, type), f"{what}: torch raises {want.__name__}, ours returned"
             if want is TypeError:
-                assert got is TypeError, f"{what}: torch's TypeError, ours {got.__name__}"
+                assert issubclass(got, TypeError) and issubclass(got, bc.BaracudaError), \
+                    f"{what}: torch's TypeError, ours {got.__name__}"
             continue
         assert not isinstance(got, type), f"{what}: torch computes, ours raised {got.__name__}"
         assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} != torch's {want.dtype}"
@@ -539,7 +540,8 @@ def test_clamp_of_bool_and_mixed_bounds_follow_torch():
     assert got.dtype == want.dtype == torch.float32
     assert_close(got, want.double(), E.F32)
     f = _x(4, dtype=torch.float32, grad=False)
-    with pytest.raises(TypeError):
-        bt.clamp(f, torch.zeros(4, device=DEVICE), 2.5)
-    with pytest.raises(TypeError):
-        bt.clamp(f, 0.5, torch.tensor(1.0, device=DEVICE, requires_grad=True))
+    for lo, hi in ((torch.zeros(4, device=DEVICE), 2.5),
+                   (0.5, torch.tensor(1.0, device=DEVICE, requires_grad=True))):
+        with pytest.raises(TypeError, match="both tensors or both numbers") as info:
+            bt.clamp(f, lo, hi)
+        assert isinstance(info.value, bc.BaracudaError)

@@ -164,6 +164,22 @@ def test_torch_error_parity(name, args, match):
         ours(x, *args)
 
 
+def test_argument_type_errors_are_typed_and_torch_compatible():
+    """A float in normalized_shape or a string eps: TypeError as torch's, and typed."""
+    from baracuda.torch import batch_norm
+
+    x = _rand((3, 4))
+    stats = torch.zeros(4, device=DEVICE), torch.ones(4, device=DEVICE)
+    for call, torch_call in (
+            (lambda: layer_norm(x, [3.5]), lambda: F.layer_norm(x, [3.5])),
+            (lambda: batch_norm(x, *stats, eps="a"), lambda: F.batch_norm(x, *stats, eps="a"))):
+        with pytest.raises(TypeError):
+            torch_call()
+        with pytest.raises(bc.ArgumentTypeError, match="got|not"):
+            call()
+        assert issubclass(bc.ArgumentTypeError, TypeError)
+
+
 def test_plan_typed_errors():
     with pytest.raises(bc.InvalidProblem, match="suffix"):
         bc.LayerNormPlan.select(bc.LayerNormDescriptor((4, 8, 3), (0, 1), True, True, 1e-5,

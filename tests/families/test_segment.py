@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from baracuda.core.errors import BaracudaError, InvalidProblem, Unsupported
+from baracuda.core.errors import ArgumentTypeError, BaracudaError, InvalidProblem, Unsupported
 from baracuda.families.segment import reference as ref
 from baracuda.families.segment.torch_api import (
     segment_max,
@@ -126,7 +126,7 @@ def test_errors(device):
     for bad in (torch.zeros(4, device=device), ids.short(), [0, 0, 0, 0]):
         with pytest.raises(TypeError) as info:
             segment_sum(x, bad, 2)
-        assert isinstance(info.value, InvalidProblem)
+        assert isinstance(info.value, InvalidProblem) and isinstance(info.value, ArgumentTypeError)
     for s, err in ((-1, InvalidProblem), (2.5, TypeError), (True, TypeError),
                    (torch.tensor(2.0), TypeError), (1 << 40, Unsupported)):
         with pytest.raises(err, match="num_segments") as info:

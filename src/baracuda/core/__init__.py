@@ -1,6 +1,7 @@
 """baracuda.core: vocabulary, errors, Plan contract, registry, validators, layout, specs."""
 
 from .errors import (
+    ArgumentTypeError,
     BackendError,
     BaracudaError,
     BufferTooSmall,
@@ -37,10 +38,11 @@ from .vocab import (
 )
 
 __all__ = [
-    "Args", "ArchSku", "AxisView", "BackendError", "BackendKind", "BaracudaError",
-    "BufferTooSmall", "Candidate", "Descriptor", "ElementKind", "FLOAT_KINDS", "INDEX_KINDS",
-    "InvalidProblem", "KernelSku", "MathPrecision", "MisalignedOperand", "OpCategory", "Plan",
-    "PlanPreference", "PrecisionGuarantee", "Unsupported", "WorkspaceTooSmall", "axis_view",
-    "collapse_dims", "discover", "families", "plan_named", "plans", "register_bench",
-    "register_candidate", "register_plan", "register_spec", "spec_for", "specs",
+    "ArgumentTypeError", "Args", "ArchSku", "AxisView", "BackendError", "BackendKind",
+    "BaracudaError", "BufferTooSmall", "Candidate", "Descriptor", "ElementKind", "FLOAT_KINDS",
+    "INDEX_KINDS", "InvalidProblem", "KernelSku", "MathPrecision", "MisalignedOperand",
+    "OpCategory", "Plan", "PlanPreference", "PrecisionGuarantee", "Unsupported",
+    "WorkspaceTooSmall", "axis_view", "collapse_dims", "discover", "families", "plan_named",
+    "plans", "register_bench", "register_candidate", "register_plan", "register_spec", "spec_for",
+    "specs",
 ]

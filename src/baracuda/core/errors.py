@@ -11,6 +11,14 @@ class InvalidProblem(BaracudaError, ValueError):
     """The descriptor or args describe a malformed problem (bad axis, negative extent, ...)."""
 
 
+class ArgumentTypeError(InvalidProblem, TypeError):
+    """An argument of the wrong type (a Python number where the signature takes only a Tensor,
+    a tensor where it takes an int, ids of a non-integer dtype, ...). It is both: a TypeError,
+    as torch (and jax) raise for the same call, so `except TypeError` written against torch
+    keeps working, and an InvalidProblem, so `except BaracudaError` catches every error
+    baracuda raises on purpose."""
+
+
 class Unsupported(BaracudaError, NotImplementedError):
     """A well-formed problem that no candidate (or the requested one) can run."""
 

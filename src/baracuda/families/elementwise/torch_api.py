@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch
 
+from ...core.errors import ArgumentTypeError
 from ...frontends.torch.factory import define_op, run_plan
 from .descriptors import (
     BinaryArgs,
@@ -265,7 +266,8 @@ def scalar_result(dtype: torch.dtype, value) -> torch.dtype:
         return torch.int64 if dtype == torch.bool else dtype
     if isinstance(value, float):
         return dtype if dtype.is_floating_point else torch.get_default_dtype()
-    raise TypeError(f"expected a Tensor or a Python number, got {type(value).__name__}")
+    raise ArgumentTypeError("scalar operand: expected a Tensor or a Python number, got "
+                            f"{type(value).__name__}")
 
 
 def _category(dtype: torch.dtype) -> int:
@@ -307,25 +309,27 @@ class _FailInBackward(torch.autograd.Function):
     (a bool one it subtracts), the forward succeeds and the backward raises, as torch's."""
 
     @staticmethod
-    def forward(ctx, x, message: str):
-        ctx.message = message
+    def forward(ctx, x, message: str, error: type[Exception]):
+        ctx.message, ctx.error = message, error
         return x.view_as(x)
 
     @staticmethod
     def backward(ctx, grad):
-        raise RuntimeError(ctx.message)
+        raise ctx.error(ctx.message)
 
 
-def fail_in_backward(t: torch.Tensor, message: str) -> torch.Tensor:
-    """t, whose gradient raises RuntimeError(message) when a backward reaches it."""
-    return _FailInBackward.apply(t, message) if t.requires_grad else t
+def fail_in_backward(t: torch.Tensor, message: str,
+                     error: type[Exception] = RuntimeError) -> torch.Tensor:
+    """t, whose gradient raises error(message) when a backward reaches it."""
+    return _FailInBackward.apply(t, message, error) if t.requires_grad else t
 
 
 def require_tensor(name: str, arg: str, position: int, value) -> None:
-    """torch's TypeError for a non-tensor where its signature takes only a Tensor."""
+    """torch's TypeError (as ArgumentTypeError) for a non-tensor where its signature takes only
+    a Tensor."""
     if not isinstance(value, torch.Tensor):
-        raise TypeError(f"{name}(): argument '{arg}' (position {position}) must be Tensor, "
-                        f"not {type(value).__name__}")
+        raise ArgumentTypeError(f"{name}(): argument '{arg}' (position {position}) must be "
+                                f"Tensor, not {type(value).__name__}")
 
 
 def to_default_float(t: torch.Tensor) -> torch.Tensor:
@@ -350,7 +354,8 @@ def _binary_call(kind: BinaryKind, input, other, alpha=1) -> torch.Tensor:
         if numbers == "none":
             require_tensor(name, "other", 2, other)
     if not isinstance(input, torch.Tensor) and not isinstance(other, torch.Tensor):
-        raise TypeError(f"{name}(): expected at least one tensor argument")
+        raise ArgumentTypeError(f"{name}(): expected at least one tensor argument, got "
+                                f"{type(input).__name__} and {type(other).__name__}")
     like = input if isinstance(input, torch.Tensor) else other
     out_dtype = None
     if isinstance(input, torch.Tensor) and isinstance(other, torch.Tensor):

@@ -7,7 +7,7 @@ import numbers
 
 import torch
 
-from ...core.errors import InvalidProblem
+from ...core.errors import ArgumentTypeError, InvalidProblem
 from ...frontends.torch.factory import normalize_dim
 from .descriptors import BinaryKind, CompareKind, GatedKind, TernaryKind, UnaryKind
 from .descriptors import UnaryParamKind as P
@@ -330,14 +330,38 @@ def lerp(input: torch.Tensor, end: torch.Tensor, weight) -> torch.Tensor:
     return _ternary(input, end, weight, TernaryKind.LERP.value, 1.0)
 
 
+def _require_tensors(name: str, *args) -> None:
+    for i, (arg, value) in enumerate(zip(("input", "tensor1", "tensor2"), args)):
+        require_tensor(name, arg, i + 1, value)
+
+
 def addcmul(input: torch.Tensor, tensor1: torch.Tensor, tensor2: torch.Tensor, *,
             value=1) -> torch.Tensor:
+    _require_tensors("addcmul", input, tensor1, tensor2)
     input, tensor1, tensor2 = zero_dims_to_result(input, tensor1, tensor2)
     return _ternary(input, tensor1, tensor2, TernaryKind.ADDCMUL.value, float(value))
 
 
+def _integral(t: torch.Tensor) -> bool:
+    return not (t.is_floating_point() or t.is_complex())
+
+
 def addcdiv(input: torch.Tensor, tensor1: torch.Tensor, tensor2: torch.Tensor, *,
             value=1) -> torch.Tensor:
+    """torch.addcdiv. As torch's: tensor1 and tensor2 both integer or bool (whatever their
+    dims) raise (no integer division); an integer or bool tensor2 beside a floating tensor1
+    computes, but torch's derivative for tensor1, value / tensor2, is computed in tensor2's
+    dtype and raises, so a backward reaching tensor1 raises (InvalidProblem both)."""
+    _require_tensors("addcdiv", input, tensor1, tensor2)
+    if _integral(tensor1) and _integral(tensor2):
+        raise InvalidProblem("addcdiv: integer division is not supported (torch's rule: tensor1 "
+                             "and tensor2 not both integer or bool); expected a floating "
+                             f"tensor1 or tensor2, got {tensor1.dtype} and {tensor2.dtype}")
+    if _integral(tensor2):
+        tensor1 = fail_in_backward(
+            tensor1, "addcdiv backward: the derivative for tensor1, value / tensor2, is computed "
+            "in tensor2's dtype (torch's rule), which fails for an integer or bool tensor2; "
+            f"expected a floating tensor2, got {tensor2.dtype}", InvalidProblem)
     input, tensor1, tensor2 = zero_dims_to_result(input, tensor1, tensor2)
     return _ternary(input, tensor1, tensor2, TernaryKind.ADDCDIV.value, float(value))
 
@@ -350,8 +374,9 @@ def clamp(input: torch.Tensor, min=None, max=None) -> torch.Tensor:  # noqa: A00
         # torch's signatures take both bounds as tensors or both as numbers; a 0-d tensor
         # passes as a number (its value), one with dims or requiring a gradient can't
         if any(t.dim() > 0 or t.requires_grad for t in tensors):
-            raise TypeError("clamp(): expected min and max both tensors or both numbers, got "
-                            f"{type(min).__name__} and {type(max).__name__}")
+            raise ArgumentTypeError("clamp(): expected min and max both tensors or both "
+                                    f"numbers, got {type(min).__name__} and "
+                                    f"{type(max).__name__}")
         min, max = (v.item() if isinstance(v, torch.Tensor) else v for v in (min, max))
     if not isinstance(min, torch.Tensor) and not isinstance(max, torch.Tensor):
         # torch's result type counts the bounds given (a float bound makes an integer input

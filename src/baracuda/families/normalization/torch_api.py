@@ -12,7 +12,7 @@ import operator
 
 import torch
 
-from ...core.errors import InvalidProblem
+from ...core.errors import ArgumentTypeError, InvalidProblem
 from ...frontends.torch.factory import define_op, run_plan
 from .descriptors import (
     LayerNormArgs,
@@ -196,7 +196,8 @@ def _check_normalized_shape(input: torch.Tensor, normalized_shape, rms: bool) ->
     # (int() would take 3.5 or True silently)
     items = (normalized_shape,) if isinstance(normalized_shape, int) else normalized_shape
     if any(isinstance(s, (bool, float)) for s in items):
-        raise TypeError(f"normalized_shape must be a sequence of ints, got {normalized_shape!r}")
+        raise ArgumentTypeError(
+            f"normalized_shape must be a sequence of ints, got {normalized_shape!r}")
     shape = [operator.index(s) for s in items]
     if not shape:
         raise RuntimeError(
@@ -498,12 +499,12 @@ def batch_norm(input: torch.Tensor, running_mean: torch.Tensor | None,
 
 
 def _check_floats(who: str, **values) -> None:
-    """torch's TypeError for a non-number momentum / eps (momentum=None, nn.BatchNorm's
-    cumulative average, is not an F.batch_norm argument), also where the input is empty and
-    nothing else would read them."""
+    """torch's TypeError (ours: ArgumentTypeError, also a TypeError) for a non-number
+    momentum / eps (momentum=None, nn.BatchNorm's cumulative average, is not an F.batch_norm
+    argument), also where the input is empty and nothing else would read them."""
     for name, v in values.items():
         if v is None or isinstance(v, (str, bytes)):  # torch takes bools and 0-dim tensors
-            raise TypeError(f"{who}(): argument '{name}' must be float, not "
+            raise ArgumentTypeError(f"{who}(): argument '{name}' must be float, not "
                             f"{type(v).__name__}")
 
 

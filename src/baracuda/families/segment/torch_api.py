@@ -20,7 +20,7 @@ import operator
 
 import torch
 
-from ...core.errors import InvalidProblem, Unsupported
+from ...core.errors import ArgumentTypeError, InvalidProblem, Unsupported
 from ...frontends.torch.factory import define_op, run_plan
 from .descriptors import (
     MAX_ROWS,
@@ -37,9 +37,9 @@ __all__ = ["segment_sum", "segment_mean", "segment_max", "segment_min", "segment
 _EXTREMAL = ("max", "min")
 
 
-class SegmentArgumentError(InvalidProblem, TypeError):
+class SegmentArgumentError(ArgumentTypeError):
     """An argument of the wrong type (not a tensor, ids not int32 / int64, num_segments not an
-    int): a TypeError, as jax raises, and one of our typed errors (InvalidProblem)."""
+    int): core's ArgumentTypeError (a TypeError, as jax raises, and an InvalidProblem)."""
 
 
 def _kernel_ready(t: torch.Tensor, *others: torch.Tensor) -> torch.Tensor:
