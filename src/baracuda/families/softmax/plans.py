@@ -266,8 +266,14 @@ def _steps(kernel, desc, tensors, cfg):
         views = None if single else group
         # TILE: ROWS lines per program; else n_chunks programs per line
         grid = (n_rows * n_chunks,) if mode != TILE else (triton_cdiv(n_rows, rows_per_prog),)
-        out.append((views, grid, ints, mode, common))
+        even = (mode == TILE and not backward and view.extent == common["BLOCK"]
+                and n_rows % rows_per_prog == 0 and TILE_EVEN)
+        out.append((views, grid, ints, mode, dict(common, EVEN=True) if even else common))
     return out, single
+
+
+#: experiment switch (session 17): unmasked TILE forward launches of whole lines
+TILE_EVEN = True
 
 
 def _cacheable_steps(kernel, desc, tensors):
