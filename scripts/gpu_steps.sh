@@ -39,8 +39,8 @@ for step in "$@"; do
     smab) for peer in liger compile; do timeout 280 python3 scripts/peer_ab.py softmax $peer ${AB_ROUNDS:-5} "softmax fwd [32768, 1024]" "softmax fwd [16384, 4096]" "softmax fwd [4096, 16384]" 2>&1 | grep -v Warn; done ;;
     f32chunks) timeout 200 python3 scripts/tile_vs_liger.py long 2>&1 | grep -v Warning ;;
     smquick) timeout 300 python3 -m pytest -q -p no:cacheprovider -n 12 -o addopts="" -W ignore tests/families/test_softmax.py tests/families/test_softmax_smem.py tests/test_contract.py -k "softmax or Softmax" 2>&1 | grep -E "FAILED|ERROR|passed|failed" | tail -20 ;;
-    tileab) BARACUDA_REPLAY=0 timeout 240 python3 scripts/tile_peer_ab.py ${AB_ROUNDS:-5} float32 32768x1024 ${AB_TILES:-noeven 4x4 2x4 1x2 4x8 1x8} 2>&1 | grep -v Warn ;;
-    tilegraph) TILE_AB_GRAPH=1 BARACUDA_REPLAY=0 timeout 200 python3 scripts/tile_peer_ab.py ${AB_ROUNDS:-5} float32 32768x1024 ${AB_TILES:-noeven 4x4 2x4 1x8} 2>&1 | grep -v Warn ;;
+    tileab) BARACUDA_REPLAY=0 timeout 240 python3 scripts/tile_peer_ab.py ${AB_ROUNDS:-5} float32 32768x1024 ${AB_TILES:-4x4 2x4 1x2 1x4 4x8} 2>&1 | grep -v Warn ;;
+    tilegraph) TILE_AB_GRAPH=1 BARACUDA_REPLAY=0 timeout 200 python3 scripts/tile_peer_ab.py ${AB_ROUNDS:-5} float32 32768x1024 ${AB_TILES:-4x4 1x4 1x2} 2>&1 | grep -v Warn ;;
     ewtests) timeout 400 python3 -m pytest -q -p no:cacheprovider -n 12 -o addopts="" -W ignore tests/families/test_elementwise.py tests/families/test_elementwise_addcdiv.py tests/families/test_segment.py tests/families/test_normalization.py tests/test_core.py 2>&1 | grep -E "FAILED|ERROR|passed|failed" | tail -20 ;;
     replaytests) timeout 240 python3 -m pytest -q -p no:cacheprovider -n 8 -o addopts="" -W ignore tests/test_launch_replay.py 2>&1 | grep -E "FAILED|ERROR|passed|failed" | tail -10 ;;
   esac

@@ -3,10 +3,11 @@ timing (rotating input sets, median of batches) of ours with the table's tile, o
 candidate (ROWS x warps, patched into plans.launch_config), and torch.compile of
 torch.softmax, for ROUNDS rounds on the same inputs. GB/s = x + y bytes.
 
-    python3 scripts/tile_peer_ab.py ROUNDS DTYPE ROWSxCOLS ROWSxWARPS|noeven [...]
+    python3 scripts/tile_peer_ab.py ROUNDS DTYPE ROWSxCOLS ROWSxWARPS [...]
 
-"noeven": the table's tile with masked loads and stores (TILE_EVEN off). Run with
-BARACUDA_REPLAY=0 (replayed launches keep the tile they were recorded with).
+Run with BARACUDA_REPLAY=0 (replayed launches keep the tile they were recorded with).
+(Session 17 also timed a "noeven" variant, the TILE forward without masks on whole lines:
+within 0.2% either way, not kept.)
 
 TILE_AB_GRAPH=1: GPU time instead, each function (output allocation included) replayed in a
 CUDA graph on one input (triton.testing.do_bench_cudagraph): whether a gap is the kernel's.
@@ -38,8 +39,6 @@ def main(rounds: int, dtype: str, shape: str, tiles: list[str]) -> None:
     compiled = torch.compile(case.torch_eager)
 
     def with_tile(tile):
-        if tile == "noeven":  # the table's tile with masked loads and stores
-            return table
         rows, warps = (int(v) for v in tile.split("x"))
 
         def cfg(extent, element, rows_=1 << 20, backward=False, log=False):
@@ -54,7 +53,6 @@ def main(rounds: int, dtype: str, shape: str, tiles: list[str]) -> None:
     for r in range(rounds):
         for name, (cfg, fn) in (fns.items() if r % 2 == 0 else reversed(fns.items())):
             P.launch_config = cfg
-            P.TILE_EVEN = name != "noeven"
             P._STEPS._table.clear()  # launch recipes are cached per layout: work them out again
             if os.environ.get("TILE_AB_GRAPH") == "1":
                 x = sets[0]["x"]
@@ -63,7 +61,6 @@ def main(rounds: int, dtype: str, shape: str, tiles: list[str]) -> None:
             else:
                 rates[name].append(B._measure(case, fn, sets, 0.5).rate)
     P.launch_config = table
-    P.TILE_EVEN = True
     P._STEPS._table.clear()
     for name, rs in rates.items():
         print(f"{dtype} {shape} {name:8} median {statistics.median(rs):6.0f}  "

@@ -117,7 +117,6 @@ def softmax_fwd_kernel(
     LOG: tl.constexpr, ACC: tl.constexpr, BLOCK: tl.constexpr, MODE: tl.constexpr,
     ROWS: tl.constexpr, PARTS: tl.constexpr, WIDE: tl.constexpr,
     KEEP: tl.constexpr = "", STREAM: tl.constexpr = "", SPIN: tl.constexpr = 0,
-    EVEN: tl.constexpr = False,
 ):
     pid = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
@@ -128,13 +127,8 @@ def softmax_fwd_kernel(
         rows = pid * ROWS + tl.arange(0, ROWS)
         x_off = line_offset(rows, S1, S2, S3, xs0, xs1, xs2, xs3)
         y_off = line_offset(rows, S1, S2, S3, ys0, ys1, ys2, ys3)
-        x_ptrs = x_ptr + x_off[:, None] + cols[None, :] * xsn
-        if EVEN:  # whole lines and whole programs: no masks (the same bits)
-            mask = None
-            x = tl.load(x_ptrs).to(ACC)
-        else:
-            mask = (rows < n_rows)[:, None] & (cols < N)[None, :]
-            x = tl.load(x_ptrs, mask=mask, other=NEG).to(ACC)
+        mask = (rows < n_rows)[:, None] & (cols < N)[None, :]
+        x = tl.load(x_ptr + x_off[:, None] + cols[None, :] * xsn, mask=mask, other=NEG).to(ACC)
         m = tl.max(x, 1)
         e = tl.exp(x - m[:, None])  # an all -inf line gives NaN here, as torch does
         s = tl.sum(e, 1)

@@ -118,6 +118,11 @@ def launch_config(extent: int, element: ElementKind, rows: int = 1 << 20,
             rows_per = 1
         elems = block * rows_per
         warps = 4 if elems <= 1024 else 8 if elems <= 4096 else 16
+        if not backward and block == 1024 and size == 4:  # f32 lines of 1024 on 8 warps, 4
+            # values per thread: f32 [32768, 1024] through `softmax` against torch.compile
+            # (scripts/tile_peer_ab.py, session 17, 7 interleaved rounds, GB/s): bench timing
+            # 2928 vs 4 warps 2907 (compile 2922), GPU time in a CUDA graph 2981 vs 2959 (2962)
+            warps = 8
         if size == 4 and rows_per > 1:  # f32 short lines: 32 elements per thread, 2880 vs
             warps = max(1, elems // 1024)  # 2829 GB/s at [32768, 1024] (session-6 sweep)
         return {"MODE": TILE, "BLOCK": block, "ROWS": rows_per, "num_warps": warps, "PARTS": 1}
@@ -266,14 +271,8 @@ def _steps(kernel, desc, tensors, cfg):
         views = None if single else group
         # TILE: ROWS lines per program; else n_chunks programs per line
         grid = (n_rows * n_chunks,) if mode != TILE else (triton_cdiv(n_rows, rows_per_prog),)
-        even = (mode == TILE and not backward and view.extent == common["BLOCK"]
-                and n_rows % rows_per_prog == 0 and TILE_EVEN)
-        out.append((views, grid, ints, mode, dict(common, EVEN=True) if even else common))
+        out.append((views, grid, ints, mode, common))
     return out, single
-
-
-#: experiment switch (session 17): unmasked TILE forward launches of whole lines
-TILE_EVEN = True
 
 
 def _cacheable_steps(kernel, desc, tensors):
