@@ -69,9 +69,9 @@ def test_even_rows_drop_masks_only_at_16_bits():
     """fwd_even: whole chunks of a 16-bit row skip the masks; f32 rows and rows that end in a
     partial chunk keep them."""
     bf16, f32 = ElementKind.BF16, ElementKind.F32
-    assert S.fwd_even(65536, bf16, S.fwd_chunk_config(65536, bf16))
-    assert not S.fwd_even(20224, bf16, S.fwd_chunk_config(20224, bf16))
-    assert not S.fwd_even(65536, f32, S.fwd_chunk_config(65536, f32))
+    assert S.fwd_even(65536, bf16, S.fwd_chunk_config(65536, bf16, False))
+    assert not S.fwd_even(20224, bf16, S.fwd_chunk_config(20224, bf16, False))
+    assert not S.fwd_even(65536, f32, S.fwd_chunk_config(65536, f32, False))
 
 
 @pytest.mark.parametrize("shape", [(1024, 65536), (256, 262144)])
@@ -79,7 +79,7 @@ def test_f32_forward_takes_its_own_chunk_config(shape):
     """f32 rows use CHUNK_TABLE's "line_f32" row (32 chunk rows at every length), and the
     workspace holds the partials of that many chunks."""
     d = _desc(True, shape, dtype=torch.float32)
-    cfg = S.fwd_chunk_config(shape[-1], ElementKind.F32)
+    cfg = S.fwd_chunk_config(shape[-1], ElementKind.F32, False)
     assert cfg == {"R": 32, "SL": 4, "num_warps": 4}
     own = S.SmemExchangeLayerNorm().workspace_size(d)
     assert own >= shape[0] * n_chunks(shape[-1], cfg) * 8 + 4 * shape[0]

@@ -124,8 +124,13 @@ MAX_CHUNKS = 1024
 #: GB/s at [1024, 65536] / [256, 262144] / [4096, 32768]: layer 2709-2713 / 2616 / 2850-2854
 #: (16/4/4: 2147 / 2253 / 2365; 32/8/8: 2349 / 2141 / 2475; 16/2/4, 16/4/2, 8/4/2, 8/2/2 all
 #: lower; session 14).
+#: "layer_line" (layer_norm's 16-bit forward): slices of 8 chunk rows, its gamma and beta
+#: loads for twice the columns in flight at once; bf16 [1024, 65536], four alternations
+#: (session 17): 32/8/4 2686-2690 vs 32/4/4 2679-2683 (32/16/4 2640-2643, 32/8/2 2669; rms
+#: equal at 32/8/4 and 32/4/4, so it keeps "line").
 CHUNK_TABLE = {
     "line": ((65536, 32, 4, 4), (None, 64, 8, 8)),
+    "layer_line": ((65536, 32, 8, 4), (None, 64, 8, 8)),
     "line_f32": ((None, 32, 4, 4),),
     "cross_entropy": ((None, 64, 4, 4),),
 }

@@ -55,7 +55,7 @@ def launch_smem(desc, args, workspace: torch.Tensor, rms: bool,
     cfg: a chunk config other than gluon_chunks.chunk_config, for sweeps)."""
     m, rows = desc.norm_total_extent, desc.rows
     mean, beta = _forward_ops(args)
-    cfg = dict(cfg or fwd_chunk_config(m, desc.element))
+    cfg = dict(cfg or fwd_chunk_config(m, desc.element, rms))
     even = cfg.pop("EVEN", fwd_even(m, desc.element, cfg))  # (a sweep may force it)
     nch = n_chunks(m, cfg)
     partials, counters = fresh_exchange(workspace, rows, nch)
@@ -85,14 +85,17 @@ def fwd_even(extent: int, element, cfg: dict) -> bool:
     return extent % (cfg["R"] * int(LANE)) == 0 and element is not ElementKind.F32
 
 
-def _fwd_kind(element) -> str:
-    """The forward's row of gluon_chunks.CHUNK_TABLE: f32 rows take their own."""
-    return "line_f32" if element is ElementKind.F32 else "line"
+def _fwd_kind(element, rms: bool) -> str:
+    """The forward's row of gluon_chunks.CHUNK_TABLE: f32 rows and layer_norm's 16-bit rows
+    take their own."""
+    if element is ElementKind.F32:
+        return "line_f32"
+    return "line" if rms else "layer_line"
 
 
-def fwd_chunk_config(extent: int, element) -> dict:
+def fwd_chunk_config(extent: int, element, rms: bool) -> dict:
     """The forward's chunk config for rows of `extent` elements."""
-    return chunk_config(extent, _fwd_kind(element))
+    return chunk_config(extent, _fwd_kind(element, rms))
 
 
 #: Backward rows up to this many elements stay in registers (layout._bwd_config: 16K for
@@ -210,7 +213,7 @@ class _SmemRowNorm(_RowNormCandidate):
         in_registers = BWD_SINGLE_TILE[not self.rms] if self.backward else SINGLE_TILE
         f32 = not self.backward and F32_FORWARD[self.rms]
         why = unsupported(arch, desc.element, desc.norm_total_extent, in_registers,
-                          _fwd_kind(desc.element), f32)
+                          _fwd_kind(desc.element, self.rms), f32)
         if why is None and self.backward:
             nch, _ = bwd_shape(desc)
             if nch > BWD_MAX_CHUNKS:
@@ -221,7 +224,8 @@ class _SmemRowNorm(_RowNormCandidate):
     def workspace_size(self, desc) -> int:
         own = (bwd_smem_workspace(desc) if self.backward else exchange_workspace_bytes(
             desc.rows, n_chunks(desc.norm_total_extent,
-                                fwd_chunk_config(desc.norm_total_extent, desc.element))))
+                                fwd_chunk_config(desc.norm_total_extent, desc.element,
+                                                 self.rms))))
         return max(own, super().workspace_size(desc))  # the Triton launch may run in it
 
     def launch(self, desc, args, workspace) -> None:

@@ -230,7 +230,7 @@ def _smem_fwd_variants(rms: bool):
     elements = (ElementKind.BF16, ElementKind.F16) + ((ElementKind.F32,) if F32_FORWARD[rms]
                                                       else ())
     for element, extent in itertools.product(elements, (65536, 262144)):
-        cfg = dict(fwd_chunk_config(extent, element))
+        cfg = dict(fwd_chunk_config(extent, element, rms))
         t = "*" + triton_dtype(element.torch_dtype)
         sig = {n: t for n in kernel.arg_names[:4]}
         sig.update({"mean_ptr": "*fp32", "rstd_ptr": "*fp32", "part_ptr": "*fp32",
