@@ -6,11 +6,13 @@ that clock or order effects of one `baracuda bench` run do not decide a ratio of
 
 PEER: an extra peer of the case ("liger"), "torch" (eager) or "compile" (torch.compile of
 the eager function, as the bench makes it). Prints each round's rates and the median ratio
-(peer time / ours: > 1 means ours is faster).
+(peer time / ours: > 1 means ours is faster). PEER_AB_COMPILE=1 first runs torch.compile of
+the eager function once, as the bench does before its rounds.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 
@@ -29,6 +31,9 @@ def main(family: str, peer: str, rounds: int, matches: list[str]) -> None:
             if fn is None:
                 continue
             sets = B.input_sets(case, device)
+            if os.environ.get("PEER_AB_COMPILE") == "1":  # as the bench: a compiled peer ran
+                torch.compile(case.torch_eager)(**sets[0])
+                torch.cuda.synchronize()
             ours, theirs = [], []
             for _ in range(rounds):
                 ours.append(B._measure(case, case.ours, sets, 0.5).rate)
