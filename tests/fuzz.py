@@ -12,7 +12,8 @@ torch's on the same values, and checks what a torch user relies on:
 The case generator is seeded per case id, so a failure names a reproducible case
 (`FUZZ_CASE=<id>` reruns one). On the CPU the cases are small (the Triton interpreter);
 `BARACUDA_FUZZ_CASES` sets how many run (a GPU run takes more, and larger extents, so that
-the long-line kernels of the GPU are reached).
+the long-line kernels of the GPU are reached) and `BARACUDA_FUZZ_START` the first case id
+(ids from there on are cases no earlier run drew).
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ def case_ids(default_cpu: int, default_gpu: int) -> list[int]:
     if one is not None:
         return [int(one)]
     n = int(os.environ.get("BARACUDA_FUZZ_CASES", default_gpu if ON_GPU else default_cpu))
-    return list(range(n))
+    start = int(os.environ.get("BARACUDA_FUZZ_START", 0))  # fresh cases beyond those run before
+    return list(range(start, start + n))
 
 
 def rng_for(name: str, case: int) -> random.Random:

@@ -95,6 +95,34 @@ def test_each_pass_structure(mode, shape, seg):
             assert torch.equal(y2, y) and torch.equal(dx2, dx)
 
 
+
+@pytest.mark.parametrize("mode,shape,seg", [
+    (TILE, (16, 300), None), (LOOP, (16, 20001), None), (LOOP, (16, 20001), 8192),
+    (EXCHANGE, (16, 20001), None),
+])
+def test_log_softmax_keeps_small_log_probabilities_at_large_logits(mode, shape, seg):
+    """A confident line (its max ~12 above the rest) at logits of 100-130: the max's
+    log-probability -log(s) is ~1e-4. y = x - (m + log(s)) rounds m + log(s) to the ulp of m
+    first (up to 3.8e-6 in f32: several % of it); (x - m) - log(s), as torch's CUDA kernel
+    computes it, is off by what the f32 sum s = 1 + 1e-4 carries (a few ulps of 1: 5e-7 for
+    the looping sum of 20001 terms)."""
+    n, c = shape
+    g = torch.Generator().manual_seed(c)
+    x = torch.randn(shape, generator=g, dtype=torch.float64) * 2
+    x += 100 + 30 * torch.rand(n, 1, generator=g, dtype=torch.float64)
+    top = torch.randint(0, c, (n,), generator=g)
+    rows = torch.arange(n)
+    x[rows, top] += 12 + torch.log(torch.tensor(float(c)))  # -log(s) ~ 1e-4 at any c
+    x = x.to(DEVICE, torch.float32)
+    cfg = _pass_cfg(mode, c, seg)
+    fd = bc.SoftmaxDescriptor(bc.SoftmaxKind.LOG_SOFTMAX, shape, 1, x.dtype)
+    ws = torch.full((n * c,), 0x7F, dtype=torch.uint8, device=DEVICE)
+    y = torch.full_like(x, float("nan"))
+    P._launch(P.softmax_fwd_kernel, fd, [x, y], ws, cfg)
+    want = torch.log_softmax(x.double(), 1)[rows, top]
+    err = float((y[rows, top].double() - want).abs().max())
+    assert err < 8 * torch.finfo(torch.float32).eps, (err, float(want.abs().max()))
+
 def test_long_lines_take_the_exchange():
     bf16 = bc.ElementKind.BF16
     for n, rows in ((16385, 4096), (65536, 1024), (262144, 256), (1 << 20, 1)):

@@ -214,7 +214,11 @@ def ce_kernel(
                     mask = (c < C) & row_ok
                     x = tl.load(x_row + c * xsc, mask=mask, other=NEG,
                                 eviction_policy=STREAM).to(ACC)
-                    p = tl.exp(x - lse)
+                    # (x - m) - log(s), not x - lse: m - x is exact near the max, so a
+                    # confident sample's p_t - 1 keeps its precision at large logits (lse
+                    # rounds to the ulp of m: f32 [143, 131072] at logits ~120 gave 46x
+                    # torch's error, GPU fuzz case 20363)
+                    p = tl.exp((x - m) - log_s)
                     if PROB or SMOOTH:
                         if HAS_W:
                             wc = tl.load(w_ptr + c, mask=mask, other=0.0).to(ACC)

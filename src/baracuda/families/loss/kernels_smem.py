@@ -7,9 +7,9 @@ run by the Triton interpreter: plans select it on sm_90 only.
 Per program (one chunk of one sample's class line): copy the logits chunk to shared memory;
 reduce it to (max, sum of exp) with the softmax kernel's `chunk_max_sum`; swap those with the
 line's other chunks and merge them in chunk order (the same bits in every program of the
-line, and on the no-wait path); lse = max + log(sum). The sample's target logit x[t] and
-weight w[t] are scalar loads. Loss (chunk 0 writes it): w[t] (lse - x[t]); the gradient of
-the chunk: (exp(x - lse) - [c == t]) w[t] / (total weight, for mean), 0 for an ignored
+line, and on the no-wait path). The sample's target logit x[t] and weight w[t] are scalar
+loads. Loss (chunk 0 writes it): w[t] ((max - x[t]) + log(sum)); the gradient of the chunk:
+(exp((x - max) - log(sum)) - [c == t]) w[t] / (total weight, for mean), 0 for an ignored
 sample, NaN for a class index out of range (torch raises; a kernel cannot).
 """
 
@@ -53,9 +53,11 @@ def ce_fused_smem_kernel(
     pm, ps = exchange_pairs(m, s, part_ptr, count_ptr, slices, x_row, row, C, 0.0, SPIN,
                             chunk_max_sum, float("-inf"), NCH, NCH_P2, R, SL, num_warps)
     big, total = merge_max_sum(pm, ps)
-    lse = big + gl.log(total)
-
-    loss = gl.where(valid, tw * (lse - x_t), 0.0)
+    # never lse = big + log(total) first (it rounds to the ulp of big): the loss is
+    # (big - x_t) + log(total) and p is exp2((x - big) log2(e) - log2(total)), both exact in
+    # big - x near the max, so a confident sample keeps its precision at large logits (as
+    # ce_kernel's, kernels.py)
+    loss = gl.where(valid, tw * ((big - x_t) + gl.log(total)), 0.0)
     loss = gl.where(bad, float("nan"), loss)
     if c == 0:
         if LOSS == 1:
@@ -66,11 +68,11 @@ def ce_fused_smem_kernel(
     if MEAN:
         scale = scale / gl.load(ws_ptr)
     scale = gl.where(bad, float("nan"), scale)
-    lse2 = lse * LOG2E
+    log2_total = gl.log2(total)
     dx_row = dx_ptr + row.to(gl.int64) * stride_dx
     for sl in range(R // SL):
         cols = slice_cols(c, sl, R, SL, num_warps)
         x = slices.index(sl).load(slice_layout(num_warps)).to(gl.float32)
-        g = (gl.exp2(x * LOG2E - lse2) - gl.where(cols == t, 1.0, 0.0)) * scale
+        g = (gl.exp2((x - big) * LOG2E - log2_total) - gl.where(cols == t, 1.0, 0.0)) * scale
         g = gl.where(valid | bad, g, 0.0)  # an ignored sample: 0, whatever its logits
         gl.store(dx_row + cols, g.to(dx_ptr.dtype.element_ty), mask=cols < C)

@@ -130,10 +130,13 @@ def softmax_fwd_kernel(
         mask = (rows < n_rows)[:, None] & (cols < N)[None, :]
         x = tl.load(x_ptr + x_off[:, None] + cols[None, :] * xsn, mask=mask, other=NEG).to(ACC)
         m = tl.max(x, 1)
-        e = tl.exp(x - m[:, None])  # an all -inf line gives NaN here, as torch does
+        x_m = x - m[:, None]
+        e = tl.exp(x_m)  # an all -inf line gives NaN here, as torch does
         s = tl.sum(e, 1)
         if LOG:
-            y = x - (m + tl.log(s))[:, None]
+            # (x - m) - log(s), as torch: never x - (m + log(s)), which rounds to the ulp of
+            # m (4e-6 at m = 64 in f32) and loses a confident line's small log-probabilities
+            y = x_m - tl.log(s)[:, None]
         else:
             y = e * (1.0 / s)[:, None]
         tl.store(y_ptr + y_off[:, None] + cols[None, :] * ysn, y.to(y_ptr.dtype.element_ty),
@@ -164,14 +167,14 @@ def softmax_fwd_kernel(
                     s_p = tl.where(j == k, sk, s_p)
             m, s = _merge_max_sum(m_p, s_p, 0)
         inv = 1.0 / s
-        shift = m + tl.log(s)
+        log_s = tl.log(s)
         y_row = y_ptr + line_offset(row, S1, S2, S3, ys0, ys1, ys2, ys3)
         last = lo + ((hi - lo - 1) // BLOCK) * BLOCK
         for i in range(0, hi - lo, BLOCK):
             c = (last - i) + cols  # backwards: the blocks read last are likeliest in L2
             x = tl.load(x_row + c * xsn, mask=c < N, other=NEG, eviction_policy=STREAM).to(ACC)
             if LOG:
-                y = x - shift
+                y = (x - m) - log_s  # as MODE 0: no m + log(s) rounded first
             else:
                 y = tl.exp(x - m) * inv
             tl.store(y_row + c * ysn, y.to(y_ptr.dtype.element_ty), mask=c < N,
@@ -204,7 +207,7 @@ def softmax_fwd_kernel(
                 held = _chunk_exp(x)[1]
         m, s = _merge_max_sum(m_p, s_p, 0)
         if LOG:
-            y = held - (m + tl.log(s))
+            y = (held - m) - tl.log(s)  # as MODE 0: no m + log(s) rounded first
         else:
             y = held * (tl.exp(m_c - m) / s)
         y_row = y_ptr + line_offset(row, S1, S2, S3, ys0, ys1, ys2, ys3)

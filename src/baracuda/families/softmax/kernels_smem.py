@@ -75,13 +75,13 @@ def softmax_fwd_smem_kernel(
     big, total = merge_max_sum(pm, ps)
 
     y_line = y_ptr + line.to(gl.int64) * stride_y
-    shift = big + gl.log(total)
+    log_total = gl.log(total)
     inv = 1.0 / total
     for sl in range(R // SL):
         cols = slice_cols(c, sl, R, SL, num_warps)
         x = slices.index(sl).load(slice_layout(num_warps)).to(gl.float32)
         if LOG:
-            y = x - shift
+            y = (x - big) - log_total  # never x - (big + log(total)): softmax/kernels.py
         else:
             y = gl.exp2(x * LOG2E - big * LOG2E) * inv
         gl.store(y_line + cols, y.to(y_ptr.dtype.element_ty), mask=cols < N)
