@@ -9,7 +9,8 @@ reduce it to (max, sum of exp) with the softmax kernel's `chunk_max_sum`; swap t
 line's other chunks and merge them in chunk order (the same bits in every program of the
 line, and on the no-wait path). The sample's target logit x[t] and weight w[t] are scalar
 loads. Loss (chunk 0 writes it): w[t] ((max - x[t]) + log(sum)); the gradient of the chunk:
-(exp((x - max) - log(sum)) - [c == t]) w[t] / (total weight, for mean), 0 for an ignored
+(exp(x - lse) - [c == t]) w[t] / (total weight, for mean), its target entry from
+exp((x[t] - max) - log(sum)) - 1 (precise for a confident sample), 0 for an ignored
 sample, NaN for a class index out of range (torch raises; a kernel cannot).
 """
 
@@ -53,11 +54,13 @@ def ce_fused_smem_kernel(
     pm, ps = exchange_pairs(m, s, part_ptr, count_ptr, slices, x_row, row, C, 0.0, SPIN,
                             chunk_max_sum, float("-inf"), NCH, NCH_P2, R, SL, num_warps)
     big, total = merge_max_sum(pm, ps)
-    # never lse = big + log(total) first (it rounds to the ulp of big): the loss is
-    # (big - x_t) + log(total) and p is exp2((x - big) log2(e) - log2(total)), both exact in
-    # big - x near the max, so a confident sample keeps its precision at large logits (as
-    # ce_kernel's, kernels.py)
-    loss = gl.where(valid, tw * ((big - x_t) + gl.log(total)), 0.0)
+    # The loss and the target's p_t - 1 from big - x_t, exact near the max, never from
+    # lse = big + log(total), which rounds to the ulp of big (up to 7.6e-6 at logits ~100):
+    # a confident sample's small loss and gradient keep their digits at large logits (as
+    # ce_kernel's, kernels.py; GPU fuzz case 20363). The other classes' p come from lse,
+    # one FMA each: their relative error (~1e-5 there) is far below the 16-bit output's ulp.
+    log_total = gl.log(total)
+    loss = gl.where(valid, tw * ((big - x_t) + log_total), 0.0)
     loss = gl.where(bad, float("nan"), loss)
     if c == 0:
         if LOSS == 1:
@@ -68,11 +71,12 @@ def ce_fused_smem_kernel(
     if MEAN:
         scale = scale / gl.load(ws_ptr)
     scale = gl.where(bad, float("nan"), scale)
-    log2_total = gl.log2(total)
+    lse2 = (big + log_total) * LOG2E
+    pt_1 = gl.exp2((x_t - big) * LOG2E - gl.log2(total)) - 1.0  # p_t - 1
     dx_row = dx_ptr + row.to(gl.int64) * stride_dx
     for sl in range(R // SL):
         cols = slice_cols(c, sl, R, SL, num_warps)
         x = slices.index(sl).load(slice_layout(num_warps)).to(gl.float32)
-        g = (gl.exp2((x - big) * LOG2E - log2_total) - gl.where(cols == t, 1.0, 0.0)) * scale
+        g = gl.where(cols == t, pt_1, gl.exp2(x * LOG2E - lse2)) * scale
         g = gl.where(valid | bad, g, 0.0)  # an ignored sample: 0, whatever its logits
         gl.store(dx_row + cols, g.to(dx_ptr.dtype.element_ty), mask=cols < C)
