@@ -9,7 +9,8 @@
 # every norm row padded first against last, * the rule's pick), losstests / benchloss (cross-entropy
 # suites / bench), benchsm32 (softmax f32 rows), spectests (contract cases of
 # session 14's new dtypes), benchlnfwd (every norm forward row, bf16 and f32), attntests (attention suites + contract cases), benchattn (attention --quick), wsprobe (scripts/attn_ws_probe.py, WS_SHAPES), replaytests, ewtests (elementwise / segment / normalization unit tests), tileab (scripts/tile_peer_ab.py: f32 [32768, 1024] tiles against torch.compile), tilegraph (the same in CUDA graphs), smquick (softmax suites + contract cases), f32chunks (tile_vs_liger.py long), smab (scripts/peer_ab.py: softmax TILE rows against Liger and torch.compile, interleaved), fuzz / fuzzdebug (the
-# differential fuzz files, FUZZ_FILES or all, GPU case counts). Carry .whl and .commit.
+# differential fuzz files, FUZZ_FILES or all, GPU case counts; FUZZ_WORKERS, 6 by default: 12 ran
+# the 80 GB card out of memory in session 18). Carry .whl and .commit.
 export PYTHONPATH=$PWD/src:/tmp/site; python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl >/dev/null 2>&1; export BARACUDA_COMMIT=$(cat .commit)
 for step in "$@"; do
   case $step in
@@ -31,10 +32,10 @@ for step in "$@"; do
     benchsm32) timeout 400 python3 -m baracuda.cli bench --family softmax --match float32 --json $OUT/softmax32.json 2>&1 | grep -v "it/s\]" | tail -3; python3 scripts/bench_to_md.py $OUT/softmax32.json ;;
     spectests) timeout 300 python3 -m pytest -q -p no:cacheprovider -n 12 -o addopts="" -W ignore tests/test_contract.py -k "IndexSelect or Gather or Scatter or IndexAdd or IndexCopy or GroupedGemm or KvCache or InstanceNorm or EmbeddingBag or EmbeddingRenorm" 2>&1 | grep -E "FAILED|ERROR|passed|failed" | tail -20 ;;
     benchlnfwd) timeout 300 python3 -m baracuda.cli bench --family normalization --match "norm fwd [" --json $OUT/normfwd.json 2>&1 | grep -v "it/s\]" | tail -3; python3 scripts/bench_to_md.py $OUT/normfwd.json ;;
-    fuzz) timeout ${FUZZ_TIMEOUT:-420} python3 -m pytest -q -p no:cacheprovider -n 12 -o addopts="" -W ignore --tb=line -rfE ${FUZZ_FILES:-tests/families/test_fuzz_*.py} > $OUT/fuzz.log 2>&1; grep -E "^(FAILED|ERROR)" $OUT/fuzz.log | cut -c1-600 | head -${FUZZ_SHOW:-40}; tail -1 $OUT/fuzz.log ;;
+    fuzz) timeout ${FUZZ_TIMEOUT:-420} python3 -m pytest -q -p no:cacheprovider -n ${FUZZ_WORKERS:-6} -o addopts="" -W ignore --tb=line -rfE ${FUZZ_FILES:-tests/families/test_fuzz_*.py} > $OUT/fuzz.log 2>&1; grep -E "^(FAILED|ERROR)" $OUT/fuzz.log | cut -c1-600 | head -${FUZZ_SHOW:-40}; tail -1 $OUT/fuzz.log ;;
     attntests) timeout 480 python3 -m pytest -q -p no:cacheprovider -n 12 -o addopts="" -W ignore -k "Sdpa or Rope or KvCache or attention" tests/test_contract.py tests/families/test_attention.py tests/families/test_fuzz_attention.py 2>&1 | grep -E "FAILED|ERROR|passed|failed" | tail -30 ;;
     benchattn) timeout 400 python3 -m baracuda.cli bench --family attention --quick --json $OUT/attn.json 2>&1 | grep -v "it/s\]" | tail -3; python3 scripts/bench_to_md.py $OUT/attn.json ;;
-    fuzzdebug) CUDA_LAUNCH_BLOCKING=1 timeout ${FUZZ_TIMEOUT:-420} python3 -m pytest -q -p no:cacheprovider -n ${FUZZ_WORKERS:-12} -o addopts="" -W ignore --tb=short ${FUZZ_FILES:-tests/families/test_fuzz_*.py} > $OUT/fuzz${FUZZ_TAG}.log 2>&1; tail -1 $OUT/fuzz${FUZZ_TAG}.log ;;
+    fuzzdebug) CUDA_LAUNCH_BLOCKING=1 timeout ${FUZZ_TIMEOUT:-420} python3 -m pytest -q -p no:cacheprovider -n ${FUZZ_WORKERS:-6} -o addopts="" -W ignore --tb=short ${FUZZ_FILES:-tests/families/test_fuzz_*.py} > $OUT/fuzz${FUZZ_TAG}.log 2>&1; tail -1 $OUT/fuzz${FUZZ_TAG}.log ;;
     padab) timeout 300 python3 scripts/norm_pad_ab.py 2>&1 | grep -v Warning ;;
     wsprobe) timeout 560 python3 scripts/attn_ws_probe.py ${WS_SHAPES:-all} > $OUT/wsprobe.log 2>&1; grep -v Warning $OUT/wsprobe.log | cut -c1-300 | tail -40 ;;
     smab) for peer in liger compile; do timeout 280 python3 scripts/peer_ab.py softmax $peer ${AB_ROUNDS:-5} "softmax fwd [32768, 1024]" "softmax fwd [16384, 4096]" "softmax fwd [4096, 16384]" 2>&1 | grep -v Warn; done ;;
