@@ -102,6 +102,28 @@ LOOP_CFG = {"MODE": LOOP, "BLOCK": 8192, "ROWS": 1, "num_warps": 16, "PARTS": 1,
 LOOP_SEGMENT_CFG = dict(LOOP_CFG, BLOCK=4096, num_warps=8, SPIN=SPIN_LIMIT)
 
 
+#: Forward lines of 1024 (the one measured exception to `_tile_shape`'s rule): one line per
+#: program, not 4, on these warps per element size. H100, kernel only
+#: (scripts/tile_vs_liger.py, sessions 10-11): f32 2950-2952 GB/s vs 2904 for 4 lines, bf16
+#: 2884 vs 2872. f32 on 8 warps (4 values per thread): f32 [32768, 1024] through `softmax`
+#: against torch.compile (scripts/tile_peer_ab.py, session 17, 7 interleaved rounds): bench
+#: timing 2928 vs 4 warps 2907 (compile 2922), GPU time in a CUDA graph 2981 vs 2959 (2962).
+FORWARD_1024_WARPS = {2: 4, 4: 8, 8: 4}
+
+
+def _tile_shape(block: int, size: int, backward: bool) -> tuple[int, int]:
+    """(lines per program, warps) of a TILE launch on lines of `block` elements (a power of
+    two) of `size` bytes."""
+    if not backward and block == 1024:
+        return 1, FORWARD_1024_WARPS.get(size, 4)
+    # short lines: several per program so each program moves >= ~8 KB
+    rows_per = max(1, min(16, 4096 // block)) if block <= 2048 else 1
+    elems = block * rows_per
+    if size == 4 and rows_per > 1:  # f32 short lines: 32 elements per thread, 2880 vs
+        return rows_per, max(1, elems // 1024)  # 2829 GB/s at [32768, 1024] (session-6 sweep)
+    return rows_per, 4 if elems <= 1024 else 8 if elems <= 4096 else 16
+
+
 def launch_config(extent: int, element: ElementKind, rows: int = 1 << 20,
                   backward: bool = False, log: bool = False) -> dict:
     """Tile table: MODE (kernels.TILE / LOOP / EXCHANGE), block, warps, lines per program
@@ -110,21 +132,7 @@ def launch_config(extent: int, element: ElementKind, rows: int = 1 << 20,
     limit = MAX_SINGLE_BLOCK // (2 if size == 8 else 1)
     if extent <= limit:
         block = next_pow2(extent)
-        # short lines: several per program so each program moves >= ~8 KB
-        rows_per = max(1, min(16, 4096 // block)) if block <= 2048 else 1
-        if not backward and block == 1024:  # but one line per program on 4 warps forward:
-            # H100 kernel-only GB/s at [32768, 1024] (scripts/tile_vs_liger.py, sessions 10
-            # and 11): f32 2950-2952 vs 2904 for 4 lines, bf16 2884 vs 2872 (Liger 2953 / 2898)
-            rows_per = 1
-        elems = block * rows_per
-        warps = 4 if elems <= 1024 else 8 if elems <= 4096 else 16
-        if not backward and block == 1024 and size == 4:  # f32 lines of 1024 on 8 warps, 4
-            # values per thread: f32 [32768, 1024] through `softmax` against torch.compile
-            # (scripts/tile_peer_ab.py, session 17, 7 interleaved rounds, GB/s): bench timing
-            # 2928 vs 4 warps 2907 (compile 2922), GPU time in a CUDA graph 2981 vs 2959 (2962)
-            warps = 8
-        if size == 4 and rows_per > 1:  # f32 short lines: 32 elements per thread, 2880 vs
-            warps = max(1, elems // 1024)  # 2829 GB/s at [32768, 1024] (session-6 sweep)
+        rows_per, warps = _tile_shape(block, size, backward)
         return {"MODE": TILE, "BLOCK": block, "ROWS": rows_per, "num_warps": warps, "PARTS": 1}
     if not backward and rows >= LOOP_MIN_ROWS and size != 4:
         whole = extent * size <= LOOP_LINE_BYTES
