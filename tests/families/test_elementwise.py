@@ -221,6 +221,28 @@ def test_gradient_at_kinks_matches_torch(name):
     torch.testing.assert_close(g, gr, rtol=0, atol=atol)
 
 
+@pytest.mark.parametrize("name", ["hardswish", "hardsigmoid", "relu6", "relu", "hardtanh",
+                                  "leaky_relu", "elu", "celu", "selu", "softshrink",
+                                  "hardshrink", "threshold", "softplus", "silu"])
+def test_gradient_at_nan_matches_torch(name):
+    """torch's piecewise backward kernels test x against the pieces' bounds, so a NaN x falls
+    into one piece (hardtanh / relu6 / elu / celu / selu / hardswish: g, not 0 or NaN); smooth
+    ones propagate NaN. Ours took other pieces at 5 of these (CPU fuzz, session 18)."""
+    import baracuda.torch as bt
+
+    def call(mod, t):
+        return mod.threshold(t, 0.1, 2.0) if name == "threshold" else getattr(mod, name)(t)
+
+    x = torch.tensor([float("nan"), 1.0, -0.5, 4.0], dtype=torch.float64, device=DEVICE,
+                     requires_grad=True)
+    xr = x.detach().cpu().clone().requires_grad_()
+    (g,) = torch.autograd.grad(call(bt, x).sum(), x)
+    ref = torch.nn.functional if hasattr(torch.nn.functional, name) else torch
+    (gr,) = torch.autograd.grad(call(ref, xr).sum(), xr)  # torch's CPU kernels: f64 exact
+    atol = 1e-7 if name == "hardsigmoid" else 1e-12  # (torch's f32 1/6, as above)
+    torch.testing.assert_close(g.cpu(), gr, rtol=0, atol=atol, equal_nan=True)
+
+
 @pytest.mark.parametrize("kind", ["lgamma", "digamma"])
 def test_backward_near_the_pole_at_zero_stays_finite_when_the_product_is(kind):
     """d lgamma = g * digamma(x), d digamma = g * trigamma(x): near x = 0 the factor

@@ -12,7 +12,16 @@ import torch
 import torch.nn.functional as F
 
 import baracuda.torch as bt
-from fuzz import DEVICE, case_ids, differential, dims_for, floats, random_layout, rng_for
+from fuzz import (
+    DEVICE,
+    ON_GPU,
+    case_ids,
+    differential,
+    dims_for,
+    floats,
+    random_layout,
+    rng_for,
+)
 
 FLOATS = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
 INTS = [torch.int64, torch.int32, torch.bool]
@@ -66,9 +75,19 @@ def _cpu_reference(fn):
     return lambda t: fn(t.cpu()).to(t.device)
 
 
-for _name in ("hardswish", "hardsigmoid"):
-    _o, _t, _d, _s = UNARY[_name]
-    UNARY[_name] = (_o, _cpu_reference(_t), _d, _s)
+def _exact_hardsigmoid(t):
+    """hardsigmoid from its definition: torch's CPU backward is off by 3e-8 relative in f64
+    too (its one_sixth is 1.0f / 6.0f; CPU fuzz case 60017), its CUDA forward as above. Other
+    dtypes get torch's own answer (an error for integers)."""
+    if not t.is_floating_point():
+        return F.hardsigmoid(t.cpu()).to(t.device)
+    inside = (t > -3) & (t < 3)
+    return torch.where(inside, (t + 3) / 6, (t >= 3).to(t.dtype))
+
+
+UNARY["hardswish"] = (*UNARY["hardswish"][:1], _cpu_reference(F.hardswish),
+                      *UNARY["hardswish"][2:])
+UNARY["hardsigmoid"] = (*UNARY["hardsigmoid"][:1], _exact_hardsigmoid, *UNARY["hardsigmoid"][2:])
 # kinks and jumps where the f64 reference and a rounded input may land on different sides
 _STEP = {"sign", "floor", "ceil", "trunc", "frac", "round"}
 
@@ -115,6 +134,10 @@ def _run(case, name, ours, theirs, inputs, *, scale=4.0, grad_scale=None, extra=
     floats_in = [x.dtype for x in inputs if isinstance(x, torch.Tensor) and x.is_floating_point()]
     element = exp if exp is not None else (floats_in[0] if floats_in else torch.float32)
     low = any(d in (torch.float16, torch.bfloat16) for d in floats_in + [element])
+    if not ON_GPU and {torch.float64, torch.bfloat16} <= set(floats_in):
+        # the Triton interpreter does not emulate f64 -> bf16 casts (tests/fuzz.py,
+        # `differential`): a gradient or result cast there reads as garbage. The GPU runs them
+        pytest.skip("CPU interpreter: no f64 -> bf16 casts; such mixes run on the GPU")
     shapes = [(tuple(x.shape), tuple(x.stride()), x.dtype) if isinstance(x, torch.Tensor)
               else repr(x) for x in inputs]
     desc = f"case {case}: {name} {shapes} {extra}"
@@ -354,8 +377,16 @@ def test_ternary_matches_torch(case):
     if r.random() < 0.3:
         ints = INTS if name in ("clamp", "where") else []  # torch's addc* keep input's dtype
         dts = [r.choice(FLOATS + ints) for _ in range(3)]
-    if name == "clamp" and not bad:  # torch's clamp keeps the input's shape
-        shapes[0] = list(torch.broadcast_shapes(*[tuple(x) for x in shapes]))
+    if name == "clamp":
+        try:
+            full = list(torch.broadcast_shapes(*[tuple(x) for x in shapes]))
+        except RuntimeError:
+            full = None  # (a bad draw that does not broadcast: torch raises, ours must)
+        if full is not None:
+            # bounds that widen the input: torch's forward broadcasts, its backward raises
+            # ("output with shape [7, 1] doesn't match the broadcast shape [7, 5]", CPU fuzz
+            # case 70025): drawn at the input's shape
+            shapes[0] = full
     ops = [_operand(r, s, d, name=name, denom=(name == "addcdiv" and i == 2), scalar_ok=False)
            for i, (s, d) in enumerate(zip(shapes, dts))]
     if name == "where":

@@ -347,8 +347,8 @@ def grad_unary(x, g, p0, p1, OP: tl.constexpr):
         dx = g * tl.where(tl.abs(u) < 0.5, ser, d)
     elif OP == 41:
         dx = tl.where(x <= 0, zero, g)
-    elif OP == 42:
-        dx = tl.where((x > 0.0) & (x < 6.0), g, zero)
+    elif OP == 42:  # (torch's hardtanh rule below: a NaN x takes g)
+        dx = tl.where((x <= 0.0) | (x >= 6.0), zero, g)
     elif OP == 43:
         dx = g * _gelu_grad(x)
     elif OP == 44:
@@ -365,16 +365,17 @@ def grad_unary(x, g, p0, p1, OP: tl.constexpr):
         d = 1.0 + tl.abs(x)
         dx = tl.where(tl.abs(x) == float("inf"), float("nan"), g / (d * d))
     elif OP == 49:
-        # torch's kernel: 0 at x <= -3 and 1 at x >= 3 (the kinks take the outer pieces)
+        # torch's kernel: 0 at x <= -3 and 1 at x >= 3 (the kinks take the outer pieces); a
+        # NaN x fails both tests and takes g, as in torch's CUDA and CPU kernels (CPU fuzz case
+        # 70073: NaN here before)
         dx = tl.where(x <= -3.0, zero, tl.where(x < 3.0, g * (x / 3.0 + 0.5), g))
-        dx = tl.where(x != x, x, dx)
     elif OP == 50:
         dx = tl.where((x > -3.0) & (x < 3.0), g / 6.0, zero)
     elif OP == 51:
         t = S.tanh(x)
         dx = g * t * t
     elif OP == 52:
-        dx = g * SELU_SCALE * tl.where(x > 0, 1.0, SELU_ALPHA * tl.exp(x))
+        dx = g * SELU_SCALE * tl.where(x <= 0, SELU_ALPHA * tl.exp(x), 1.0)  # (as elu's)
     elif OP == 53:
         dx = g * S.sigmoid(-x)
     elif OP == 54:
@@ -384,11 +385,14 @@ def grad_unary(x, g, p0, p1, OP: tl.constexpr):
     elif OP == 61:
         dx = tl.where(x > 0, g, g * p0)
     elif OP == 62:
-        dx = tl.where(x > 0, g, g * p0 * tl.exp(x))
+        # torch's elu / celu / selu backward tests x <= 0: a NaN x takes the positive
+        # piece (g), not NaN (CPU fuzz, session 18)
+        dx = tl.where(x <= 0, g * p0 * tl.exp(x), g)
     elif OP == 63:
-        dx = tl.where(x > 0, g, g * tl.exp(x / p0))
+        dx = tl.where(x <= 0, g * tl.exp(x / p0), g)
     elif OP == 64:
-        dx = tl.where((x > p0) & (x < p1), g, zero)
+        # torch's hardtanh backward: 0 where x <= min or x >= max, else g (a NaN x takes g)
+        dx = tl.where((x <= p0) | (x >= p1), zero, g)
     elif OP == 65:
         bx = x * p0
         dx = tl.where(bx > p1, g, g * S.sigmoid(bx))
