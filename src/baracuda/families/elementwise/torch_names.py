@@ -342,7 +342,7 @@ def addcmul(input: torch.Tensor, tensor1: torch.Tensor, tensor2: torch.Tensor, *
     return _ternary(input, tensor1, tensor2, TernaryKind.ADDCMUL.value, float(value))
 
 
-def _integral(t: torch.Tensor) -> bool:
+def _integer_or_bool(t: torch.Tensor) -> bool:
     return not (t.is_floating_point() or t.is_complex())
 
 
@@ -353,11 +353,11 @@ def addcdiv(input: torch.Tensor, tensor1: torch.Tensor, tensor2: torch.Tensor, *
     computes, but torch's derivative for tensor1, value / tensor2, is computed in tensor2's
     dtype and raises, so a backward reaching tensor1 raises (InvalidProblem both)."""
     _require_tensors("addcdiv", input, tensor1, tensor2)
-    if _integral(tensor1) and _integral(tensor2):
+    if _integer_or_bool(tensor1) and _integer_or_bool(tensor2):
         raise InvalidProblem("addcdiv: integer division is not supported (torch's rule: tensor1 "
                              "and tensor2 not both integer or bool); expected a floating "
                              f"tensor1 or tensor2, got {tensor1.dtype} and {tensor2.dtype}")
-    if _integral(tensor2):
+    if _integer_or_bool(tensor2):
         tensor1 = fail_in_backward(
             tensor1, "addcdiv backward: the derivative for tensor1, value / tensor2, is computed "
             "in tensor2's dtype (torch's rule), which fails for an integer or bool tensor2; "

@@ -125,9 +125,10 @@ def _tile_shape(block: int, size: int, backward: bool) -> tuple[int, int]:
 
 
 def launch_config(extent: int, element: ElementKind, rows: int = 1 << 20,
-                  backward: bool = False, log: bool = False) -> dict:
-    """Tile table: MODE (kernels.TILE / LOOP / EXCHANGE), block, warps, lines per program
-    (`log`: log_softmax). Set from H100 sweeps (softmax/tune.py): see PERF_NOTES.md."""
+                  backward: bool = False) -> dict:
+    """Tile table: MODE (kernels.TILE / LOOP / EXCHANGE), block, warps, lines per program,
+    the same for softmax and log_softmax (their register caps differ: `register_cap`). Set
+    from H100 sweeps (softmax/tune.py): see PERF_NOTES.md."""
     size = element.torch_dtype.itemsize
     limit = MAX_SINGLE_BLOCK // (2 if size == 8 else 1)
     if extent <= limit:
@@ -193,8 +194,7 @@ def workspace_bytes(desc) -> int:
     """Chunked lines keep per-chunk partials ((max, sum) forward, one dot backward) and one
     arrival counter per line (EXCHANGE)."""
     rows, extent = lines_and_extent(desc)
-    cfg = launch_config(extent, desc.element, rows, desc_is_backward(desc),
-                        desc.kind is SoftmaxKind.LOG_SOFTMAX)
+    cfg = launch_config(extent, desc.element, rows, desc_is_backward(desc))
     chunks = _chunks(extent, cfg, desc_is_backward(desc))
     if chunks <= 1 or rows == 0:  # (0 chunks: empty lines, nothing to exchange)
         return 0
@@ -253,7 +253,7 @@ def _steps(kernel, desc, tensors, cfg):
     view = axis_view(desc.input_shape, tensors, desc.axis)
     backward = desc_is_backward(desc)
     log = desc.kind is SoftmaxKind.LOG_SOFTMAX
-    cfg = dict(cfg or launch_config(view.extent, desc.element, view.rows, backward, log))
+    cfg = dict(cfg or launch_config(view.extent, desc.element, view.rows, backward))
     seg_len = _chunk_len(view.extent, cfg, backward)
     n_chunks = triton_cdiv(view.extent, seg_len)
     if cfg.pop("SEG", None) is not None or cfg["MODE"] == LOOP:

@@ -118,10 +118,10 @@ class SoftmaxSpec(PlanSpec):
                 backward = kernel is softmax_bwd_kernel
                 # many lines (TILE / LOOP / EXCHANGE) and, past a block, few lines (EXCHANGE)
                 cfgs = {}
-                for rows, log in itertools.product((4096, 64), (False, True)):
-                    cfg = launch_config(extent, element, rows=rows, backward=backward, log=log)
-                    cfgs.setdefault((cfg["MODE"], log), cfg)
-                for (mode, log), cfg in cfgs.items():
+                for rows in (4096, 64):
+                    cfg = launch_config(extent, element, rows=rows, backward=backward)
+                    cfgs.setdefault(cfg["MODE"], cfg)
+                for (mode, cfg), log in itertools.product(cfgs.items(), (False, True)):
                     cfg = dict(cfg)
                     warps = cfg.pop("num_warps")
                     del cfg["MODE"]
