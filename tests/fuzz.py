@@ -134,7 +134,9 @@ def differential(ours: Callable, theirs: Callable, inputs: list, *, grad_of: Seq
     nearest (triton/runtime/interpreter.py `cast_impl`), so a CPU bf16 case's error is up to
     twice a GPU's and cancellations amplify it; the GPU rounds as torch does. Casts from f64 to
     bf16 are not emulated at all there (the value is converted as an integer and its bits read
-    as bf16: 3.2 -> 2.8e-40), so CPU cases that cast f64 results to bf16 fail by design."""
+    as bf16: 3.2 -> 2.8e-40); the elementwise kernels cast f64 to halves through f32 (as
+    torch's conversion does: elementwise/kernels.py `_out`), so only a kernel that casts
+    f64 to bf16 directly would fail here by design."""
     import pytest
 
     snapshot = [x.detach().clone() if isinstance(x, torch.Tensor) else x for x in inputs]

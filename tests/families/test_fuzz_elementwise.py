@@ -14,7 +14,6 @@ import torch.nn.functional as F
 import baracuda.torch as bt
 from fuzz import (
     DEVICE,
-    ON_GPU,
     case_ids,
     differential,
     dims_for,
@@ -134,10 +133,6 @@ def _run(case, name, ours, theirs, inputs, *, scale=4.0, grad_scale=None, extra=
     floats_in = [x.dtype for x in inputs if isinstance(x, torch.Tensor) and x.is_floating_point()]
     element = exp if exp is not None else (floats_in[0] if floats_in else torch.float32)
     low = any(d in (torch.float16, torch.bfloat16) for d in floats_in + [element])
-    if not ON_GPU and {torch.float64, torch.bfloat16} <= set(floats_in):
-        # the Triton interpreter does not emulate f64 -> bf16 casts (tests/fuzz.py,
-        # `differential`): a gradient or result cast there reads as garbage. The GPU runs them
-        pytest.skip("CPU interpreter: no f64 -> bf16 casts; such mixes run on the GPU")
     shapes = [(tuple(x.shape), tuple(x.stride()), x.dtype) if isinstance(x, torch.Tensor)
               else repr(x) for x in inputs]
     desc = f"case {case}: {name} {shapes} {extra}"

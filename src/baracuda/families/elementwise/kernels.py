@@ -64,9 +64,14 @@ def _off(c0, c1, c2, c3, s0, s1, s2, s3, MODE: tl.constexpr):
 
 @triton.jit
 def _out(v, ptr):
+    """v as the output's element type. f64 into a half goes through f32, as torch's
+    conversion does (c10's Half / BFloat16 are built from a float: the same two roundings),
+    and the interpreter, which reads an f64 cast to bf16 as an integer's bits, gets right."""
     ty = ptr.dtype.element_ty
     if ty == tl.int1:
         return v != 0
+    elif v.dtype == tl.float64 and (ty == tl.float16 or ty == tl.bfloat16):
+        return v.to(tl.float32).to(ty)
     else:
         return v.to(ty)
 
@@ -112,7 +117,7 @@ def unary_bwd_kernel(
     g = tl.load(dy_ptr + go, mask=m, other=0).to(ACC)
     x = tl.load(x_ptr + xo, mask=m, other=0).to(ACC)
     dx = grad_unary(x, g, join_f64(p0h, p0l, ACC), join_f64(p1h, p1l, ACC), OP)
-    tl.store(dx_ptr + do, dx.to(dx_ptr.dtype.element_ty), mask=m)
+    tl.store(dx_ptr + do, _out(dx, dx_ptr), mask=m)
 
 
 @triton.jit
@@ -160,9 +165,9 @@ def binary_bwd_kernel(
         b = tl.zeros_like(g)
     ga, gb = grad_binary(a, b, g, join_f64(p0h, p0l, ACC), join_f64(p1h, p1l, ACC), OP)
     if WRITE_A:
-        tl.store(da_ptr + dao, ga.to(da_ptr.dtype.element_ty), mask=m)
+        tl.store(da_ptr + dao, _out(ga, da_ptr), mask=m)
     if WRITE_B:
-        tl.store(db_ptr + dbo, gb.to(db_ptr.dtype.element_ty), mask=m)
+        tl.store(db_ptr + dbo, _out(gb, db_ptr), mask=m)
 
 
 @triton.jit
@@ -215,11 +220,11 @@ def ternary_bwd_kernel(
     c = tl.load(c_ptr + co, mask=m, other=1).to(ACC)
     ga, gb, gc = grad_ternary(a, b, c, g, join_f64(p0h, p0l, ACC), OP)
     if WRITE_A:
-        tl.store(da_ptr + dao, ga.to(da_ptr.dtype.element_ty), mask=m)
+        tl.store(da_ptr + dao, _out(ga, da_ptr), mask=m)
     if WRITE_B:
-        tl.store(db_ptr + dbo, gb.to(db_ptr.dtype.element_ty), mask=m)
+        tl.store(db_ptr + dbo, _out(gb, db_ptr), mask=m)
     if WRITE_C:
-        tl.store(dc_ptr + dco, gc.to(dc_ptr.dtype.element_ty), mask=m)
+        tl.store(dc_ptr + dco, _out(gc, dc_ptr), mask=m)
 
 
 @triton.jit
