@@ -8,7 +8,8 @@
 # (layer_norm tiles at [32768, 1024]), tile (scripts/tile_vs_liger.py), padab (scripts/norm_pad_ab.py:
 # every norm row padded first against last, * the rule's pick), losstests / benchloss (cross-entropy
 # suites / bench), benchsm32 (softmax f32 rows), spectests (contract cases of
-# session 14's new dtypes), benchlnfwd (every norm forward row, bf16 and f32), attntests (attention suites + contract cases), benchattn (attention --quick), wsprobe (scripts/attn_ws_probe.py, WS_SHAPES), replaytests, ewtests (elementwise / segment / normalization unit tests), tileab (scripts/tile_peer_ab.py: f32 [32768, 1024] tiles against torch.compile), tilegraph (the same in CUDA graphs), smquick (softmax suites + contract cases), f32chunks (tile_vs_liger.py long), smab (scripts/peer_ab.py: softmax TILE rows against Liger and torch.compile, interleaved), fuzz / fuzzdebug (the
+# session 14's new dtypes), benchlnfwd (every norm forward row, bf16 and f32), attntests (attention suites + contract cases), benchattn (attention --quick), wsprobe (scripts/attn_ws_probe.py, WS_SHAPES), replaytests, ewtests (elementwise / segment / normalization unit tests), benchew (elementwise bench --quick), sol
+# (scripts/norm_sol_probe.py: layer_norm's traffic without the statistics, SOL_SHAPES), tileab (scripts/tile_peer_ab.py: f32 [32768, 1024] tiles against torch.compile), tilegraph (the same in CUDA graphs), smquick (softmax suites + contract cases), f32chunks (tile_vs_liger.py long), smab (scripts/peer_ab.py: softmax TILE rows against Liger and torch.compile, interleaved), fuzz / fuzzdebug (the
 # differential fuzz files, FUZZ_FILES or all, GPU case counts; FUZZ_WORKERS, 6 by default: 12 ran
 # the 80 GB card out of memory in session 18). Carry .whl and .commit.
 export PYTHONPATH=$PWD/src:/tmp/site; python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl >/dev/null 2>&1; export BARACUDA_COMMIT=$(cat .commit)
@@ -44,6 +45,8 @@ for step in "$@"; do
     tileab) BARACUDA_REPLAY=0 timeout 240 python3 scripts/tile_peer_ab.py ${AB_ROUNDS:-5} float32 32768x1024 ${AB_TILES:-4x4 2x4 1x2 1x4 4x8} 2>&1 | grep -v Warn ;;
     tilegraph) TILE_AB_GRAPH=1 BARACUDA_REPLAY=0 timeout 200 python3 scripts/tile_peer_ab.py ${AB_ROUNDS:-5} float32 32768x1024 ${AB_TILES:-4x4 1x4 1x2} 2>&1 | grep -v Warn ;;
     ewtests) timeout 400 python3 -m pytest -q -p no:cacheprovider -n 12 -o addopts="" -W ignore tests/families/test_elementwise.py tests/families/test_elementwise_addcdiv.py tests/families/test_segment.py tests/families/test_normalization.py tests/test_core.py 2>&1 | grep -E "FAILED|ERROR|passed|failed" | tail -20 ;;
+    benchew) timeout 300 python3 -m baracuda.cli bench --family elementwise --quick --json $OUT/ew.json 2>&1 | grep -v "it/s\]" | tail -3; python3 scripts/bench_to_md.py $OUT/ew.json ;;
+    sol) timeout 200 python3 scripts/norm_sol_probe.py ${SOL_SHAPES:-1024x65536} 2>&1 | grep -v Warning ;;
     replaytests) timeout 240 python3 -m pytest -q -p no:cacheprovider -n 8 -o addopts="" -W ignore tests/test_launch_replay.py 2>&1 | grep -E "FAILED|ERROR|passed|failed" | tail -10 ;;
   esac
 done
