@@ -23,9 +23,9 @@ from baracuda.families.softmax import plans_smem as SS
 
 
 def _config(text: str) -> tuple:
-    """"R/SL/warps[/NAME=0|1...]": the chunk config and constexpr flags of the norm forward."""
+    """"R/SL/warps[/NAME=INT...]": the chunk config and integer constexprs of the norm forward."""
     r, sl, w, *flags = text.split("/")
-    return (int(r), int(sl), int(w), *((k, bool(int(v))) for k, v in
+    return (int(r), int(sl), int(w), *((k, int(v)) for k, v in
                                        (f.split("=") for f in flags)))
 
 
@@ -41,7 +41,7 @@ def _sweep(label, nbytes, run) -> None:
     for r, sl, w, *flags in CONFIGS:
         cfg = {"R": r, "SL": sl, "num_warps": w, **dict(flags)}
         ms = triton.testing.do_bench_cudagraph(lambda: run(cfg), rep=100)
-        tag = "".join(f" {k}" for k, v in flags if v)
+        tag = "".join(f" {k}" + ("" if v == 1 else str(v)) for k, v in flags if v)
         cells.append(f"{r}/{sl}/{w}{tag} {nbytes / ms / 1e6:5.0f}")
     print(f"{label:34} " + "  ".join(cells), flush=True)
 
