@@ -100,43 +100,13 @@ def wait_prior_grid():
 
 
 @gluon.jit
-def count_in_and_poll(count_ptr, NCH: gl.constexpr, SPIN, POLL: gl.constexpr = 0):
+def count_in_and_poll(count_ptr, NCH: gl.constexpr, SPIN):
     """Arrive at the line's counter (after this program's partial stores) and poll until all
     NCH chunks arrived, at most SPIN times. True when they did (their partials visible)."""
     wait_prior_grid()  # the counters are zeroed by the launch before this one
     gl.thread_barrier()  # every thread's partial store is issued before the arrival (release)
-    if POLL == 0:
-        # the Triton exchange's poll (backends/triton_exchange.py): one wait for both dialects
-        return triton_poll(count_ptr, gl.atomic_add(count_ptr, 1, sem="acq_rel") + 1, NCH,
-                           SPIN)
-    if POLL >= 5:
-        if POLL == 5:
-            seen = gl.atomic_add(count_ptr, 1, sem="acq_rel") + 1
-        else:
-            seen = gl.atomic_add(count_ptr, 1, sem="release") + 1
-        polls = 0
-        while (seen < NCH) & (polls < SPIN):
-            if POLL == 7:
-                gl.inline_asm_elementwise("nanosleep.u32 200; // dummy $0", "=r", [],
-                                          dtype=gl.int32, is_pure=False, pack=1)
-            seen = gl.atomic_add(count_ptr, 0, sem="relaxed")
-            polls += 1
-        return gl.atomic_add(count_ptr, 0, sem="acquire") >= NCH
-    if POLL == 3:
-        seen = gl.atomic_add(count_ptr, 1, sem="release") + 1
-    else:
-        seen = gl.atomic_add(count_ptr, 1, sem="acq_rel") + 1
-    polls = 0
-    while (seen < NCH) & (polls < SPIN):
-        if POLL == 2:
-            gl.inline_asm_elementwise("nanosleep.u32 100; // dummy $0", "=r", [],
-                                      dtype=gl.int32, is_pure=False, pack=1)
-        seen = gl.inline_asm_elementwise("ld.acquire.gpu.global.b32 $0, [$1];", "=r,l",
-                                         [count_ptr], dtype=gl.int32, is_pure=False, pack=1)
-        polls += 1
-    if POLL == 4:
-        return seen >= NCH
-    return gl.atomic_add(count_ptr, 0, sem="acquire") >= NCH
+    # the Triton exchange's poll (backends/triton_exchange.py): one wait for both dialects
+    return triton_poll(count_ptr, gl.atomic_add(count_ptr, 1, sem="acq_rel") + 1, NCH, SPIN)
 
 
 #: Most chunks per line (a line's partials are merged as one vector).
@@ -226,7 +196,7 @@ def contiguous_rows(*tensors) -> bool:
 def exchange_pairs(a, b, part_ptr, count_ptr, slices, line_ptr, line, N, aux, SPIN,
                    chunk_pair: gl.constexpr, A_EMPTY: gl.constexpr, NCH: gl.constexpr,
                    NCH_P2: gl.constexpr, R: gl.constexpr, SL: gl.constexpr,
-                   num_warps: gl.constexpr, POLL: gl.constexpr = 0):
+                   num_warps: gl.constexpr):
     """Publish this chunk's partial pair (a, b), count in, and return the line's pairs as two
     [NCH_P2] vectors in chunk order (A_EMPTY / 0 past NCH). A program that stops waiting
     computes every chunk's pair from global memory with `chunk_pair(slices, line_ptr, chunk,
@@ -235,7 +205,7 @@ def exchange_pairs(a, b, part_ptr, count_ptr, slices, line_ptr, line, N, aux, SP
     pid = gl.program_id(0)  # = line * NCH + chunk
     gl.store(part_ptr + pid * 2, a)
     gl.store(part_ptr + pid * 2 + 1, b)
-    all_in = count_in_and_poll(count_ptr + line, NCH, SPIN, POLL)
+    all_in = count_in_and_poll(count_ptr + line, NCH, SPIN)
     if all_in:
         pa, pb = arrived_pairs(part_ptr, line, A_EMPTY, NCH, NCH_P2, num_warps)
     else:

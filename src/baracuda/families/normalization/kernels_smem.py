@@ -20,7 +20,6 @@ from triton.experimental.gluon.language.nvidia.ampere import async_copy
 from ...backends.gluon_chunks import (
     LANE,
     UNSWIZZLED,
-    _poll_slots,
     copy_chunk,
     copy_slice,
     empty_pairs,
@@ -74,8 +73,7 @@ def row_norm_fwd_smem_kernel(
     M, stride_x, stride_y, eps, SPIN,
     NCH: gl.constexpr, NCH_P2: gl.constexpr, R: gl.constexpr, SL: gl.constexpr,
     RMS: gl.constexpr, HAS_W: gl.constexpr, HAS_B: gl.constexpr, num_warps: gl.constexpr,
-    EVEN: gl.constexpr = False, SLOTS: gl.constexpr = 0, NOX: gl.constexpr = 0,
-    POLL: gl.constexpr = 0,
+    EVEN: gl.constexpr = False,
 ):
     pid = gl.program_id(0)
     row = pid // NCH
@@ -91,58 +89,8 @@ def row_norm_fwd_smem_kernel(
     slices = copy_chunk(x_row, c, M, R, SL, num_warps)
 
     t1, t2 = chunk_sums(slices, x_row, c, M, k, False, R, SL, num_warps, EVEN)
-    if NOX:
-        if NOX == 2:
-            wait_prior_grid()
-        if NOX == 4:
-            wait_prior_grid()
-            gl.store(part_ptr + pid * 2, t1)
-            gl.store(part_ptr + pid * 2 + 1, t2)
-            gl.thread_barrier()
-            gl.atomic_add(count_ptr + row, 1, sem="release")
-        if NOX == 3:
-            wait_prior_grid()
-            gl.store(part_ptr + pid * 2, t1)
-            gl.store(part_ptr + pid * 2 + 1, t2)
-            gl.thread_barrier()
-            t1 += gl.atomic_add(count_ptr + row, 1, sem="acq_rel").to(gl.float32) * 0.0
-        p1, p2 = empty_pairs(0.0, NCH_P2, num_warps)
-        p1 = p1 + t1 * NCH
-        p2 = p2 + t2 * NCH
-    elif SLOTS == 2:
-        wait_prior_grid()
-        gl.store(part_ptr + pid * 2, t1)
-        gl.store(part_ptr + pid * 2 + 1, t2)
-        po = gl.arange(0, NCH_P2, layout=partials_layout(num_warps))
-        first = part_ptr + (row.to(gl.int64) * NCH + po) * 2
-        in_row = po < NCH
-        unset, p1, p2 = _poll_slots(first, in_row)
-        polls = 0
-        while (unset > 0) & (polls < SPIN):
-            unset, p1, p2 = _poll_slots(first, in_row)
-            polls += 1
-        everyone = gl.full([32 * num_warps], unset, gl.int32, partials_layout(num_warps))
-        if gl.max(everyone, axis=0) > 0:
-            p1, p2 = empty_pairs(0.0, NCH_P2, num_warps)
-            for other in range(NCH):
-                o1, o2 = chunk_sums(slices, x_row, other, M, k, True, R, SL, num_warps)
-                p1 = gl.where(po == other, o1, p1)
-                p2 = gl.where(po == other, o2, p2)
-    elif SLOTS:
-        wait_prior_grid()
-        gl.store(part_ptr + pid * 2, t1)
-        gl.store(part_ptr + pid * 2 + 1, t2)
-        unset, p1, p2 = published_pairs(part_ptr, row, NCH, NCH_P2, SPIN, num_warps)
-        if unset > 0:
-            p1, p2 = empty_pairs(0.0, NCH_P2, num_warps)
-            po = gl.arange(0, NCH_P2, layout=partials_layout(num_warps))
-            for other in range(NCH):
-                o1, o2 = chunk_sums(slices, x_row, other, M, k, True, R, SL, num_warps)
-                p1 = gl.where(po == other, o1, p1)
-                p2 = gl.where(po == other, o2, p2)
-    else:
-        p1, p2 = exchange_pairs(t1, t2, part_ptr, count_ptr, slices, x_row, row, M, k, SPIN,
-                                chunk_sums, 0.0, NCH, NCH_P2, R, SL, num_warps, POLL)
+    p1, p2 = exchange_pairs(t1, t2, part_ptr, count_ptr, slices, x_row, row, M, k, SPIN,
+                            chunk_sums, 0.0, NCH, NCH_P2, R, SL, num_warps)
     mean, rstd = pair_moments(p1, p2, k, M, eps, RMS)
     if c == 0:
         if not RMS:

@@ -58,18 +58,13 @@ def launch_smem(desc, args, workspace: torch.Tensor, rms: bool,
     cfg = dict(cfg or fwd_chunk_config(m, desc.element, rms))
     even = cfg.pop("EVEN", fwd_even(m, desc.element, cfg))  # (a sweep may force it)
     nch = n_chunks(m, cfg)
-    slots = cfg.get("SLOTS", False)
-    nch_p2 = max(next_pow2(nch), 32 * cfg["num_warps"]) if slots == 1 else next_pow2(nch)
-    if slots:
-        partials = counters = fresh_slots(workspace, rows, nch)
-    else:
-        partials, counters = fresh_exchange(workspace, rows, nch)
+    partials, counters = fresh_exchange(workspace, rows, nch)
     x = args.x
     row_norm_fwd_smem_kernel[(rows * nch,)](
         x, args.y, x if args.gamma is None else args.gamma, x if beta is None else beta,
         args.rstd if mean is None else mean, args.rstd, partials, counters,
         m, m, m, desc.eps, spin,
-        NCH=nch, NCH_P2=nch_p2, RMS=rms, HAS_W=args.gamma is not None,
+        NCH=nch, NCH_P2=next_pow2(nch), RMS=rms, HAS_W=args.gamma is not None,
         HAS_B=beta is not None, EVEN=even, **cfg,
         launch_pdl=True)  # the kernel's copies overlap the counter fill (wait_prior_grid)
 
