@@ -13,7 +13,13 @@ import torch
 
 import baracuda as bc
 import baracuda.torch as bt
-from baracuda.backends.gluon_chunks import n_chunks
+from baracuda.backends.gluon_chunks import (
+    UNSET_BITS,
+    exchange_workspace_bytes,
+    fresh_counted_slots,
+    fresh_slots,
+    n_chunks,
+)
 from baracuda.core.vocab import ArchSku, ElementKind, PlanPreference
 from baracuda.families.normalization import plans as P
 from baracuda.families.normalization import plans_smem as S
@@ -85,6 +91,31 @@ def test_f32_forward_takes_its_own_chunk_config(shape):
     assert own >= shape[0] * n_chunks(shape[-1], cfg) * 8 + 4 * shape[0]
     assert own >= P.forward_workspace(d)
 
+
+
+def test_slot_fills_mark_every_slot_unset_and_zero_the_counters():
+    """fresh_counted_slots: one fill sets the pair slots to UNSET_BITS and the counters after
+    them to 0 (the bytes fresh_exchange carves); fresh_slots marks its slots alone. Bytes past
+    the region are left as they were."""
+    lines, chunks = 3, 5
+    ws = torch.full((exchange_workspace_bytes(lines, chunks) + 64,), 7, dtype=torch.uint8)
+    slots, counters = fresh_counted_slots(ws, lines, chunks)
+    assert slots.numel() == lines * chunks * 2 and counters.numel() == lines
+    assert bool((slots.view(torch.int32) == UNSET_BITS.value).all())
+    assert bool((counters == 0).all())
+    assert bool((ws[-64:] == 7).all())
+    ws.fill_(7)
+    only = fresh_slots(ws, lines, chunks)
+    assert bool((only.view(torch.int32) == UNSET_BITS.value).all())
+    assert bool((ws[4 * lines * chunks * 2:] == 7).all())
+
+
+def test_forward_takes_counted_slots_only_for_layer_norm_16_bit_rows():
+    """COUNTED_SLOTS (H100, session 19): layer_norm's 16-bit forward swaps its pairs through
+    counted slots, rms_norm and the f32 rows keep the counter protocol."""
+    assert S.fwd_slots(ElementKind.BF16, False) and S.fwd_slots(ElementKind.F16, False)
+    assert not S.fwd_slots(ElementKind.BF16, True)
+    assert not S.fwd_slots(ElementKind.F32, False)
 
 def _reference(x, n_norm, w, b, layer):
     xd = x.double().flatten(x.dim() - n_norm)
@@ -204,6 +235,36 @@ def test_gpu_frontend_uses_it_and_backward_still_works():
     ref2 = torch.nn.functional.rms_norm(x.detach().float(), [65536], w.detach().float(), EPS)
     assert_close(y2, ref2.double(), torch.bfloat16, "y (rms_norm)")
 
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_GPU, reason="needs a CUDA device")
+@pytest.mark.parametrize("layer", [False, True])
+def test_gpu_nan_row_stays_in_its_row_forward_and_backward(layer):
+    """A NaN in one row: that row's y, rstd and dx are NaN (its partials are NaN, which the
+    slots still read as published: UNSET_BITS is no arithmetic's NaN), every other row and
+    dgamma over the other rows match the reference."""
+    shape, bad = (48, 65536), 17
+    x, dy, w, mean, rstd, want = _backward_case(layer, shape, 1, torch.bfloat16, True, 11)
+    x[bad, 1234] = float("nan")
+    b = torch.randn(shape[-1], device="cuda").to(torch.bfloat16) if layer else None
+    plan = (bc.LayerNormPlan if layer else bc.RMSNormPlan).select(_desc(layer, shape))
+    ws = torch.empty(plan.workspace_size(), dtype=torch.uint8, device="cuda")
+    y = torch.full_like(x, 0.5)
+    f_mean = torch.full((shape[0], 1), 0.5, device="cuda") if layer else None
+    f_rstd = torch.full((shape[0], 1), 0.5, device="cuda")
+    plan.run(_args(layer, x, y, w, b, f_mean, f_rstd), ws)
+    keep = torch.arange(shape[0], device="cuda") != bad
+    assert bool(torch.isnan(y[bad]).all()) and bool(torch.isnan(f_rstd[bad]).all())
+    y_ref, _, _ = _reference(x[keep], 1, w, b, layer)
+    assert_close(y[keep], y_ref, torch.bfloat16, "y")
+    bplan = (bc.LayerNormBackwardPlan if layer else bc.RMSNormBackwardPlan).select(
+        _bwd_desc(layer, shape))
+    bws = torch.empty(bplan.workspace_size(), dtype=torch.uint8, device="cuda")
+    args = _backward_args(layer, x, dy, w, mean, rstd, True)
+    bplan.run(args, bws)
+    assert bool(torch.isnan(args.dx[bad]).all())
+    assert_close(args.dx[keep], want["dx"][keep.cpu()], torch.bfloat16, "dx", scale=2.0)
 
 # -- backward: dy and x chunks through a shared-memory ring (kernels_smem.row_norm_bwd_...) --
 

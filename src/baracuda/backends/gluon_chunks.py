@@ -237,12 +237,19 @@ def empty_pairs(A_EMPTY: gl.constexpr, NCH_P2: gl.constexpr, num_warps: gl.const
             gl.zeros([NCH_P2], gl.float32, p_layout))
 
 
-# -- Slots without counters: a pair is published by storing it over NaN; a reader polls the
-# line's slots until none is NaN. No fence, no atomic: one round trip for the reader when the
-# pairs are there, none for the writer (the persistent backward pays the exchange on every
-# row, normalization/kernels_smem.py). A partial that is itself NaN (NaN or inf in the input)
-# reads as unpublished: its readers stop after SPIN polls and compute every pair themselves,
-# the same bits, only slower.
+# -- Slots: a pair is published by storing it over UNSET_BITS, which the launch before set; a
+# reader takes a line's pairs once none of its slots holds those bits. No fence, no atomic: the
+# slot's own bits say its pair has landed. The backward's persistent ring polls the slots alone
+# (published_pairs: no fence or atomic per row, normalization/kernels_smem.py); the forward
+# counts in first, relaxed, and reads the slots once the count says they are all written
+# (counted_slot_pairs).
+
+#: The 32 bits of a slot not yet published: a NaN whose payload no arithmetic makes (the
+#: GPU's float results carry the canonical NaN), so a partial that is itself NaN (NaN or inf in
+#: the input) still reads as published; with NaN as the mark, its readers spun SPIN polls and
+#: recomputed the line's pairs.
+UNSET_BITS = gl.constexpr(0x7FBADBAD)
+
 
 def slots_workspace_bytes(lines: int, chunks: int) -> int:
     """Workspace of the slot protocol: an f32 pair per chunk, no counters."""
@@ -250,19 +257,30 @@ def slots_workspace_bytes(lines: int, chunks: int) -> int:
 
 
 def fresh_slots(workspace: torch.Tensor, lines: int, chunks: int) -> torch.Tensor:
-    """The pairs' slots carved from `workspace` and set to NaN by a fill launch. Launch the
-    kernel right after it with `launch_pdl=True`; it waits for the fill (wait_prior_grid)
+    """The pairs' slots carved from `workspace` and set to UNSET_BITS by a fill launch. Launch
+    the kernel right after it with `launch_pdl=True`; it waits for the fill (wait_prior_grid)
     before its first store."""
     slots, _ = split_workspace(workspace, torch.float32, lines * chunks * 2, 0)
-    fill(slots, float("nan"))
+    fill(slots.view(torch.int32), UNSET_BITS.value)
     return slots
+
+
+def fresh_counted_slots(workspace: torch.Tensor, lines: int, chunks: int):
+    """(slots, counters) of `counted_slot_pairs`, carved as `fresh_exchange` carves them (the
+    same workspace bytes) and set by one fill launch: the slots to UNSET_BITS, the counters to
+    0. Launch the kernel right after it with `launch_pdl=True`."""
+    n_slots = lines * chunks * 2
+    slots, counters = split_workspace(workspace, torch.float32, n_slots, lines)
+    region = workspace.view(torch.uint8)[: 4 * (n_slots + lines)].view(torch.int32)
+    fill(region, UNSET_BITS.value, rest=0, split=n_slots)
+    return slots, counters
 
 
 @gluon.jit
 def published_pairs(slot_ptr, line, NCH: gl.constexpr, NCH_P2: gl.constexpr, SPIN,
                     num_warps: gl.constexpr):
     """(pairs still unset, a, b): the line's NCH pairs as [NCH_P2] vectors in chunk order (0
-    past NCH), polled at most SPIN more times while any is still NaN. NCH_P2 must be at least
+    past NCH), polled at most SPIN more times while any is still unset. NCH_P2 must be at least
     the program's thread count: no warp then holds a copy of another's pairs, so the unset
     count is reduced across warps and every warp takes the same branch (with copies, a warp
     that saw a pair late fell back alone, and the fallback's cross-warp reduction read
@@ -280,8 +298,49 @@ def published_pairs(slot_ptr, line, NCH: gl.constexpr, NCH_P2: gl.constexpr, SPI
 
 
 @gluon.jit
+def counted_slot_pairs(a, b, slot_ptr, count_ptr, slices, line_ptr, line, N, aux, SPIN,
+                       chunk_pair: gl.constexpr, A_EMPTY: gl.constexpr, NCH: gl.constexpr,
+                       NCH_P2: gl.constexpr, R: gl.constexpr, SL: gl.constexpr,
+                       num_warps: gl.constexpr):
+    """`exchange_pairs` without its fences: publish (a, b) into this chunk's slot, count in
+    relaxed (the count only says when to look), then read the line's slots until none holds
+    UNSET_BITS. The counter protocol's release-ordered arrival and acquiring polls cost the
+    16-bit layer_norm forward 1-3% on the H100 (normalization/PERF_NOTES.md, session 19). Each
+    warp polls its own copy of the pairs; one cross-warp reduction after the polls makes the
+    fall-back decision (`chunk_pair` from global memory, the same bits) the same in every
+    warp."""
+    wait_prior_grid()  # the slots and counters are set by the fill launched just before
+    pid = gl.program_id(0)  # = line * NCH + chunk
+    gl.store(slot_ptr + pid * 2, a)
+    gl.store(slot_ptr + pid * 2 + 1, b)
+    gl.thread_barrier()  # the pair's stores are issued before the count says they are
+    seen = gl.atomic_add(count_ptr + line, 1, sem="relaxed") + 1
+    polls = 0
+    while (seen < NCH) & (polls < SPIN):
+        seen = gl.atomic_add(count_ptr + line, 0, sem="relaxed")
+        polls += 1
+    po = gl.arange(0, NCH_P2, layout=partials_layout(num_warps))
+    first = slot_ptr + (line.to(gl.int64) * NCH + po) * 2
+    in_line = po < NCH
+    unset, pa, pb = _poll_slots(first, in_line)
+    while (unset > 0) & (polls < SPIN):
+        unset, pa, pb = _poll_slots(first, in_line)
+        polls += 1
+    every_warp = gl.full([32 * num_warps], unset, gl.int32, partials_layout(num_warps))
+    if gl.max(every_warp, axis=0) > 0:
+        pa, pb = empty_pairs(A_EMPTY, NCH_P2, num_warps)
+        for other in range(NCH):
+            oa, ob = chunk_pair(slices, line_ptr, other, N, aux, True, R, SL, num_warps)
+            pa = gl.where(po == other, oa, pa)
+            pb = gl.where(po == other, ob, pb)
+    return gl.where(in_line, pa, A_EMPTY), pb
+
+
+@gluon.jit
 def _poll_slots(first, live):
-    """One read of a line's slots: (how many pairs are still NaN, a, b)."""
+    """One read of a line's slots: (how many pairs are still unset, a, b)."""
     a = gl.load(first, mask=live, other=0.0, volatile=True)
     b = gl.load(first + 1, mask=live, other=0.0, volatile=True)
-    return gl.sum(((a != a) | (b != b)).to(gl.int32), axis=0), a, b
+    unset = (a.to(gl.int32, bitcast=True) == UNSET_BITS) \
+        | (b.to(gl.int32, bitcast=True) == UNSET_BITS)
+    return gl.sum(unset.to(gl.int32), axis=0), a, b

@@ -45,22 +45,32 @@ FILL_BLOCK = 4096
 
 
 @triton.jit
-def fill_kernel(ptr, n, VALUE: tl.constexpr, BLOCK: tl.constexpr):
-    """ptr[0:n] = VALUE for a contiguous buffer: a fill that stays a Triton launch, so a plan
-    call that needs one can still be recorded and replayed (backends/launch_replay.py)."""
+def fill_kernel(ptr, n, split, VALUE: tl.constexpr, REST: tl.constexpr, BLOCK: tl.constexpr):
+    """ptr[0:split] = VALUE, ptr[split:n] = REST for a contiguous buffer: a fill that stays a
+    Triton launch, so a plan call that needs one can still be recorded and replayed
+    (backends/launch_replay.py)."""
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    tl.store(ptr + offs, tl.full([BLOCK], VALUE, ptr.dtype.element_ty), mask=offs < n)
+    dtype = ptr.dtype.element_ty
+    value = tl.where(offs < split, tl.full([BLOCK], VALUE, dtype), tl.full([BLOCK], REST, dtype))
+    tl.store(ptr + offs, value, mask=offs < n)
 
 
-def fill(t: torch.Tensor, value: float = 0) -> None:
-    """t[...] = value; a Triton launch for contiguous tensors (replayable), torch's otherwise."""
+def fill(t: torch.Tensor, value: float = 0, rest: float | None = None,
+         split: int | None = None) -> None:
+    """t[...] = value; a Triton launch for contiguous tensors (replayable), torch's otherwise.
+    With `split`, only the first `split` elements take `value` and the others `rest`, in the
+    same launch (contiguous t only)."""
     n = t.numel()
     if not n:
         return
     if t.is_contiguous():
-        fill_kernel[(triton.cdiv(n, FILL_BLOCK),)](t, n, VALUE=value, BLOCK=FILL_BLOCK)
-    else:
+        fill_kernel[(triton.cdiv(n, FILL_BLOCK),)](
+            t, n, n if split is None else split, VALUE=value,
+            REST=value if rest is None else rest, BLOCK=FILL_BLOCK)
+    elif split is None:
         t.fill_(value)
+    else:
+        raise ValueError(f"fill with a split takes a contiguous tensor, got strides {t.stride()}")
 
 
 def zero(t: torch.Tensor) -> None:

@@ -5,9 +5,10 @@ by the Triton interpreter: plans select it on sm_90 only.
 Per program (one chunk of one row): copy the chunk to shared memory; reduce it to the sums of
 (x - k) and (x - k)^2, k = the row's first element (layer_norm; 0 for rms_norm), so that the
 variance does not cancel when |mean| >> std (the loop forward's shift, kernels.py); publish
-them, count in and wait for the row's other chunks; sum the row's partials in chunk order (the
-same bits in every program of the row); write the chunk from shared memory, and (chunk 0) the
-row's mean and rstd. A program that stops waiting after SPIN polls sums the missing partials
+them, count in and wait for the row's other chunks (gluon_chunks.exchange_pairs, or its
+fenceless counted_slot_pairs); sum the row's partials in chunk order (the same bits in every
+program of the row); write the chunk from shared memory, and (chunk 0) the row's mean and
+rstd. A program that stops waiting after SPIN polls sums the missing partials
 from global memory with the same code (`chunk_sums` with FROM_GLOBAL): the same bits.
 """
 
@@ -22,6 +23,7 @@ from ...backends.gluon_chunks import (
     UNSWIZZLED,
     copy_chunk,
     copy_slice,
+    counted_slot_pairs,
     empty_pairs,
     exchange_pairs,
     load_slice,
@@ -73,7 +75,7 @@ def row_norm_fwd_smem_kernel(
     M, stride_x, stride_y, eps, SPIN,
     NCH: gl.constexpr, NCH_P2: gl.constexpr, R: gl.constexpr, SL: gl.constexpr,
     RMS: gl.constexpr, HAS_W: gl.constexpr, HAS_B: gl.constexpr, num_warps: gl.constexpr,
-    EVEN: gl.constexpr = False,
+    EVEN: gl.constexpr = False, SLOTS: gl.constexpr = False,
 ):
     pid = gl.program_id(0)
     row = pid // NCH
@@ -89,8 +91,12 @@ def row_norm_fwd_smem_kernel(
     slices = copy_chunk(x_row, c, M, R, SL, num_warps)
 
     t1, t2 = chunk_sums(slices, x_row, c, M, k, False, R, SL, num_warps, EVEN)
-    p1, p2 = exchange_pairs(t1, t2, part_ptr, count_ptr, slices, x_row, row, M, k, SPIN,
-                            chunk_sums, 0.0, NCH, NCH_P2, R, SL, num_warps)
+    if SLOTS:  # the fenceless protocol (plans_smem.COUNTED_SLOTS says which rows take it)
+        p1, p2 = counted_slot_pairs(t1, t2, part_ptr, count_ptr, slices, x_row, row, M, k, SPIN,
+                                    chunk_sums, 0.0, NCH, NCH_P2, R, SL, num_warps)
+    else:
+        p1, p2 = exchange_pairs(t1, t2, part_ptr, count_ptr, slices, x_row, row, M, k, SPIN,
+                                chunk_sums, 0.0, NCH, NCH_P2, R, SL, num_warps)
     mean, rstd = pair_moments(p1, p2, k, M, eps, RMS)
     if c == 0:
         if not RMS:
@@ -155,7 +161,7 @@ def row_norm_bwd_smem_kernel(
     """Backward of long 16-bit rows, program id = group * NCH + chunk: a group's NCH
     programs walk its rows together, as kernels_exchange.row_norm_bwd_exchange_kernel does,
     but each row's chunks of dy and x land in a ring of NS shared-memory stages (cp.async,
-    issued NS rows ahead) instead of registers, and the pairs are swapped through NaN-set
+    issued NS rows ahead) instead of registers, and the pairs are swapped through unset-marked
     slots, not counters (gluon_chunks.published_pairs: no fence or atomic per row). Step
     `row`: publish row `row` from its stage (sum(w dy xhat) and sum(w dy) into its slot,
     dgamma / dbeta partials in registers), then finish row `row - AHEAD` (its chunks have
@@ -189,7 +195,7 @@ def row_norm_bwd_smem_kernel(
         w = gl.load(w_ptr + cols, mask=live, other=0.0).to(gl.float32)
     dg = gl.zeros([R, LANE], gl.float32, layout)
     db = gl.zeros([R, LANE], gl.float32, layout)
-    wait_prior_grid()  # the slots are set to NaN by the launch before this one
+    wait_prior_grid()  # the slots are marked unset by the launch before this one
     for step in range(r0, r1 + AHEAD):
         done = step - AHEAD
         # the finished row's statistics, loaded first so their latency hides behind the

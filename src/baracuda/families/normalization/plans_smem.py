@@ -19,6 +19,7 @@ from ...backends.gluon_chunks import (
     chunk_config,
     contiguous_rows,
     exchange_workspace_bytes,
+    fresh_counted_slots,
     fresh_exchange,
     fresh_slots,
     n_chunks,
@@ -56,17 +57,19 @@ def launch_smem(desc, args, workspace: torch.Tensor, rms: bool,
     m, rows = desc.norm_total_extent, desc.rows
     mean, beta = _forward_ops(args)
     cfg = dict(cfg or fwd_chunk_config(m, desc.element, rms))
-    even = cfg.pop("EVEN", fwd_even(m, desc.element, cfg))  # (a sweep may force it)
+    even = cfg.pop("EVEN", fwd_even(m, desc.element, cfg))  # (a sweep may force either)
+    slots = bool(cfg.pop("SLOTS", fwd_slots(desc.element, rms)))
     nch = n_chunks(m, cfg)
-    partials, counters = fresh_exchange(workspace, rows, nch)
+    # the same workspace bytes either way (exchange_workspace_bytes)
+    partials, counters = (fresh_counted_slots if slots else fresh_exchange)(workspace, rows, nch)
     x = args.x
     row_norm_fwd_smem_kernel[(rows * nch,)](
         x, args.y, x if args.gamma is None else args.gamma, x if beta is None else beta,
         args.rstd if mean is None else mean, args.rstd, partials, counters,
         m, m, m, desc.eps, spin,
         NCH=nch, NCH_P2=next_pow2(nch), RMS=rms, HAS_W=args.gamma is not None,
-        HAS_B=beta is not None, EVEN=even, **cfg,
-        launch_pdl=True)  # the kernel's copies overlap the counter fill (wait_prior_grid)
+        HAS_B=beta is not None, EVEN=even, SLOTS=slots, **cfg,
+        launch_pdl=True)  # the kernel's copies overlap the fill (wait_prior_grid)
 
 
 #: layer_norm's forward also takes f32 rows: kernel-only GB/s against the Triton exchange it
@@ -83,6 +86,20 @@ def fwd_even(extent: int, element, cfg: dict) -> bool:
     -> 2678-2682, [256, 262144] 2535-2537 -> 2551-2555, rms within +-0.2%; but f32 layer
     2711-2714 -> 2685-2686 and 2610-2615 -> 2504-2508, so f32 keeps the masks."""
     return extent % (cfg["R"] * int(LANE)) == 0 and element is not ElementKind.F32
+
+
+#: The forward's exchange per CHUNK_TABLE row: the fenceless counted slots
+#: (gluon_chunks.counted_slot_pairs) or the counter protocol (exchange_pairs). H100, kernel
+#: only, x + y GB/s, counters -> slots, three alternations (session 19): layer bf16
+#: [1024, 65536] 32/8/4 2686-2687 -> 2715, [256, 262144] 32/8/4 2585-2590 -> 2665-2675 (64/8/8
+#: 2623 -> 2634-2642); rms bf16 [1024, 65536] 32/4/4 2760-2770 -> 2722, [256, 262144] 64/8/8
+#: 2709-2711 -> 2700-2707.
+COUNTED_SLOTS = {"layer_line": True, "line": False, "line_f32": False}
+
+
+def fwd_slots(element, rms: bool) -> bool:
+    """The forward's SLOTS constexpr (the launch and the AOT variants)."""
+    return COUNTED_SLOTS[_fwd_kind(element, rms)]
 
 
 def _fwd_kind(element, rms: bool) -> str:

@@ -225,7 +225,7 @@ def _smem_fwd_variants(rms: bool):
     """The Hopper shared-memory exchange forward (Gluon), each chunk config it launches."""
     from ...backends.gluon_chunks import n_chunks
     from .kernels_smem import row_norm_fwd_smem_kernel as kernel
-    from .plans_smem import F32_FORWARD, fwd_chunk_config, fwd_even
+    from .plans_smem import F32_FORWARD, fwd_chunk_config, fwd_even, fwd_slots
 
     elements = (ElementKind.BF16, ElementKind.F16) + ((ElementKind.F32,) if F32_FORWARD[rms]
                                                       else ())
@@ -238,7 +238,7 @@ def _smem_fwd_variants(rms: bool):
                     "eps": "fp32", "SPIN": "i32"})
         nch = n_chunks(extent, cfg)
         const = dict(cfg, NCH=nch, NCH_P2=nch, RMS=rms, HAS_W=True, HAS_B=not rms,
-                     EVEN=fwd_even(extent, element, cfg))
+                     EVEN=fwd_even(extent, element, cfg), SLOTS=fwd_slots(element, rms))
         sig.update({n: "constexpr" for n in const})
         yield AotVariant(f"fwd smem {'rms' if rms else 'ln'} {element.value} N={extent}",
                          kernel, sig, const, num_warps=cfg["num_warps"],
