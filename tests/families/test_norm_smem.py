@@ -24,7 +24,7 @@ from baracuda.core.vocab import ArchSku, ElementKind, PlanPreference
 from baracuda.families.normalization import plans as P
 from baracuda.families.normalization import plans_smem as S
 from baracuda.families.normalization import reference as R
-from conftest import ON_GPU
+from conftest import DEVICE, ON_GPU
 from helpers import assert_bitwise_equal, assert_close
 
 EPS = 1e-5
@@ -98,7 +98,8 @@ def test_slot_fills_mark_every_slot_unset_and_zero_the_counters():
     them to 0 (the bytes fresh_exchange carves); fresh_slots marks its slots alone. Bytes past
     the region are left as they were."""
     lines, chunks = 3, 5
-    ws = torch.full((exchange_workspace_bytes(lines, chunks) + 64,), 7, dtype=torch.uint8)
+    ws = torch.full((exchange_workspace_bytes(lines, chunks) + 64,), 7, dtype=torch.uint8,
+                    device=DEVICE)
     slots, counters = fresh_counted_slots(ws, lines, chunks)
     assert slots.numel() == lines * chunks * 2 and counters.numel() == lines
     assert bool((slots.view(torch.int32) == UNSET_BITS.value).all())
@@ -110,12 +111,15 @@ def test_slot_fills_mark_every_slot_unset_and_zero_the_counters():
     assert bool((ws[4 * lines * chunks * 2:] == 7).all())
 
 
-def test_forward_takes_counted_slots_only_for_layer_norm_16_bit_rows():
+def test_forward_takes_counted_slots_where_they_measured_faster():
     """COUNTED_SLOTS (H100, session 19): layer_norm's 16-bit forward swaps its pairs through
-    counted slots, rms_norm and the f32 rows keep the counter protocol."""
-    assert S.fwd_slots(ElementKind.BF16, False) and S.fwd_slots(ElementKind.F16, False)
-    assert not S.fwd_slots(ElementKind.BF16, True)
-    assert not S.fwd_slots(ElementKind.F32, False)
+    counted slots at every length, its f32 forward up to 65536 elements; rms_norm keeps the
+    counter protocol."""
+    bf16, f16, f32 = ElementKind.BF16, ElementKind.F16, ElementKind.F32
+    for extent in (20224, 65536, 262144):
+        assert S.fwd_slots(extent, bf16, False) and S.fwd_slots(extent, f16, False)
+        assert not S.fwd_slots(extent, bf16, True)
+    assert S.fwd_slots(65536, f32, False) and not S.fwd_slots(65536 + 256, f32, False)
 
 def _reference(x, n_norm, w, b, layer):
     xd = x.double().flatten(x.dim() - n_norm)

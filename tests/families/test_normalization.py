@@ -120,6 +120,34 @@ def test_empty_batch_gives_zero_weight_grads():
     assert torch.equal(gw, torch.zeros_like(gw)) and torch.equal(gb, torch.zeros_like(gb))
 
 
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("extent", [300, 1024, 65536])
+def test_nan_row_gives_nan_statistics_as_torch(extent, dtype):
+    """layer_norm of a row holding a NaN: its mean and rstd are NaN, as torch's
+    native_layer_norm gives (the GPU's max(var, 0) returned 0, so rstd was 1/sqrt(eps)); the
+    other rows are untouched. Every forward kernel: register tiles, the exchanges, shared
+    memory (65536 on the GPU)."""
+    x = _rand((6, extent), dtype)
+    x[2, extent // 3] = float("nan")
+    w = _rand((extent,), dtype, seed=1)
+    b = _rand((extent,), dtype, seed=2)
+    _, t_mean, t_rstd = torch.native_layer_norm(x.cpu().float(), [extent], w.cpu().float(),
+                                                b.cpu().float(), 1e-5)
+    plan = bc.LayerNormPlan.select(bc.LayerNormDescriptor((6, extent), (1,), True, True,
+                                                          1e-5, dtype))
+    mean = torch.zeros(6, 1, device=DEVICE)
+    rstd = torch.zeros(6, 1, device=DEVICE)
+    y = torch.empty_like(x)
+    ws = torch.empty(max(plan.workspace_size(), 1), dtype=torch.uint8, device=DEVICE)
+    plan.run(bc.LayerNormArgs(x=x, y=y, mean=mean, rstd=rstd, gamma=w, beta=b), ws)
+    assert bool(torch.isnan(t_mean[2]).all()) and bool(torch.isnan(t_rstd[2]).all())
+    assert bool(torch.isnan(mean[2]).all()) and bool(torch.isnan(rstd[2]).all())
+    assert bool(torch.isnan(y[2]).all())
+    keep = [0, 1, 3, 4, 5]
+    assert_close(rstd[keep].flatten(), t_rstd[keep].flatten().double(), torch.float32, "rstd",
+                 scale=5.0)
+
 def test_weight_grads_are_deterministic():
     x = _rand((300, 24), requires_grad=True)
     w = _rand((24,), seed=1, requires_grad=True)

@@ -26,6 +26,14 @@ import triton.language as tl
 
 
 @triton.jit
+def clamped_variance(v):
+    """max(v, 0) that keeps NaN, so a row with NaN gets NaN statistics, as torch's: the GPU's
+    max returns the number (rstd was 1/sqrt(eps)), the interpreter's the NaN. Every norm
+    kernel's E[d^2] - E[d]^2 goes through it (Gluon's too)."""
+    return tl.where(v < 0.0, 0.0, v)
+
+
+@triton.jit
 def _row_off(row, O1, O2, s0, s1, s2):
     """Offset of row `row` (int64) with outer dims [O0, O1, O2] and strides s0..s2."""
     i2 = row % O2
@@ -230,7 +238,7 @@ def row_norm_fwd_kernel(
                 var = tl.sum(s2, 1) / M
             else:
                 mean = k + t1
-                var = tl.maximum(tl.sum(s2, 1) / M - t1 * t1, 0.0)
+                var = clamped_variance(tl.sum(s2, 1) / M - t1 * t1)
             rstd = 1.0 / tl.sqrt(var + eps_a)
             last = ((M - 1) // BLOCK_N) * BLOCK_N
             for i in range(0, M, BLOCK_N):

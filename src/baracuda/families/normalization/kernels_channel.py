@@ -18,6 +18,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from .kernels import clamped_variance
+
 
 @triton.jit
 def _domain(p, N, G, CG, MODE: tl.constexpr):
@@ -69,7 +71,7 @@ def chan_norm_fwd_kernel(
                     s2 += d * d
         count = ((n_hi - n_lo) * (c_hi - c_lo) * S).to(ACC)
         t1 = tl.sum(s1, 0) / count
-        var = tl.maximum(tl.sum(s2, 0) / count - t1 * t1, 0.0)
+        var = clamped_variance(tl.sum(s2, 0) / count - t1 * t1)
         mean = k + t1
         rstd = 1.0 / tl.sqrt(var + eps)
         if UPDATE_RUNNING:
@@ -193,7 +195,7 @@ def running_from_instances_kernel(
         nm = n0 + offs < N
         mu = tl.load(mean_ptr + (n0 + offs) * msa + c * msb, mask=nm, other=0.0).to(ACC)
         rs = tl.load(rstd_ptr + (n0 + offs) * tsa + c * tsb, mask=nm, other=1.0).to(ACC)
-        var = tl.maximum(1.0 / (rs * rs) - eps, 0.0)
+        var = clamped_variance(1.0 / (rs * rs) - eps)
         sm_ += mu
         sv_ += tl.where(nm, var, 0.0)
     cnt = S * 1.0

@@ -30,6 +30,7 @@ from .kernels import (
     _row_off,
     _store_param_partials,
     _xhat,
+    clamped_variance,
 )
 
 
@@ -120,7 +121,7 @@ def row_norm_fwd_exchange_kernel(
         var = tl.zeros([1], ACC) + tl.sum(p2, 0) / M
     else:
         mean = k + t1
-        var = tl.maximum(tl.sum(p2, 0) / M - t1 * t1, 0.0) + tl.zeros([1], ACC)
+        var = clamped_variance(tl.sum(p2, 0) / M - t1 * t1) + tl.zeros([1], ACC)
     rstd = 1.0 / tl.sqrt(var + eps_a)
     y = (x.to(ACC) - mean[:, None]) * rstd[:, None]
     cm = cols < M

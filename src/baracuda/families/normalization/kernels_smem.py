@@ -33,6 +33,7 @@ from ...backends.gluon_chunks import (
     slice_layout,
     wait_prior_grid,
 )
+from .kernels import clamped_variance
 
 
 @gluon.jit
@@ -65,7 +66,7 @@ def pair_moments(p1, p2, k, M, eps, RMS: gl.constexpr):
         var = gl.sum(p2, axis=0) / M
     else:
         mean = k + m1
-        var = gl.maximum(gl.sum(p2, axis=0) / M - m1 * m1, 0.0)
+        var = clamped_variance(gl.sum(p2, axis=0) / M - m1 * m1)
     return mean, 1.0 / gl.sqrt(var + eps)
 
 

@@ -58,7 +58,7 @@ def launch_smem(desc, args, workspace: torch.Tensor, rms: bool,
     mean, beta = _forward_ops(args)
     cfg = dict(cfg or fwd_chunk_config(m, desc.element, rms))
     even = cfg.pop("EVEN", fwd_even(m, desc.element, cfg))  # (a sweep may force either)
-    slots = bool(cfg.pop("SLOTS", fwd_slots(desc.element, rms)))
+    slots = bool(cfg.pop("SLOTS", fwd_slots(m, desc.element, rms)))
     nch = n_chunks(m, cfg)
     # the same workspace bytes either way (exchange_workspace_bytes)
     partials, counters = (fresh_counted_slots if slots else fresh_exchange)(workspace, rows, nch)
@@ -89,17 +89,26 @@ def fwd_even(extent: int, element, cfg: dict) -> bool:
 
 
 #: The forward's exchange per CHUNK_TABLE row: the fenceless counted slots
-#: (gluon_chunks.counted_slot_pairs) or the counter protocol (exchange_pairs). H100, kernel
-#: only, x + y GB/s, counters -> slots, three alternations (session 19): layer bf16
-#: [1024, 65536] 32/8/4 2686-2687 -> 2715, [256, 262144] 32/8/4 2585-2590 -> 2665-2675 (64/8/8
-#: 2623 -> 2634-2642); rms bf16 [1024, 65536] 32/4/4 2760-2770 -> 2722, [256, 262144] 64/8/8
-#: 2709-2711 -> 2700-2707.
-COUNTED_SLOTS = {"layer_line": True, "line": False, "line_f32": False}
+#: (gluon_chunks.counted_slot_pairs) or the counter protocol (exchange_pairs), as
+#: (longest row or None: the rest, slots?), first match. H100, kernel only, x + y GB/s,
+#: counters -> slots (session 19): layer bf16 [1024, 65536] 32/8/4 2686-2687 -> 2715 (three
+#: alternations; 2677 -> 2744-2747 in a later run), [256, 262144] 64/8/8 2623-2629 ->
+#: 2634-2668, [4096, 131072] 64/8/8 2884 -> 2904; layer f32 [1024, 65536] 32/4/4 2698-2710 ->
+#: 2735-2743 but [256, 262144] 2604-2613 -> 2555-2575; rms bf16 [1024, 65536] 32/4/4
+#: 2760-2770 -> 2722, [256, 262144] 64/8/8 2709-2711 -> 2700-2707.
+COUNTED_SLOTS = {
+    "layer_line": ((None, True),),
+    "line": ((None, False),),
+    "line_f32": ((65536, True), (None, False)),
+}
 
 
-def fwd_slots(element, rms: bool) -> bool:
-    """The forward's SLOTS constexpr (the launch and the AOT variants)."""
-    return COUNTED_SLOTS[_fwd_kind(element, rms)]
+def fwd_slots(extent: int, element, rms: bool) -> bool:
+    """The forward's SLOTS constexpr for rows of `extent` (the launch and the AOT variants)."""
+    for longest, slots in COUNTED_SLOTS[_fwd_kind(element, rms)]:
+        if longest is None or extent <= longest:
+            return slots
+    raise AssertionError("every COUNTED_SLOTS row ends with a catch-all")
 
 
 def _fwd_kind(element, rms: bool) -> str:

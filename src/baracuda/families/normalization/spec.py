@@ -238,7 +238,7 @@ def _smem_fwd_variants(rms: bool):
                     "eps": "fp32", "SPIN": "i32"})
         nch = n_chunks(extent, cfg)
         const = dict(cfg, NCH=nch, NCH_P2=nch, RMS=rms, HAS_W=True, HAS_B=not rms,
-                     EVEN=fwd_even(extent, element, cfg), SLOTS=fwd_slots(element, rms))
+                     EVEN=fwd_even(extent, element, cfg), SLOTS=fwd_slots(extent, element, rms))
         sig.update({n: "constexpr" for n in const})
         yield AotVariant(f"fwd smem {'rms' if rms else 'ln'} {element.value} N={extent}",
                          kernel, sig, const, num_warps=cfg["num_warps"],
