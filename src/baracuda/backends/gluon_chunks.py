@@ -6,7 +6,8 @@ line * NCH + chunk). A program copies its chunk into shared memory with cp.async
 per copy, no registers held while the copies fly), reduces it slice by slice (SL x LANE,
 re-read from shared memory rather than held), swaps its partials with the line's other
 chunks through the workspace (backends/triton_exchange.py's protocol: integer arrival count,
-release / acquire), and writes its chunk from shared memory. Why shared memory: a chunk held
+release / acquire; or the fenceless counted slots below), and writes its chunk from shared
+memory. Why shared memory: a chunk held
 in registers as f32 keeps half the bytes in flight per register that a 16-bit chunk has, and
 the 16-bit forwards stalled at ~2.1-2.5 TB/s on the H100; a chunk in shared memory costs ~40
 registers per thread and lets ~13 programs per SM keep their chunks in flight
@@ -209,12 +210,24 @@ def exchange_pairs(a, b, part_ptr, count_ptr, slices, line_ptr, line, N, aux, SP
     if all_in:
         pa, pb = arrived_pairs(part_ptr, line, A_EMPTY, NCH, NCH_P2, num_warps)
     else:
-        pa, pb = empty_pairs(A_EMPTY, NCH_P2, num_warps)
-        po = gl.arange(0, NCH_P2, layout=partials_layout(num_warps))
-        for other in range(NCH):
-            oa, ob = chunk_pair(slices, line_ptr, other, N, aux, True, R, SL, num_warps)
-            pa = gl.where(po == other, oa, pa)
-            pb = gl.where(po == other, ob, pb)
+        pa, pb = recomputed_pairs(slices, line_ptr, N, aux, chunk_pair, A_EMPTY, NCH, NCH_P2,
+                                  R, SL, num_warps)
+    return pa, pb
+
+
+@gluon.jit
+def recomputed_pairs(slices, line_ptr, N, aux, chunk_pair: gl.constexpr, A_EMPTY: gl.constexpr,
+                     NCH: gl.constexpr, NCH_P2: gl.constexpr, R: gl.constexpr,
+                     SL: gl.constexpr, num_warps: gl.constexpr):
+    """The no-wait path of both protocols: every chunk's pair computed from global memory
+    by `chunk_pair` (the chunk programs' own function: the same bits), as two [NCH_P2]
+    vectors in chunk order (A_EMPTY / 0 past NCH)."""
+    pa, pb = empty_pairs(A_EMPTY, NCH_P2, num_warps)
+    po = gl.arange(0, NCH_P2, layout=partials_layout(num_warps))
+    for other in range(NCH):
+        oa, ob = chunk_pair(slices, line_ptr, other, N, aux, True, R, SL, num_warps)
+        pa = gl.where(po == other, oa, pa)
+        pb = gl.where(po == other, ob, pb)
     return pa, pb
 
 
@@ -323,17 +336,16 @@ def counted_slot_pairs(a, b, slot_ptr, count_ptr, slices, line_ptr, line, N, aux
     first = slot_ptr + (line.to(gl.int64) * NCH + po) * 2
     in_line = po < NCH
     unset, pa, pb = _poll_slots(first, in_line)
-    while (unset > 0) & (polls < SPIN):
+    while (unset > 0) & (polls < SPIN):  # the count's polls and these share one SPIN
         unset, pa, pb = _poll_slots(first, in_line)
         polls += 1
     every_warp = gl.full([32 * num_warps], unset, gl.int32, partials_layout(num_warps))
     if gl.max(every_warp, axis=0) > 0:
-        pa, pb = empty_pairs(A_EMPTY, NCH_P2, num_warps)
-        for other in range(NCH):
-            oa, ob = chunk_pair(slices, line_ptr, other, N, aux, True, R, SL, num_warps)
-            pa = gl.where(po == other, oa, pa)
-            pb = gl.where(po == other, ob, pb)
-    return gl.where(in_line, pa, A_EMPTY), pb
+        pa, pb = recomputed_pairs(slices, line_ptr, N, aux, chunk_pair, A_EMPTY, NCH, NCH_P2,
+                                  R, SL, num_warps)
+    else:
+        pa = gl.where(in_line, pa, A_EMPTY)
+    return pa, pb
 
 
 @gluon.jit
