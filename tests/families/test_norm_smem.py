@@ -20,6 +20,7 @@ from baracuda.backends.gluon_chunks import (
     fresh_slots,
     n_chunks,
 )
+from baracuda.backends.triton_exchange import fill
 from baracuda.core.vocab import ArchSku, ElementKind, PlanPreference
 from baracuda.families.normalization import plans as P
 from baracuda.families.normalization import plans_smem as S
@@ -110,6 +111,18 @@ def test_slot_fills_mark_every_slot_unset_and_zero_the_counters():
     assert bool((only.view(torch.int32) == UNSET_BITS.value).all())
     assert bool((ws[4 * lines * chunks * 2:] == 7).all())
 
+
+
+def test_fill_split_writes_two_values_in_one_launch():
+    """fill(t, value, rest, split): the first `split` elements take `value`, the rest `rest`;
+    without a split, all take `value`; a split of a strided tensor is refused."""
+    t = torch.full((10,), -1, dtype=torch.int32, device=DEVICE)
+    fill(t, 5, rest=0, split=3)
+    assert t.tolist() == [5, 5, 5] + [0] * 7
+    fill(t, 9)
+    assert t.tolist() == [9] * 10
+    with pytest.raises(ValueError, match="contiguous"):
+        fill(torch.zeros(4, 4, dtype=torch.int32, device=DEVICE).t(), 1, rest=0, split=2)
 
 def test_forward_takes_counted_slots_where_they_measured_faster():
     """COUNTED_SLOTS (H100, session 19): layer_norm's 16-bit forward swaps its pairs through
