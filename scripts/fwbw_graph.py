@@ -1,8 +1,9 @@
 # ruff: noqa: B023, F821  (lambdas are timed at once; loop tensors are freed at the end)
 """rms_norm / layer_norm forward+backward through each library's torch function, captured in
 a CUDA graph and replayed back to back: the GPU time of a training step's norm without the
-host (the bench's fwd+bwd rows are host-bound on some runs). GB/s over 5 tensors (x, y, dy,
-x, dx), as the bench counts them; with `fwd`, the forward alone (x, y: 2 tensors).
+host (the bench's fwd+bwd rows are host-bound on some runs). Peers: torch eager, torch.compile
+of the eager function, Liger. GB/s over 5 tensors (x, y, dy, x, dx), as the bench counts them;
+with `fwd`, the forward alone (x, y: 2 tensors).
 
     python scripts/fwbw_graph.py [float32] [fwd]
 """
@@ -25,7 +26,9 @@ def _libraries(op):
             "layer": lambda x, w, b: layer_norm(x, [x.shape[-1]], w, b, 1e-5)}[op]
     eager = {"rms": lambda x, w, b: F.rms_norm(x, [x.shape[-1]], w, 1e-6),
              "layer": lambda x, w, b: F.layer_norm(x, [x.shape[-1]], w, b, 1e-5)}[op]
-    out = [("ours", ours), ("eager", eager)]
+    # torch.compile of the eager function: one compile per shape (dynamo reset in main), static
+    # shapes, so each row gets the kernels inductor specializes for it
+    out = [("ours", ours), ("eager", eager), ("compile", torch.compile(eager, dynamic=False))]
     try:
         from liger_kernel.ops.layer_norm import LigerLayerNormFunction
         from liger_kernel.ops.rms_norm import LigerRMSNormFunction
@@ -42,6 +45,7 @@ def main() -> None:
     fwd_only = "fwd" in sys.argv[1:]
     for op in ("rms", "layer"):
         for shape in SHAPES:
+            torch._dynamo.reset()
             x = torch.randn(shape, device="cuda", dtype=dtype, requires_grad=True)
             w = torch.randn(shape[-1:], device="cuda", dtype=dtype, requires_grad=True)
             b = torch.randn(shape[-1:], device="cuda", dtype=dtype, requires_grad=True)
