@@ -78,7 +78,7 @@ def test_replayed_frontends_match_on_fresh_buffers():
     import torch.nn.functional as F
 
     import baracuda.torch as bt
-    from baracuda.frontends.torch import factory
+    from baracuda.backends import torch_ops as factory
 
     cases = {
         "TritonSoftmaxForward": (lambda x: bt.softmax(x, -1), lambda x: torch.softmax(x, -1)),

@@ -7,19 +7,13 @@ Everything public is re-exported here: the core vocabulary and errors, and every
 from __future__ import annotations
 
 import importlib as _importlib
-import os as _os
 
-import torch as _torch
-
-# Without CUDA, kernels run under the Triton interpreter; it must be chosen before triton is
-# first imported (an explicit TRITON_INTERPRET, e.g. 0 for the AOT compile check, is respected).
-if "TRITON_INTERPRET" not in _os.environ and not _torch.cuda.is_available():
-    _os.environ["TRITON_INTERPRET"] = "1"
-
-from . import errors  # noqa: E402
-from .core import *  # noqa: E402,F403
-from .core import __all__ as _core_all  # noqa: E402
-from .core.registry import discover as _discover  # noqa: E402
+# core.runtime, imported first by core, chooses the Triton interpreter on machines without
+# CUDA before triton is imported.
+from . import errors
+from .core import *  # noqa: F403
+from .core import __all__ as _core_all
+from .core.registry import discover as _discover
 
 __version__ = "0.1.0"
 

@@ -11,9 +11,9 @@ import importlib
 import importlib.util
 import warnings
 
+from .backends.torch_ops import define_op, normalize_dim, run_plan
 from .core.registry import families as _families
 from .core.registry import record_import_error as _record_import_error
-from .frontends.torch.factory import define_op, normalize_dim, run_plan
 
 __all__: list[str] = []
 for _fam in _families():

@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-import os
 
 import numpy as np
 import torch
@@ -18,13 +17,8 @@ import triton
 import triton.language as tl
 from triton import knobs
 
+from ..core.runtime import INTERPRET
 from . import launch_replay
-
-# Without CUDA the interpreter is the only way to run a kernel, so it is the default there;
-# an explicit TRITON_INTERPRET (e.g. 0 for the ahead-of-time compile check) is respected.
-if "TRITON_INTERPRET" not in os.environ and not torch.cuda.is_available():
-    os.environ["TRITON_INTERPRET"] = "1"
-INTERPRET: bool = os.environ.get("TRITON_INTERPRET", "0") == "1"
 
 #: Constexpr twin of INTERPRET for kernels: branches on it compile away on the GPU.
 INTERP = tl.constexpr(INTERPRET)

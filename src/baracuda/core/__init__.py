@@ -1,5 +1,6 @@
 """baracuda.core: vocabulary, errors, Plan contract, registry, validators, layout, specs."""
 
+from . import runtime  # noqa: F401  (first: picks the Triton interpreter before triton loads)
 from .errors import (
     ArgumentTypeError,
     BackendError,

@@ -18,7 +18,9 @@ from typing import Any, ClassVar
 import torch
 
 from . import validate as V
+from .args import Args, _field_names, check_operands
 from .errors import BaracudaError, InvalidProblem, Unsupported
+from .runtime import interpreter_active
 from .vocab import (
     ArchSku,
     BackendKind,
@@ -48,11 +50,6 @@ def _normalize(value: Any) -> Any:
             return value
         return items
     return value
-
-
-@functools.cache
-def _field_names(cls: type) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(cls))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,24 +91,6 @@ class Descriptor:
         """Raise InvalidProblem / Unsupported for malformed descriptors."""
 
 
-@dataclasses.dataclass
-class Args:
-    """Base of every args bundle: torch tensors (outputs written in place) and None."""
-
-    OUTPUTS: ClassVar[tuple[str, ...]] = ()
-
-    def tensors(self) -> dict[str, torch.Tensor]:
-        out = {}
-        for name in _field_names(type(self)):
-            value = getattr(self, name)
-            if isinstance(value, torch.Tensor):
-                out[name] = value
-        return out
-
-    def outputs(self) -> dict[str, torch.Tensor]:
-        return {n: getattr(self, n) for n in self.OUTPUTS if getattr(self, n) is not None}
-
-
 class Candidate:
     """One implementation of a plan. Subclass, set the class attributes, register with
     `@register_candidate(PlanClass)`.
@@ -148,13 +127,6 @@ class Candidate:
         """What plans call: candidates whose kernels depend on the preference (TF32, inner
         plans' backends) override this; the rest implement `launch`."""
         self.launch(desc, args, workspace)
-
-
-@functools.cache
-def interpreter_active() -> bool:
-    from ..backends.triton_support import INTERPRET
-
-    return INTERPRET
 
 
 @functools.lru_cache(maxsize=16)
@@ -260,7 +232,10 @@ class Plan:
         return self._workspace
 
     def check_args(self, args: Args) -> None:
-        """Plan-level checks of tensors against the descriptor (override)."""
+        """Checks of the tensors against the descriptor: every `operand` declaration of the
+        Args class (presence, shape, dtype). Override only for a rule of the plan's own, and
+        call `super().check_args(args)`."""
+        check_operands(type(self).__name__, self.desc, args)
 
     def can_implement(self, args: Args) -> None:
         who = type(self).__name__

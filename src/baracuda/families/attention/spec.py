@@ -396,7 +396,7 @@ def _bwd_setup(b, h, s, dh, causal):
 
 
 def _det_backward(causal: bool):
-    from ...frontends.torch.factory import run_plan
+    from ...backends.torch_ops import run_plan
     from .torch_api import _desc
 
     pref = PlanPreference(require_deterministic=True)

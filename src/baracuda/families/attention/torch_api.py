@@ -8,9 +8,9 @@ import math
 import torch
 import torch.nn.functional as F
 
+from ...backends.torch_ops import define_op, run_plan
 from ...core.errors import Unsupported
 from ...core.vocab import PlanPreference
-from ...frontends.torch.factory import define_op, run_plan
 from .descriptors import (
     CausalKind,
     MaskKind,

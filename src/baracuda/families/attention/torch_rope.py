@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from ...frontends.torch.factory import define_op, run_plan
+from ...backends.torch_ops import define_op, run_plan
 from .descriptors import (
     RopeArgs,
     RopeBackwardArgs,

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import torch
 
+from ...backends.torch_ops import define_op, run_plan
 from ...core.errors import ArgumentTypeError
-from ...frontends.torch.factory import define_op, run_plan
 from .descriptors import (
     BinaryArgs,
     BinaryBackwardArgs,

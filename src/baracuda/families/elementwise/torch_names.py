@@ -7,8 +7,8 @@ import numbers
 
 import torch
 
+from ...backends.torch_ops import normalize_dim
 from ...core.errors import ArgumentTypeError, InvalidProblem
-from ...frontends.torch.factory import normalize_dim
 from .descriptors import BinaryKind, CompareKind, GatedKind, TernaryKind, UnaryKind
 from .descriptors import UnaryParamKind as P
 from .torch_api import (

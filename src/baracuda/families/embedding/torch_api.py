@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ...frontends.torch.factory import define_op, run_plan
+from ...backends.torch_ops import define_op, run_plan
 from .bag import EmbeddingBagArgs, EmbeddingBagDescriptor, EmbeddingBagPlan
 from .descriptors import (
     EmbeddingArgs,

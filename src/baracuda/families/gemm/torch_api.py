@@ -11,9 +11,9 @@ import math
 
 import torch
 
+from ...backends.torch_ops import define_op, run_plan
 from ...core.errors import InvalidProblem
 from ...core.vocab import PlanPreference
-from ...frontends.torch.factory import define_op, run_plan
 from .composite import LinearBackwardPlan, LinearPlan
 from .descriptors import (
     DenseGemmArgs,

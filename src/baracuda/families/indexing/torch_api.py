@@ -12,7 +12,7 @@ import math
 
 import torch
 
-from ...frontends.torch.factory import define_op, normalize_dim, run_plan
+from ...backends.torch_ops import define_op, normalize_dim, run_plan
 from .descriptors import (
     GatherArgs,
     GatherDescriptor,

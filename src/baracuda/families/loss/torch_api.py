@@ -13,8 +13,8 @@ from __future__ import annotations
 import torch
 from torch.nn import _reduction as _Reduction
 
+from ...backends.torch_ops import define_op, run_plan
 from ...backends.triton_support import sm_count
-from ...frontends.torch.factory import define_op, run_plan
 from .descriptors import (
     CrossEntropyLossArgs,
     CrossEntropyLossBackwardArgs,

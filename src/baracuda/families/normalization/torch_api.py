@@ -12,8 +12,8 @@ import operator
 
 import torch
 
+from ...backends.torch_ops import define_op, run_plan
 from ...core.errors import ArgumentTypeError, InvalidProblem
-from ...frontends.torch.factory import define_op, run_plan
 from .descriptors import (
     LayerNormArgs,
     LayerNormBackwardArgs,

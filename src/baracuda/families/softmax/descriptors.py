@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import ClassVar
 
 import torch
 
 from ...core import validate as V
-from ...core.plan import Args, Descriptor
+from ...core.args import Args, operand
+from ...core.plan import Descriptor
 from ...core.vocab import FLOAT_KINDS, ElementKind
 
 
@@ -54,14 +54,12 @@ class SoftmaxBackwardDescriptor(SoftmaxDescriptor):
 
 @dataclass
 class SoftmaxArgs(Args):
-    x: torch.Tensor
-    y: torch.Tensor
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("y",)
+    x: torch.Tensor = operand("input_shape", "element")
+    y: torch.Tensor = operand("input_shape", "element", output=True)
 
 
 @dataclass
 class SoftmaxBackwardArgs(Args):
-    dy: torch.Tensor
-    y: torch.Tensor
-    dx: torch.Tensor
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("dx",)
+    dy: torch.Tensor = operand("input_shape", "element")
+    y: torch.Tensor = operand("input_shape", "element")
+    dx: torch.Tensor = operand("input_shape", "element", output=True)

@@ -220,11 +220,6 @@ class SoftmaxPlan(Plan):
     args_type = SoftmaxArgs
     partner = "SoftmaxBackwardPlan"
 
-    def check_args(self, args: SoftmaxArgs) -> None:
-        who, d = type(self).__name__, self.desc
-        V.check_tensor(who, "x", args.x, d.input_shape, d.element)
-        V.check_tensor(who, "y", args.y, d.input_shape, d.element)
-
 
 @register_plan
 class SoftmaxBackwardPlan(Plan):
@@ -234,11 +229,6 @@ class SoftmaxBackwardPlan(Plan):
     args_type = SoftmaxBackwardArgs
     partner = "SoftmaxPlan"
     is_backward = True
-
-    def check_args(self, args: SoftmaxBackwardArgs) -> None:
-        who, d = type(self).__name__, self.desc
-        for name in ("dy", "y", "dx"):
-            V.check_tensor(who, name, getattr(args, name), d.input_shape, d.element)
 
 
 #: Lines whose element offsets can pass 2**31 get 64-bit column indices (WIDE).

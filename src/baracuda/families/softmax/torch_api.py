@@ -6,7 +6,7 @@ import warnings
 
 import torch
 
-from ...frontends.torch.factory import define_op, normalize_dim, run_plan
+from ...backends.torch_ops import define_op, normalize_dim, run_plan
 from .descriptors import (
     SoftmaxArgs,
     SoftmaxBackwardArgs,

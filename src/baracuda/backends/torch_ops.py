@@ -1,0 +1,222 @@
+"""One generic factory: a (forward plan, backward plan) pair becomes a torch.library custom op
+with a fake implementation and an autograd formula.
+
+Families write three small functions per op — `forward` (build descriptor, run the plan), `fake`
+(shapes only) and `backward` (run the backward plan through its own custom op) — and call
+`define_op`. Everything torch needs for eager, torch.compile(fullgraph=True), CUDA graphs and
+`torch.library.opcheck` comes from here.
+
+**Eager fast path.** Going through the torch.library dispatcher costs tens of microseconds of
+host time per call (the Python autograd kernel, redispatch, the aliasing check), several times
+the whole cost of torch's own eager ops. So `define_op` returns an `EagerOp`: when nothing but
+plain eager tensors is involved (no torch.compile tracing, no dispatch or torch-function mode,
+no functorch transform, no tensor subclass, no meta tensor) it calls the implementation
+directly, through a generated `autograd.Function` with the same `setup_context`/`backward` when
+a gradient is needed. Anything else goes through the registered custom op, which stays the one
+definition torch.compile, export and opcheck see. Both paths run the same implementation and
+the same autograd formula.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from ..core.plan import Args, Descriptor, Plan, _field_names, interpreter_active
+from ..core.vocab import PlanPreference
+from . import launch_replay
+
+NAMESPACE = "baracuda"
+_DEFAULT_PREF = PlanPreference()
+
+
+def run_plan(plan_cls: type[Plan], desc: Descriptor, args: Args,
+             preference: PlanPreference = _DEFAULT_PREF) -> None:
+    """Select (cached per descriptor), size the workspace from torch's allocator, run.
+
+    Frontends may allocate (torch's caching allocator is graph-safe); plans never do. The
+    caller allocated the outputs, so the output-overlap scan is skipped (`Plan.run_trusted`).
+    Every other check (device, shapes, dtypes, strides, alignment) is a function of the
+    tensors' metadata, so it runs once per signature (`_signature`); later calls with the
+    same signature launch directly, and candidates marked `replayable` replay their recorded
+    Triton launches with the new pointers (`backends.launch_replay`): host time per call is
+    what bounds eager training steps.
+    """
+    sig, tensors, ptrs = _signature(args)
+    key = (plan_cls, desc, preference, sig)
+    entry = _TRUSTED.get(key) if sig is not None else None
+    if entry is None:
+        _first_call(plan_cls, desc, args, preference, sig, key, tensors)
+        return
+    candidate, pdesc, ppref, n, empty, program = entry
+    if empty:
+        return
+    ws = torch.empty(n, dtype=torch.uint8, device=tensors[0].device) if n else None
+    if program is not None:
+        ptrs.append(0 if ws is None else ws.data_ptr())
+        if program.replay(ptrs):
+            return
+    candidate.launch_with(pdesc, args, ws, ppref)
+
+
+def _first_call(plan_cls, desc, args, preference, sig, key, tensors) -> None:
+    """Select, check and run; cache the outcome (and the replay program) per signature."""
+    plan = plan_cls.select(desc, preference)
+    n = plan.workspace_size()
+    ws = None
+    if n:
+        ws = torch.empty(n, dtype=torch.uint8, device=_first_device(args))
+    program = None
+    if (sig is not None and tensors and getattr(plan.candidate, "replayable", False)
+            and REPLAY and not interpreter_active()):
+        # raises on a bad signature: nothing is cached then
+        program = launch_replay.record(type(plan.candidate).__name__,
+                                       lambda: plan.run_trusted(args, ws), [*tensors, ws])
+    else:
+        plan.run_trusted(args, ws)
+    if sig is not None:
+        if len(_TRUSTED) >= _TRUSTED_LIMIT:
+            _TRUSTED.clear()
+        _TRUSTED[key] = (plan.candidate, plan.desc, plan.preference, n, plan.is_empty(args),
+                         program)
+
+
+_TRUSTED: dict = {}
+#: BARACUDA_REPLAY=0 turns launch replay off (every call takes the normal launch path): for
+#: telling a replay fault from a kernel's own when debugging
+REPLAY = os.environ.get("BARACUDA_REPLAY", "1") != "0"
+_TRUSTED_LIMIT = 4096
+
+
+def _signature(args: Args) -> tuple[tuple | None, list[torch.Tensor], list[int]]:
+    """Everything the checks of `run_trusted` read: per field, a tensor's shape, strides,
+    dtype, device and 16-byte alignment, or the value itself; and the tensor fields in order
+    with their data pointers. None (no caching) when a field holds something else (a tensor
+    list)."""
+    sig = []
+    tensors = []
+    ptrs = []
+    for name in _field_names(type(args)):
+        v = getattr(args, name)
+        if isinstance(v, torch.Tensor):
+            p = v.data_ptr()
+            sig.append((v.shape, v.stride(), v.dtype, v.device, p & 15))
+            tensors.append(v)
+            ptrs.append(p)
+        elif v is None or isinstance(v, (int, float, bool, str)):
+            sig.append(v)
+        else:
+            return None, tensors, ptrs
+    return tuple(sig), tensors, ptrs
+
+
+def _first_device(args: Args) -> torch.device:
+    return next(iter(args.tensors().values())).device
+
+
+def define_op(
+    name: str,
+    forward: Callable[..., Any],
+    fake: Callable[..., Any],
+    *,
+    backward: Callable[..., Any] | None = None,
+    setup_context: Callable[..., None] | None = None,
+    mutates_args: Sequence[str] = (),
+) -> EagerOp:
+    """Register `baracuda::<name>` from a typed Python function; return its eager-fast callable.
+
+    - ``forward``: the real implementation (its annotations give the op schema).
+    - ``fake``: same signature; returns empty outputs of the right shape/dtype/strides.
+    - ``backward(ctx, *grad_outputs)`` and ``setup_context(ctx, inputs, output)``: the autograd
+      formula; omit both for ops that are not differentiable (backward ops themselves).
+    """
+    op = torch.library.custom_op(f"{NAMESPACE}::{name}", forward, mutates_args=tuple(mutates_args))
+    op.register_fake(fake)
+    if backward is not None:
+        op.register_autograd(backward, setup_context=setup_context)
+    return EagerOp(op, forward, backward, setup_context, tuple(mutates_args))
+
+
+_EAGER_TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter)
+_increment_version = getattr(torch.autograd.graph, "increment_version", None)
+
+
+def _plain_eager() -> bool:
+    """True when no tracer, mode or transform could need to see the call as an operator."""
+    return not (
+        torch.compiler.is_compiling()
+        or torch._C._len_torch_dispatch_stack()
+        or torch._C._is_torch_function_mode_enabled()
+        or torch._C._functorch.peek_interpreter_stack() is not None
+    )
+
+
+class EagerOp:
+    """A baracuda custom op with a direct eager path (see the module docstring).
+
+    ``custom_op`` is the registered op (what torch.compile, export and opcheck use)."""
+
+    def __init__(self, op, impl, backward, setup_context, mutates_args: tuple[str, ...]):
+        self.custom_op = op
+        self._impl = impl
+        sig = inspect.signature(impl)
+        self._signature = sig
+        self._n_params = len(sig.parameters)
+        names = list(sig.parameters)
+        self._mutated = tuple(names.index(a) for a in mutates_args)
+        self._function = None
+        if backward is not None:
+            # forward(ctx, *args) form: with a separate setup_context, Function.apply re-binds
+            # the arguments through inspect.signature on every call (~15 us); these arrive
+            # already bound.
+            def forward_with_ctx(ctx, *args):
+                out = impl(*args)
+                setup_context(ctx, args, out)
+                return out
+
+            self._function = type(
+                f"Eager_{op._name.replace('::', '_')}",
+                (torch.autograd.Function,),
+                {"forward": staticmethod(forward_with_ctx), "backward": staticmethod(backward)},
+            )
+
+    def __call__(self, *args, **kwargs):
+        if kwargs or len(args) != self._n_params:
+            bound = self._signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            args = bound.args
+        if not _plain_eager():
+            return self.custom_op(*args)
+        needs_grad = False
+        grad_mode = torch.is_grad_enabled()
+        for a in args:
+            if isinstance(a, torch.Tensor):
+                if type(a) not in _EAGER_TENSOR_TYPES or a.is_meta:
+                    return self.custom_op(*args)
+                needs_grad = needs_grad or (grad_mode and a.requires_grad)
+            elif isinstance(a, (list, tuple)) and any(isinstance(t, torch.Tensor) for t in a):
+                return self.custom_op(*args)  # tensor lists: the op's own autograd handles them
+        if needs_grad:
+            if self._function is None or any(args[i].requires_grad for i in self._mutated):
+                return self.custom_op(*args)  # torch's errors / in-place autograd rules apply
+            return self._function.apply(*args)
+        out = self._impl(*args)
+        if self._mutated and _increment_version is not None:
+            for i in self._mutated:
+                _increment_version(args[i])
+        return out
+
+
+def normalize_dim(dim: int, rank: int, who: str) -> int:
+    """torch's dim wrapping, with torch's IndexError for out-of-range dims."""
+    r = max(rank, 1)
+    if not -r <= dim < r:
+        raise IndexError(
+            f"{who}: Dimension out of range (expected to be in range of [{-r}, {r - 1}], "
+            f"but got {dim})"
+        )
+    return dim % r

@@ -1,1 +1,0 @@
-"""Frontends: framework-facing functions over the plans (torch now, JAX later)."""
