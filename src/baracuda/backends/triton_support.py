@@ -17,11 +17,18 @@ import triton
 import triton.language as tl
 from triton import knobs
 
-from ..core.runtime import INTERPRET
+from ..core.runtime import INTERPRET, cdiv  # noqa: F401  (cdiv: one home for kernels' callers)
+from ..core.vocab import ElementKind
 from . import launch_replay
 
 #: Constexpr twin of INTERPRET for kernels: branches on it compile away on the GPU.
 INTERP = tl.constexpr(INTERPRET)
+
+
+def acc_type(element):
+    """The `tl` accumulator type of an ElementKind: f64 stays f64, everything else sums in f32
+    (the torch dtype is `element.compute_kind.torch_dtype` for floats)."""
+    return tl.float64 if element is ElementKind.F64 else tl.float32
 
 
 @functools.lru_cache(maxsize=8)

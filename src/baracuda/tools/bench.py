@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from ..backends.timing import CudaEventChain  # noqa: F401  (re-exported for lab scripts)
 from ..core import registry
 from ..core.spec import BenchCase
 
@@ -72,27 +73,6 @@ def _outputs_match(a: Any, b: Any) -> bool:
 
 def _set_bytes(inputs: dict[str, Any]) -> int:
     return sum(v.numel() * v.element_size() for v in inputs.values() if isinstance(v, torch.Tensor))
-
-
-class CudaEventChain:
-    """Per-call CUDA-event timing: `warmup` calls of `fn`, then `reps` calls back to back between
-    reps + 1 events recorded on the current stream (call i runs from event i to event i + 1, so
-    each timed call starts behind the previous one and no launch latency lands inside it).
-    Recording never synchronizes: record several chains, then read each with `ms()`."""
-
-    def __init__(self, fn, reps: int, warmup: int = 1):
-        for _ in range(warmup):
-            fn()
-        self.events = [torch.cuda.Event(enable_timing=True) for _ in range(reps + 1)]
-        self.events[0].record()
-        for e in self.events[1:]:
-            fn()
-            e.record()
-
-    def ms(self) -> list[float]:
-        """Milliseconds of each timed call, in call order (waits for the last event)."""
-        self.events[-1].synchronize()
-        return [s.elapsed_time(e) for s, e in zip(self.events, self.events[1:])]
 
 
 def time_fn(fn, input_sets: list[dict[str, Any]], budget_s: float) -> float:

@@ -145,7 +145,7 @@ def _tuned_tile(desc, args, arch, pref, default: Tile) -> Tile:
         return tile
     if torch.cuda.is_current_stream_capturing():
         return default
-    from ...tools.bench import CudaEventChain
+    from ...backends.timing import CudaEventChain
 
     times = []
     for cand in EPILOGUE_TILES:

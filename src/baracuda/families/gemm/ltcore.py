@@ -317,7 +317,7 @@ def time_candidates(cell, addrs, a, b, d, workspace, bias, aux, dev, *, reps: in
             call(addrs[0])
         except Exception:  # noqa: BLE001 - its own timing below reports the failure
             pass
-    from ...tools.bench import CudaEventChain
+    from ...backends.timing import CudaEventChain
 
     chains = []
     for algo in addrs:
