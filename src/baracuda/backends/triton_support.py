@@ -147,10 +147,8 @@ def outer_launch_groups(view, tensors, pad_last: bool = False):
 
     `pad_last` puts the unit dims after the real ones: they become the JIT's constant 1s, so
     `line_offset` of a one-outer-dim launch folds to row * stride, with no 64-bit division by
-    a runtime extent before a program's first load. Measured per kernel (H100, session 12):
-    softmax's one-pass TILE gained (bf16 [32768, 1024] 2884-2907 -> 2925 GB/s kernel-only),
-    while its chunk EXCHANGE lost 7% (f32 [256, 262144] 2743 -> 2543): not understood, so the
-    other modes keep the unit dims first."""
+    a runtime extent before a program's first load. On the H100 that helps the one-pass
+    softmax TILE but slows the chunk EXCHANGE (cause unknown), so callers choose per mode."""
     shape = list(view.outer_shape)
     strides = [list(s) for s in view.outer_strides]
     extra = len(shape) - MAX_OUTER_DIMS
@@ -341,7 +339,7 @@ def enable_fast_launch(module_prefix: str = "baracuda.") -> int:
 
     The prefix covers the backends' shared kernels too (triton_exchange's counter fill): a
     kernel left on Triton's path is not recorded, so every call that launches it would be
-    refused a replay (session 7: chunked softmax lines had been taking the slow path)."""
+    refused a replay."""
     if INTERPRET:
         return 0
     import sys
