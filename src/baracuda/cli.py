@@ -55,7 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="write every row and the run's device, date and commit as JSON "
                          "(default bench/results/bench-<time>.json)")
     p_bench.add_argument("--png", dest="png_path", metavar="FILE",
-                         help="write a bar chart of the ratios (default next to the JSON)")
+                         help="write a bar chart of the ratios "
+                         "(default bench/results/bench-<time>.png)")
     p_bench.add_argument("--markdown", dest="markdown_path", metavar="FILE",
                          help="also write the Markdown tables to FILE")
     p_bench.add_argument("--from-json", dest="from_json", metavar="FILE",
