@@ -1,4 +1,5 @@
-"""`baracuda ops | check`, and docs/OPS.md kept current."""
+"""The CLI: `baracuda ops | check | bench` and their options, --version, --help, unknown families;
+docs/OPS.md kept current."""
 
 from __future__ import annotations
 
