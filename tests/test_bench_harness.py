@@ -108,3 +108,52 @@ def test_rounds_alternate_order_and_keep_each_median():
     assert calls == ["ours", "peer", "flaky", "flaky", "peer", "ours", "ours", "peer", "flaky"]
     assert out["ours"].ms == 2.0 and out["peer"].ms == 5.0
     assert out["flaky"].error == "boom"
+
+
+def test_dtype_leaves_the_shape_label():
+    assert bench.split_dtype("[32768, 1024] bfloat16") == ("[32768, 1024]", "bf16")
+    assert bench.split_dtype("[16384, 4096] bfloat16 (per half)") == ("[16384, 4096] (per half)",
+                                                                      "bf16")
+    assert bench.split_dtype("B=4 H=16 S=4096 D=128 causal bf16") == (
+        "B=4 H=16 S=4096 D=128 causal", "bf16")
+    assert bench.split_dtype("N=2^20 D=128 S=4096 f32") == ("N=2^20 D=128 S=4096", "f32")
+    assert bench.split_dtype("V=131072 D=4096") == ("V=131072 D=4096", "-")
+
+
+def test_markdown_tables_one_per_family_with_best_peer_and_ratio():
+    liger = bench.BenchRow("norm", "rms_norm fwd", "[8, 8] float32", "GB/s",
+                           bench.Timing(1.0, 100.0),
+                           {"torch": bench.Timing(2.0, 50.0),
+                            "torch.compile": bench.Timing(0.8, 125.0),
+                            "liger": bench.Timing(1.25, 80.0),
+                            "other": bench.Timing(float("nan"), float("nan"), "boom")}, True)
+    wrong = bench.BenchRow("soft", "softmax fwd", "[4] bf16", "GB/s", bench.Timing(1.0, 10.0),
+                           {"torch": bench.Timing(float("nan"), float("nan"), "boom")}, False)
+    meta = {"device": "GPU X", "date": "2026-01-01 00:00 UTC", "commit": "abc1234",
+            "torch": "2.11", "triton": "3.6"}
+    text = bench.markdown_tables([_row(1.0, 2.0, 0.5), liger, wrong], meta)
+    lines = text.splitlines()
+    assert [ln for ln in lines if ln.startswith("## ")] == ["## fam", "## norm", "## soft"]
+    assert lines.count(bench.MARKDOWN_HEAD.splitlines()[0]) == 3
+    assert text.count("Device: GPU X. Date: 2026-01-01 00:00 UTC. Commit: abc1234.") == 3
+    assert ("| op fwd | [4, 4] | bf16 | GB/s | 1.0 | 1.0 | 1.0 | - | 0.50x (torch.compile) |"
+            in lines)
+    assert ("| rms_norm fwd | [8, 8] | f32 | GB/s | 100.0 | 50.0 | 125.0 | 80.0 (liger) "
+            "| 0.80x (torch.compile) |" in lines)
+    assert ("| softmax fwd | [4] | bf16 | GB/s | 10.0 (output differs from torch) | err | - "
+            "| - | - |" in lines)
+
+
+def test_markdown_from_an_earlier_json(tmp_path, capsys):
+    rows = [_row(1.0, 2.0, 0.5)]
+    meta = {"device": "GPU X", "date": "d", "commit": "c"}
+    src = tmp_path / "run.json"
+    src.write_text(json.dumps({"meta": meta, "rows": [bench.asdict(r) for r in rows]}))
+    out = tmp_path / "perf.md"
+    from baracuda.cli import main
+
+    assert main(["bench", "--from-json", str(src), "--markdown", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert printed == out.read_text() == bench.markdown_tables(rows, meta)
+    assert main(["bench", "--from-json", str(src), "--family", "softmax"]) == 0
+    assert "## fam" not in capsys.readouterr().out

@@ -1,4 +1,5 @@
-"""`baracuda ops | check`, and docs/OPS.md kept current."""
+"""The CLI: `baracuda ops | check | bench` and their options, --version, --help, unknown families;
+docs/OPS.md kept current."""
 
 from __future__ import annotations
 
@@ -71,3 +72,61 @@ def test_bench_match_selects_cases():
     assert all("float32" in f"{c.name} {c.shape}" for _, c in f32)
     assert not any("float32" in c.shape for _, c in quick)  # the quick set is bf16
     assert select_cases("softmax", quick=False, match="no such case") == []
+
+
+def test_version(capsys):
+    import baracuda
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.strip() == f"baracuda {baracuda.__version__}"
+
+
+@pytest.mark.parametrize("cmd", ["check", "ops", "bench"])
+def test_unknown_family_exits_2_naming_the_known_ones(cmd, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main([cmd, "--family", "no_such_family"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "no_such_family" in err and "invalid choice" in err
+    for fam in registry.families():
+        assert fam in err, fam
+
+
+@pytest.mark.parametrize("cmd", ["ops", "check", "bench", "demo"])
+def test_every_option_has_help(cmd, capsys):
+    from baracuda.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "cmd").choices[cmd]
+    for action in sub._actions:
+        assert action.help, (cmd, action.option_strings)
+    with pytest.raises(SystemExit) as exc:
+        main([cmd, "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: baracuda {cmd}")
+    for action in sub._actions:
+        for opt in action.option_strings:
+            assert opt in out, (cmd, opt)
+
+
+def test_top_level_help_lists_commands(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert all(c in out for c in ("ops", "check", "bench", "demo", "--version"))
+
+
+def test_ops_table_reads(capsys):
+    """Directions in words, every dtype of a plan, each candidate with its backend."""
+    assert main(["ops", "--family", "softmax"]) == 0
+    out = capsys.readouterr().out
+    data = json.loads(render("json", "softmax"))
+    assert "forward" in out and "backward" in out
+    for r in data["plans"]:
+        block = out.split(f"/ {r['plan']}:", 1)[1].split("\nsoftmax / ", 1)[0]
+        assert ", ".join(r["dtypes"]) in " ".join(block.split())
+        for cand in r["candidates"]:
+            assert cand in " ".join(block.split()), cand

@@ -3,31 +3,39 @@ working in eager mode, under torch.compile and in CUDA graphs.
 
 Collected from `baracuda.families.<family>.torch_api` modules (discovered, not listed); a
 family whose frontend fails to import is reported by `baracuda ops`, the others still load.
+The namespace holds only those functions: the custom-op factory lives in
+`baracuda.backends.torch_ops`.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import warnings
 
-from .backends.torch_ops import define_op, normalize_dim, run_plan
-from .core.registry import families as _families
-from .core.registry import record_import_error as _record_import_error
+def _collect() -> dict[str, object]:
+    """Every family torch_api's `__all__`, by name."""
+    import importlib
+    import importlib.util
+    import warnings
 
-__all__: list[str] = []
-for _fam in _families():
-    _name = f"baracuda.families.{_fam}.torch_api"
-    try:
-        if importlib.util.find_spec(_name) is None:
+    from .core.registry import families, record_import_error
+
+    found: dict[str, object] = {}
+    for fam in families():
+        name = f"baracuda.families.{fam}.torch_api"
+        try:
+            if importlib.util.find_spec(name) is None:
+                continue
+            mod = importlib.import_module(name)
+        except Exception as exc:  # noqa: BLE001 - one broken family must not hide the others
+            record_import_error(f"{fam}.torch_api", f"{type(exc).__name__}: {exc}")
+            warnings.warn(f"baracuda.torch: {name} failed to import: {exc}", stacklevel=3)
             continue
-        _mod = importlib.import_module(_name)
-    except Exception as _exc:  # noqa: BLE001 - one broken family must not hide the others
-        _record_import_error(f"{_fam}.torch_api", f"{type(_exc).__name__}: {_exc}")
-        warnings.warn(f"baracuda.torch: {_name} failed to import: {_exc}", stacklevel=2)
-        continue
-    for _sym in getattr(_mod, "__all__", ()):
-        globals()[_sym] = getattr(_mod, _sym)
-        __all__.append(_sym)
+        for sym in getattr(mod, "__all__", ()):
+            found[sym] = getattr(mod, sym)
+    return found
 
-__all__ += ["define_op", "normalize_dim", "run_plan"]
+
+_public = _collect()
+globals().update(_public)
+__all__ = list(_public)
+# Only the torch functions stay public: not the collector, nor the __future__ feature name.
+del _collect, _public, annotations

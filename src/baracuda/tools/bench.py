@@ -9,6 +9,8 @@
 - Peers in the same run: torch eager, torch.compile of the same eager function, and any extra
   peers (e.g. Liger-Kernel when installed). Ratios are peer time / our time (>1: we're faster).
 - Our output is compared once with torch eager's (a benchmark of a wrong answer is void).
+- The report: one Markdown table per family (`markdown_tables`, the tables of
+  docs/PERFORMANCE.md) printed at the end, and every row with the run's metadata as JSON.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import datetime as _dt
 import json
 import math
 import os
+import re
 import subprocess
 import time
 from dataclasses import asdict, dataclass, field
@@ -168,9 +171,8 @@ def input_sets(case: BenchCase, device: torch.device) -> list[dict[str, Any]]:
 
 
 #: Rounds of a bench row: ours and every peer are timed once per round, in alternating order,
-#: and each keeps its median round. One-after-the-other timing gave the last-timed of two
-#: equal kernels a 1-2% edge on some H100 runs (softmax/PERF_NOTES.md, session 12:
-#: scripts/peer_ab.py interleaved put the same rows at 0.999-1.004x).
+#: and each keeps its median round, because timing one after the other gives the last-timed
+#: of two equal kernels an edge larger than the difference being measured.
 ROUNDS = 3
 
 
@@ -276,6 +278,103 @@ def plot(rows: list[BenchRow], path: str) -> None:
     plt.close(fig)
 
 
+_DTYPE_NAMES = {"bfloat16": "bf16", "float16": "f16", "float32": "f32", "float64": "f64",
+                "bf16": "bf16", "f16": "f16", "f32": "f32", "f64": "f64"}
+_DTYPE_WORD = re.compile(r"\b(" + "|".join(_DTYPE_NAMES) + r")\b")
+_EAGER_PEERS = ("torch", "torch.compile")
+
+
+def split_dtype(shape: str) -> tuple[str, str]:
+    """A bench row's shape label without its dtype word, and that dtype in short form."""
+    m = _DTYPE_WORD.search(shape)
+    if m is None:
+        return shape, "-"
+    rest = " ".join((shape[:m.start()] + shape[m.end():]).split())
+    return rest, _DTYPE_NAMES[m.group(1)]
+
+
+def _fastest(row: BenchRow, names) -> str | None:
+    """The name of the fastest peer among `names` that ran without error."""
+    ok = [n for n in names if n in row.peers and not row.peers[n].error and row.peers[n].ms]
+    return min(ok, key=lambda n: row.peers[n].ms) if ok else None
+
+
+def _rate_cell(t: Timing | None) -> str:
+    if t is None:
+        return "-"
+    return "err" if t.error else f"{t.rate:.1f}"
+
+
+def markdown_row(row: BenchRow) -> str:
+    shape, dtype = split_dtype(row.shape)
+    ours = _rate_cell(row.ours) + (" (output differs from torch)"
+                                   if row.matches_torch is False else "")
+    others = [n for n in row.peers if n not in _EAGER_PEERS]
+    best_other = _fastest(row, others)
+    if best_other is not None:
+        other = f"{_rate_cell(row.peers[best_other])} ({best_other})"
+    else:
+        other = ", ".join(f"err ({n})" for n in others) or "-"
+    best = _fastest(row, list(row.peers))
+    ratio = row.ratio(best) if best is not None else None
+    ratio_cell = "-" if ratio is None else f"{ratio:.2f}x ({best})"
+    cells = [row.name, shape, dtype, row.unit, ours, _rate_cell(row.peers.get("torch")),
+             _rate_cell(row.peers.get("torch.compile")), other, ratio_cell]
+    return "| " + " | ".join(cells) + " |"
+
+
+MARKDOWN_HEAD = ("| op | shape | dtype | unit | ours | torch eager | torch.compile "
+                 "| best other peer | ratio |\n|---|---|---|---|---:|---:|---:|---:|---:|")
+
+
+def markdown_meta(meta: dict) -> str:
+    versions = ", ".join(f"{k} {meta[k]}" for k in ("torch", "triton") if meta.get(k))
+    return (f"Device: {meta.get('device', 'unknown')}. Date: {meta.get('date', 'unknown')}. "
+            f"Commit: {meta.get('commit', 'unknown')}." + (f" ({versions})" if versions else ""))
+
+
+def markdown_tables(rows: list[BenchRow], meta: dict, level: int = 2) -> str:
+    """One Markdown section per family, in the order the rows ran: a heading, the run's
+    device, date and commit, and the table. Rates are in the row's unit (higher is better,
+    but for us/call rows); ratio = the fastest peer's time / ours (> 1: ours is faster)."""
+    families: dict[str, list[BenchRow]] = {}
+    for r in rows:
+        families.setdefault(r.family, []).append(r)
+    out = []
+    for fam, fam_rows in families.items():
+        out += [f"{'#' * level} {fam}", "", markdown_meta(meta), "", MARKDOWN_HEAD]
+        out += [markdown_row(r) for r in fam_rows]
+        out.append("")
+    return "\n".join(out)
+
+
+def rows_from_json(data: dict) -> list[BenchRow]:
+    def timing(d: dict) -> Timing:
+        return Timing(d["ms"], d["rate"], d.get("error", ""))
+
+    return [BenchRow(r["family"], r["name"], r["shape"], r["unit"], timing(r["ours"]),
+                     {k: timing(v) for k, v in r["peers"].items()}, r.get("matches_torch"))
+            for r in data["rows"]]
+
+
+def _write(path: str | None, text: str) -> None:
+    if path:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        with open(path, "w") as fh:
+            fh.write(text)
+
+
+def render_json(path: str, family: str | None = None, markdown_path: str | None = None) -> int:
+    """`baracuda bench --from-json FILE`: an earlier run's rows as the Markdown tables."""
+    with open(path) as fh:
+        data = json.load(fh)
+    rows = [r for r in rows_from_json(data) if family is None or r.family == family]
+    text = markdown_tables(rows, data.get("meta", {}))
+    print(text, end="")
+    _write(markdown_path, text)
+    return 0
+
+
 def overhead_cases() -> list[BenchCase]:
     """Eager-mode cost per call on a tiny problem, where launch and Python overhead is all."""
     import torch.nn.functional as F
@@ -314,7 +413,8 @@ def select_cases(family: str | None, quick: bool, match: str | None = None) -> l
 
 
 def main(family: str | None, quick: bool, json_path: str | None, png_path: str | None,
-         budget_s: float = 0.5, match: str | None = None) -> int:
+         budget_s: float = 0.5, match: str | None = None,
+         markdown_path: str | None = None) -> int:
     if not torch.cuda.is_available():
         print("baracuda bench: no CUDA device; benchmarks need a GPU (see scripts/gpu_run.sh)")
         return 2
@@ -340,8 +440,8 @@ def main(family: str | None, quick: bool, json_path: str | None, png_path: str |
         "torch": torch.__version__,
         "triton": __import__("triton").__version__,
     }
-    print(f"\n{meta['device']}  {meta['date']}  commit {meta['commit']}  torch {meta['torch']}")
-    print(format_table(rows))
+    tables = markdown_tables(rows, meta)
+    print("\n" + tables)
     from ..backends.launch_replay import OUTCOMES
 
     meta["launch_replay"] = dict(OUTCOMES)
@@ -352,13 +452,12 @@ def main(family: str | None, quick: bool, json_path: str | None, png_path: str |
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     json_path = json_path or os.path.join(results_dir, f"bench-{stamp}.json")
     png_path = png_path or os.path.join(results_dir, f"bench-{stamp}.png")
-    os.makedirs(os.path.dirname(json_path) or ".", exist_ok=True)
-    with open(json_path, "w") as fh:
-        json.dump({"meta": meta, "rows": [asdict(r) for r in rows]}, fh, indent=1)
+    _write(json_path, json.dumps({"meta": meta, "rows": [asdict(r) for r in rows]}, indent=1))
+    _write(markdown_path, tables)
     try:
         os.makedirs(os.path.dirname(png_path) or ".", exist_ok=True)
         plot(rows, png_path)
     except Exception as exc:  # noqa: BLE001 - a missing matplotlib must not lose the numbers
         print(f"(plot skipped: {exc})")
-    print(f"results: {json_path} {png_path}")
+    print(f"results: {json_path} {png_path} {markdown_path or ''}".rstrip())
     return 1 if any(r.matches_torch is False for r in rows) else 0
