@@ -9,7 +9,7 @@ import pathlib
 import pytest
 import torch
 
-from baracuda.cli import main
+from baracuda.cli import build_parser, main
 from baracuda.core import registry
 from baracuda.tools.ops import render
 
@@ -130,3 +130,11 @@ def test_ops_table_reads(capsys):
         assert ", ".join(r["dtypes"]) in " ".join(block.split())
         for cand in r["candidates"]:
             assert cand in " ".join(block.split()), cand
+
+
+def test_bench_train_shape_is_checked():
+    with pytest.raises(SystemExit) as err:
+        build_parser().parse_args(["bench", "--train", "4y2048"])
+    assert err.value.code == 2
+    args = build_parser().parse_args(["bench", "--train", "4x2048", "1x512"])
+    assert args.train == [(4, 2048), (1, 512)]

@@ -20,8 +20,8 @@ for step in "$@"; do
     bwdtests) timeout 300 python3 -m pytest -q -p no:cacheprovider -n 8 -o addopts="" -W ignore --tb=short tests/families/test_norm_smem.py -k backward 2>&1 | grep -E "^E |passed|failed|Error" | head -40 ;;
     fwdsweep) for dt in bfloat16 float32; do SWEEP_DTYPE=$dt SWEEP_SHAPES=${SWEEP_SHAPES:-1024x65536} timeout 150 python3 lab/scripts/smem_sweep.py norm 2>&1 | grep -v Warning; done ;;
     bits) timeout 200 python3 lab/scripts/norm_bwd_bits.py 2>&1 | grep -v Warning ;;
-    benchnorm) timeout 300 python3 -m baracuda.cli bench --family normalization --quick --json $OUT/norm.json 2>&1 | grep -v "it/s\]" | tail -3; python3 lab/scripts/bench_to_md.py $OUT/norm.json ;;
-    benchsm) timeout 400 python3 -m baracuda.cli bench --family softmax --quick --json $OUT/softmax.json 2>&1 | grep -v "it/s\]" | tail -3; python3 lab/scripts/bench_to_md.py $OUT/softmax.json ;;
+    benchnorm) timeout 300 python3 -m baracuda.cli bench --family normalization --quick --json $OUT/norm.json 2>&1 | grep -v "it/s\]" | tail -3; python3 -m baracuda.cli bench --from-json $OUT/norm.json ;;
+    benchsm) timeout 400 python3 -m baracuda.cli bench --family softmax --quick --json $OUT/softmax.json 2>&1 | grep -v "it/s\]" | tail -3; python3 -m baracuda.cli bench --from-json $OUT/softmax.json ;;
     graph) timeout 280 python3 lab/scripts/fwbw_graph.py 2>&1 | grep -v Warning; timeout 280 python3 lab/scripts/fwbw_graph.py float32 2>&1 | grep -v Warning ;;
     fwdgraph) for dt in bfloat16 float32; do timeout 200 python3 lab/scripts/fwbw_graph.py $dt fwd 2>&1 | grep -v Warning; done ;;
     normtests) timeout 420 python3 -m pytest -q -p no:cacheprovider -n 12 -o addopts="" -W ignore -k "RMSNorm or LayerNorm or normalization or norm_smem or test_frontend or test_core or launch_replay or softmax_smem or loss_smem" tests/test_contract.py tests/test_core.py tests/test_frontend.py tests/test_launch_replay.py tests/families/test_normalization.py tests/families/test_norm_smem.py tests/families/test_softmax_smem.py tests/families/test_loss_smem.py 2>&1 | grep -E "FAILED|ERROR|passed|failed" | tail -30 ;;
@@ -29,13 +29,13 @@ for step in "$@"; do
     tune) timeout 260 python3 -m baracuda.families.normalization.tune 110 both bfloat16 0 layer 2>&1 | grep -v Warning | tail -16 ;;
     tile) timeout 200 python3 lab/scripts/tile_vs_liger.py 2>&1 | grep -v Warning ;;
     losstests) timeout 300 python3 -m pytest -q -p no:cacheprovider -n 8 -o addopts="" -W ignore tests/families/test_loss.py tests/families/test_loss_smem.py 2>&1 | grep -E "FAILED|ERROR|passed|failed" | tail -20 ;;
-    benchloss) timeout 200 python3 -m baracuda.cli bench --family loss --json $OUT/loss.json 2>&1 | grep -v "it/s\]" | tail -3; python3 lab/scripts/bench_to_md.py $OUT/loss.json ;;
-    benchsm32) timeout 400 python3 -m baracuda.cli bench --family softmax --match float32 --json $OUT/softmax32.json 2>&1 | grep -v "it/s\]" | tail -3; python3 lab/scripts/bench_to_md.py $OUT/softmax32.json ;;
+    benchloss) timeout 200 python3 -m baracuda.cli bench --family loss --json $OUT/loss.json 2>&1 | grep -v "it/s\]" | tail -3; python3 -m baracuda.cli bench --from-json $OUT/loss.json ;;
+    benchsm32) timeout 400 python3 -m baracuda.cli bench --family softmax --match float32 --json $OUT/softmax32.json 2>&1 | grep -v "it/s\]" | tail -3; python3 -m baracuda.cli bench --from-json $OUT/softmax32.json ;;
     spectests) timeout 300 python3 -m pytest -q -p no:cacheprovider -n 12 -o addopts="" -W ignore tests/test_contract.py -k "IndexSelect or Gather or Scatter or IndexAdd or IndexCopy or GroupedGemm or KvCache or InstanceNorm or EmbeddingBag or EmbeddingRenorm" 2>&1 | grep -E "FAILED|ERROR|passed|failed" | tail -20 ;;
-    benchlnfwd) timeout 300 python3 -m baracuda.cli bench --family normalization --match "norm fwd [" --json $OUT/normfwd.json 2>&1 | grep -v "it/s\]" | tail -3; python3 lab/scripts/bench_to_md.py $OUT/normfwd.json ;;
+    benchlnfwd) timeout 300 python3 -m baracuda.cli bench --family normalization --match "norm fwd [" --json $OUT/normfwd.json 2>&1 | grep -v "it/s\]" | tail -3; python3 -m baracuda.cli bench --from-json $OUT/normfwd.json ;;
     fuzz) timeout ${FUZZ_TIMEOUT:-420} python3 -m pytest -q -p no:cacheprovider -n ${FUZZ_WORKERS:-6} -o addopts="" -W ignore --tb=line -rfE ${FUZZ_FILES:-tests/families/test_fuzz_*.py} > $OUT/fuzz.log 2>&1; grep -E "^(FAILED|ERROR)" $OUT/fuzz.log | cut -c1-600 | head -${FUZZ_SHOW:-40}; tail -1 $OUT/fuzz.log ;;
     attntests) timeout 480 python3 -m pytest -q -p no:cacheprovider -n 12 -o addopts="" -W ignore -k "Sdpa or Rope or KvCache or attention" tests/test_contract.py tests/families/test_attention.py tests/families/test_fuzz_attention.py 2>&1 | grep -E "FAILED|ERROR|passed|failed" | tail -30 ;;
-    benchattn) timeout 400 python3 -m baracuda.cli bench --family attention --quick --json $OUT/attn.json 2>&1 | grep -v "it/s\]" | tail -3; python3 lab/scripts/bench_to_md.py $OUT/attn.json ;;
+    benchattn) timeout 400 python3 -m baracuda.cli bench --family attention --quick --json $OUT/attn.json 2>&1 | grep -v "it/s\]" | tail -3; python3 -m baracuda.cli bench --from-json $OUT/attn.json ;;
     fuzzdebug) CUDA_LAUNCH_BLOCKING=1 timeout ${FUZZ_TIMEOUT:-420} python3 -m pytest -q -p no:cacheprovider -n ${FUZZ_WORKERS:-6} -o addopts="" -W ignore --tb=short ${FUZZ_FILES:-tests/families/test_fuzz_*.py} > $OUT/fuzz${FUZZ_TAG}.log 2>&1; tail -1 $OUT/fuzz${FUZZ_TAG}.log ;;
     padab) timeout 300 python3 lab/scripts/norm_pad_ab.py 2>&1 | grep -v Warning ;;
     wsprobe) timeout 560 python3 lab/scripts/attn_ws_probe.py ${WS_SHAPES:-all} > $OUT/wsprobe.log 2>&1; grep -v Warning $OUT/wsprobe.log | cut -c1-300 | tail -40 ;;
@@ -45,7 +45,7 @@ for step in "$@"; do
     tileab) BARACUDA_REPLAY=0 timeout 240 python3 lab/scripts/tile_peer_ab.py ${AB_ROUNDS:-5} float32 32768x1024 ${AB_TILES:-4x4 2x4 1x2 1x4 4x8} 2>&1 | grep -v Warn ;;
     tilegraph) TILE_AB_GRAPH=1 BARACUDA_REPLAY=0 timeout 200 python3 lab/scripts/tile_peer_ab.py ${AB_ROUNDS:-5} float32 32768x1024 ${AB_TILES:-4x4 1x4 1x2} 2>&1 | grep -v Warn ;;
     ewtests) timeout 400 python3 -m pytest -q -p no:cacheprovider -n 12 -o addopts="" -W ignore tests/families/test_elementwise.py tests/families/test_elementwise_addcdiv.py tests/families/test_segment.py tests/families/test_normalization.py tests/test_core.py 2>&1 | grep -E "FAILED|ERROR|passed|failed" | tail -20 ;;
-    benchew) timeout 300 python3 -m baracuda.cli bench --family elementwise --quick --json $OUT/ew.json 2>&1 | grep -v "it/s\]" | tail -3; python3 lab/scripts/bench_to_md.py $OUT/ew.json ;;
+    benchew) timeout 300 python3 -m baracuda.cli bench --family elementwise --quick --json $OUT/ew.json 2>&1 | grep -v "it/s\]" | tail -3; python3 -m baracuda.cli bench --from-json $OUT/ew.json ;;
     sol) timeout 200 python3 lab/scripts/norm_sol_probe.py ${SOL_SHAPES:-1024x65536} 2>&1 | grep -v Warning ;;
     replaytests) timeout 240 python3 -m pytest -q -p no:cacheprovider -n 8 -o addopts="" -W ignore tests/test_launch_replay.py 2>&1 | grep -E "FAILED|ERROR|passed|failed" | tail -10 ;;
   esac

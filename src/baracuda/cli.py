@@ -17,6 +17,13 @@ def _family_option(parser: argparse.ArgumentParser, known: list[str], what: str)
                         help=f"only this family's {what} (one of: {', '.join(known)})")
 
 
+def _step_shape(text: str) -> tuple[int, int]:
+    parts = text.lower().split("x")
+    if len(parts) != 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise argparse.ArgumentTypeError(f"expected BATCHxSEQLEN such as 4x2048, got {text!r}")
+    return int(parts[0]), int(parts[1])
+
+
 def build_parser() -> argparse.ArgumentParser:
     families = registry.families()
     parser = argparse.ArgumentParser(prog="baracuda", description=__doc__)
@@ -59,6 +66,14 @@ def build_parser() -> argparse.ArgumentParser:
                          "(default bench/results/bench-<time>.png)")
     p_bench.add_argument("--markdown", dest="markdown_path", metavar="FILE",
                          help="also write the Markdown tables to FILE")
+    p_bench.add_argument("--host", action="store_true",
+                         help="instead of the rows: host time per call of seven eager calls "
+                         "(add, silu, softmax, rms_norm, linear, causal SDPA, cross_entropy), "
+                         "forward and forward+backward, against torch")
+    p_bench.add_argument("--train", nargs="*", metavar="BxS", type=_step_shape,
+                         help="instead of the rows: a 4-layer Llama-style training step through "
+                         "baracuda.torch, torch eager and torch.compile (ms/step, tokens/s, peak "
+                         "memory, loss); batch x seqlen pairs, default 1x512 4x2048")
     p_bench.add_argument("--from-json", dest="from_json", metavar="FILE",
                          help="time nothing: render an earlier run's JSON as the Markdown "
                          "tables (no GPU needed)")
@@ -85,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         from .tools.bench import main as bench
         from .tools.bench import render_json
 
+        if args.host or args.train is not None:
+            return _host_and_train(args.host, args.train, args.markdown_path)
         if args.from_json:
             return render_json(args.from_json, args.family, args.markdown_path)
         return bench(args.family, args.quick, args.json_path, args.png_path, match=args.match,
@@ -92,6 +109,25 @@ def main(argv: list[str] | None = None) -> int:
     from .tools.demo import main as demo
 
     return demo()
+
+
+def _host_and_train(host: bool, train: list[str] | None, markdown_path: str | None) -> int:
+    parts = []
+    if host:
+        from .tools import host_cost
+
+        parts.append("### Host time per call\n\n" + host_cost.markdown(host_cost.measure()))
+    if train is not None:
+        from .tools import train_step
+
+        rows = [r for b, s in (train or train_step.STEP_SHAPES) for r in train_step.run(b, s)]
+        parts.append("### Training step\n\n" + train_step.markdown(rows))
+    text = "\n\n".join(parts) + "\n"
+    print(text, end="")
+    if markdown_path:
+        with open(markdown_path, "w") as f:
+            f.write(text)
+    return 0
 
 
 if __name__ == "__main__":
