@@ -37,6 +37,12 @@ class MaskKind(enum.Enum):
     BOOLEAN = "boolean"  # True = attend (torch's convention)
 
 
+def _check_float(who: str, name: str, element) -> None:
+    if not isinstance(element, ElementKind):
+        raise InvalidProblem(f"{who}: {name} must be an ElementKind, got {element!r}")
+    V.check_element(who, name, element, FLOATS)
+
+
 def _broadcastable(mask_shape: tuple[int, ...], full: tuple[int, ...]) -> bool:
     return len(mask_shape) == 4 and all(m in (1, f) for m, f in zip(mask_shape, full))
 
@@ -66,9 +72,7 @@ class SdpaDescriptor(Descriptor):
     dropout_p: float = 0.0
 
     def validate(self, who: str) -> None:
-        if not isinstance(self.element, ElementKind):
-            raise InvalidProblem(f"{who}: element must be an ElementKind, got {self.element!r}")
-        V.check_element(who, "element", self.element, FLOATS)
+        _check_float(who, "element", self.element)
         dims = (self.batch, self.num_heads, self.num_kv_heads, self.query_len, self.key_len,
                 self.head_dim, self.value_dim)
         V.check_shape(who, "(batch, num_heads, num_kv_heads, query_len, key_len, head_dim, "
@@ -213,13 +217,8 @@ class RopeDescriptor(Descriptor):
     has_position_ids: bool = False
 
     def validate(self, who: str) -> None:
-        if not isinstance(self.element, ElementKind):
-            raise InvalidProblem(f"{who}: element must be an ElementKind, got {self.element!r}")
-        V.check_element(who, "element", self.element, FLOATS)
-        if not isinstance(self.table_element, ElementKind):
-            raise InvalidProblem(f"{who}: table_element must be an ElementKind, "
-                                 f"got {self.table_element!r}")
-        V.check_element(who, "table_element", self.table_element, FLOATS)
+        _check_float(who, "element", self.element)
+        _check_float(who, "table_element", self.table_element)
         shape = V.check_shape(who, "x_shape", self.x_shape)
         if len(shape) != 4:
             raise Unsupported(f"{who}: x_shape must be 4-d [batch, d1, d2, head_dim], "
@@ -295,9 +294,7 @@ class KvCacheAppendDescriptor(Descriptor):
     element: ElementKind
 
     def validate(self, who: str) -> None:
-        if not isinstance(self.element, ElementKind):
-            raise InvalidProblem(f"{who}: element must be an ElementKind, got {self.element!r}")
-        V.check_element(who, "element", self.element, FLOATS)
+        _check_float(who, "element", self.element)
         V.check_shape(who, "(batch, num_kv_heads, capacity, new_len, head_dim, value_dim)",
                       (self.batch, self.num_kv_heads, self.capacity, self.new_len,
                        self.head_dim, self.value_dim))
