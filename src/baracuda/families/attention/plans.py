@@ -14,7 +14,7 @@ PlanPreference.allow_tf32); f64 in f64. Masks: additive (the element type or f32
 any strides, stride 0 on broadcast dims.
 
 **Backends**: cuDNN's fused attention (plans_cudnn.py, nvidia-cudnn-frontend) first where it
-takes the cell (f16/bf16, no user mask, no dropout; the fastest there), these Triton flash
+takes the cell (f16/bf16, no user mask, no dropout; the fastest on the H100), these Triton flash
 kernels otherwise or when PlanPreference asks for them. Both write the same natural-log lse,
 so either backward pairs with either forward.
 

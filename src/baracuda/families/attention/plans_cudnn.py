@@ -317,7 +317,8 @@ def _raw_binding(g, uids, handle):
     return run, (ctypes.c_void_p * len(uids))(), backend, index
 
 
-#: How launch binds buffers to the graph (the others stay for frontends without the raw path).
+#: How launch binds buffers to the graph: raw pointers, else (a frontend without that path)
+#: by uid order; `dict` is the frontend's plain documented form.
 _EXECUTE = {"dict": _exec_dict, "ordered": _exec_ordered, "raw": _exec_raw}
 _BIND = "raw"
 
