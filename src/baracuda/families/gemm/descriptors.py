@@ -150,7 +150,9 @@ class DenseGemmArgs(Args):
     a: torch.Tensor = operand(lambda d: (*d.batch, d.m, d.k), "element")
     b: torch.Tensor = operand(lambda d: (*d.batch, d.k, d.n), "element")
     d: torch.Tensor = operand("mn_shape", "element", output=True)
-    c: torch.Tensor | None = operand("mn_shape", "element", when=lambda d: d.has_c)
+    #: BLAS: beta == 0 ignores C (unchecked then); DenseGemmPlan requires it otherwise.
+    c: torch.Tensor | None = operand(lambda d: d.mn_shape if d.has_c else None,
+                                     lambda d: d.element if d.has_c else None, optional=True)
     bias: torch.Tensor | None = operand(_n, "element", when=lambda d: d.bias)
     preact: torch.Tensor | None = operand(
         "mn_shape", "element", when=lambda d: d.dactivation is not GemmActivation.NONE)

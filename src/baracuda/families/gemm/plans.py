@@ -84,6 +84,12 @@ class DenseGemmPlan(GemmPlanBase):
 
         self._sku = dataclasses.replace(self._sku, epilogue=desc.epilogue_name, layout="strided")
 
+    def check_args(self, args: DenseGemmArgs) -> None:
+        super().check_args(args)
+        if self.desc.has_c and args.c is None:
+            raise V.InvalidProblem(f"{type(self).__name__}: c is required when beta != 0, "
+                                   "got None")
+
     def is_empty(self, args) -> bool:
         if self.desc.bias_grad and self.desc.n > 0:
             return False  # dbias of an empty batch/row set is zeros, still to be written
