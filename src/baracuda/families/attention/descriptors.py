@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from functools import partial
 from typing import ClassVar
 
 import torch
 
 from ...core import validate as V
+from ...core.args import Args, operand
 from ...core.errors import InvalidProblem, Unsupported
-from ...core.plan import Args, Descriptor
-from ...core.vocab import FLOAT_KINDS, ElementKind
+from ...core.plan import Descriptor
+from ...core.vocab import FLOAT_KINDS, INDEX_KINDS, ElementKind
 
 FLOATS = sorted(FLOAT_KINDS, key=lambda k: k.value)
 MIN_HEAD_DIM, MAX_HEAD_DIM = 1, 256
@@ -33,6 +35,12 @@ class MaskKind(enum.Enum):
     NONE = "none"
     ADDITIVE = "additive"  # float added to the scaled scores
     BOOLEAN = "boolean"  # True = attend (torch's convention)
+
+
+def _check_float(who: str, name: str, element) -> None:
+    if not isinstance(element, ElementKind):
+        raise InvalidProblem(f"{who}: {name} must be an ElementKind, got {element!r}")
+    V.check_element(who, name, element, FLOATS)
 
 
 def _broadcastable(mask_shape: tuple[int, ...], full: tuple[int, ...]) -> bool:
@@ -64,9 +72,7 @@ class SdpaDescriptor(Descriptor):
     dropout_p: float = 0.0
 
     def validate(self, who: str) -> None:
-        if not isinstance(self.element, ElementKind):
-            raise InvalidProblem(f"{who}: element must be an ElementKind, got {self.element!r}")
-        V.check_element(who, "element", self.element, FLOATS)
+        _check_float(who, "element", self.element)
         dims = (self.batch, self.num_heads, self.num_kv_heads, self.query_len, self.key_len,
                 self.head_dim, self.value_dim)
         V.check_shape(who, "(batch, num_heads, num_kv_heads, query_len, key_len, head_dim, "
@@ -136,36 +142,57 @@ class SdpaBackwardDescriptor(SdpaDescriptor):
     """dQ, dK, dV from dOut, the saved output and row logsumexp (same fields as the forward)."""
 
 
+def _mask_elements(d: SdpaDescriptor) -> tuple[ElementKind, ...]:
+    """A boolean mask is bool; an additive one is the element type or f32."""
+    if d.mask is MaskKind.BOOLEAN:
+        return (ElementKind.BOOL,)
+    return tuple({d.element, ElementKind.F32})
+
+
+def _has_mask(d: SdpaDescriptor) -> bool:
+    return d.mask is not MaskKind.NONE
+
+
+#: Operands forward and backward share (a dataclass field object serves one field only, so
+#: each use builds its own).
+_MASK = partial(operand, "mask_shape", _mask_elements, when=_has_mask)
+#: Required when dropout_p > 0 (SdpaPlan's rule); ignored otherwise.
+_RNG = partial(operand, lambda d: (2,), ElementKind.I64, optional=True)
+
+
 @dataclass
 class SdpaArgs(Args):
     """`lse` [B, H, Sq] (f32; f64 for f64) is written for the backward. `mask` [4-d,
     broadcastable] when the descriptor has one. `rng_state` int64 [2] = (seed, offset) on the
     device when dropout_p > 0: the backward given the same tensor replays the same mask."""
 
-    q: torch.Tensor
-    k: torch.Tensor
-    v: torch.Tensor
-    out: torch.Tensor
-    lse: torch.Tensor
-    mask: torch.Tensor | None = None
-    rng_state: torch.Tensor | None = None
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("out", "lse")
+    q: torch.Tensor = operand("q_shape", "element")
+    k: torch.Tensor = operand("k_shape", "element")
+    v: torch.Tensor = operand("v_shape", "element")
+    out: torch.Tensor = operand("out_shape", "element", output=True)
+    lse: torch.Tensor = operand("lse_shape", "lse_element", output=True)
+    mask: torch.Tensor | None = _MASK()
+    rng_state: torch.Tensor | None = _RNG()
+    #: The kernels need a unit-stride last dim; the rest take any non-negative strides.
+    UNIT_LAST: ClassVar[tuple[str, ...]] = ("q", "k", "v", "out")
+    STRIDED: ClassVar[tuple[str, ...]] = ("lse", "mask")
 
 
 @dataclass
 class SdpaBackwardArgs(Args):
-    q: torch.Tensor
-    k: torch.Tensor
-    v: torch.Tensor
-    out: torch.Tensor
-    dout: torch.Tensor
-    lse: torch.Tensor
-    dq: torch.Tensor
-    dk: torch.Tensor
-    dv: torch.Tensor
-    mask: torch.Tensor | None = None
-    rng_state: torch.Tensor | None = None
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("dq", "dk", "dv")
+    q: torch.Tensor = operand("q_shape", "element")
+    k: torch.Tensor = operand("k_shape", "element")
+    v: torch.Tensor = operand("v_shape", "element")
+    out: torch.Tensor = operand("out_shape", "element")
+    dout: torch.Tensor = operand("out_shape", "element")
+    lse: torch.Tensor = operand("lse_shape", "lse_element")
+    dq: torch.Tensor = operand("q_shape", "element", output=True)
+    dk: torch.Tensor = operand("k_shape", "element", output=True)
+    dv: torch.Tensor = operand("v_shape", "element", output=True)
+    mask: torch.Tensor | None = _MASK()
+    rng_state: torch.Tensor | None = _RNG()
+    UNIT_LAST: ClassVar[tuple[str, ...]] = ("q", "k", "v", "out", "dout", "dq", "dk", "dv")
+    STRIDED: ClassVar[tuple[str, ...]] = ("lse", "mask")
 
 
 # -- RoPE --------------------------------------------------------------------------------------
@@ -190,13 +217,8 @@ class RopeDescriptor(Descriptor):
     has_position_ids: bool = False
 
     def validate(self, who: str) -> None:
-        if not isinstance(self.element, ElementKind):
-            raise InvalidProblem(f"{who}: element must be an ElementKind, got {self.element!r}")
-        V.check_element(who, "element", self.element, FLOATS)
-        if not isinstance(self.table_element, ElementKind):
-            raise InvalidProblem(f"{who}: table_element must be an ElementKind, "
-                                 f"got {self.table_element!r}")
-        V.check_element(who, "table_element", self.table_element, FLOATS)
+        _check_float(who, "element", self.element)
+        _check_float(who, "table_element", self.table_element)
         shape = V.check_shape(who, "x_shape", self.x_shape)
         if len(shape) != 4:
             raise Unsupported(f"{who}: x_shape must be 4-d [batch, d1, d2, head_dim], "
@@ -227,27 +249,33 @@ class RopeBackwardDescriptor(RopeDescriptor):
     """dx = rotary(dy) by -θ (the rotation's transpose)."""
 
 
+_POSITIONS = partial(operand, lambda d: (d.x_shape[0], d.seq_len), INDEX_KINDS,
+                     when=lambda d: d.has_position_ids)
+
+
 @dataclass
 class RopeArgs(Args):
     """`position_ids` [batch, seq] int32/int64 when the descriptor says so (values must lie in
     [0, max_positions); out-of-range positions are clamped, as an embedding lookup would fail)."""
 
-    x: torch.Tensor
-    cos: torch.Tensor
-    sin: torch.Tensor
-    y: torch.Tensor
-    position_ids: torch.Tensor | None = None
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("y",)
+    x: torch.Tensor = operand("x_shape", "element")
+    cos: torch.Tensor = operand("table_shape", "table_element")
+    sin: torch.Tensor = operand("table_shape", "table_element")
+    y: torch.Tensor = operand("x_shape", "element", output=True)
+    position_ids: torch.Tensor | None = _POSITIONS()
+    UNIT_LAST: ClassVar[tuple[str, ...]] = ("x", "y", "cos", "sin")
+    STRIDED: ClassVar[tuple[str, ...]] = ("position_ids",)
 
 
 @dataclass
 class RopeBackwardArgs(Args):
-    dy: torch.Tensor
-    cos: torch.Tensor
-    sin: torch.Tensor
-    dx: torch.Tensor
-    position_ids: torch.Tensor | None = None
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("dx",)
+    dy: torch.Tensor = operand("x_shape", "element")
+    cos: torch.Tensor = operand("table_shape", "table_element")
+    sin: torch.Tensor = operand("table_shape", "table_element")
+    dx: torch.Tensor = operand("x_shape", "element", output=True)
+    position_ids: torch.Tensor | None = _POSITIONS()
+    UNIT_LAST: ClassVar[tuple[str, ...]] = ("dy", "dx", "cos", "sin")
+    STRIDED: ClassVar[tuple[str, ...]] = ("position_ids",)
 
 
 # -- KV cache ----------------------------------------------------------------------------------
@@ -266,21 +294,25 @@ class KvCacheAppendDescriptor(Descriptor):
     element: ElementKind
 
     def validate(self, who: str) -> None:
-        if not isinstance(self.element, ElementKind):
-            raise InvalidProblem(f"{who}: element must be an ElementKind, got {self.element!r}")
-        V.check_element(who, "element", self.element, FLOATS)
+        _check_float(who, "element", self.element)
         V.check_shape(who, "(batch, num_kv_heads, capacity, new_len, head_dim, value_dim)",
                       (self.batch, self.num_kv_heads, self.capacity, self.new_len,
                        self.head_dim, self.value_dim))
         if self.new_len > self.capacity:
             raise InvalidProblem(f"{who}: new_len {self.new_len} > capacity {self.capacity}")
 
+    def rows_shape(self, rows: int, dim: int) -> tuple[int, int, int, int]:
+        return (self.batch, self.num_kv_heads, rows, dim)
+
 
 @dataclass
 class KvCacheAppendArgs(Args):
-    k_new: torch.Tensor
-    v_new: torch.Tensor
-    cache_seqlens: torch.Tensor
-    k_cache: torch.Tensor
-    v_cache: torch.Tensor
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("k_cache", "v_cache")
+    k_new: torch.Tensor = operand(lambda d: d.rows_shape(d.new_len, d.head_dim), "element")
+    v_new: torch.Tensor = operand(lambda d: d.rows_shape(d.new_len, d.value_dim), "element")
+    cache_seqlens: torch.Tensor = operand(lambda d: (d.batch,), INDEX_KINDS)
+    k_cache: torch.Tensor = operand(lambda d: d.rows_shape(d.capacity, d.head_dim), "element",
+                                    output=True)
+    v_cache: torch.Tensor = operand(lambda d: d.rows_shape(d.capacity, d.value_dim), "element",
+                                    output=True)
+    UNIT_LAST: ClassVar[tuple[str, ...]] = ("k_new", "v_new", "k_cache", "v_cache")
+    STRIDED: ClassVar[tuple[str, ...]] = ()

@@ -14,7 +14,7 @@ PlanPreference.allow_tf32); f64 in f64. Masks: additive (the element type or f32
 any strides, stride 0 on broadcast dims.
 
 **Backends**: cuDNN's fused attention (plans_cudnn.py, nvidia-cudnn-frontend) first where it
-takes the cell (f16/bf16, no user mask, no dropout; the fastest on H100), these Triton flash
+takes the cell (f16/bf16, no user mask, no dropout; the fastest on the H100), these Triton flash
 kernels otherwise or when PlanPreference asks for them. Both write the same natural-log lse,
 so either backward pairs with either forward.
 
@@ -31,15 +31,17 @@ exactly.
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 import torch
 import triton.language as tl
 
-from ...backends.triton_support import INTERP, next_pow2, split_f64
+from ...backends.triton_support import INTERP, acc_type, next_pow2, split_f64
 from ...core import validate as V
 from ...core.errors import InvalidProblem
 from ...core.plan import Candidate, Plan
 from ...core.registry import register_candidate, register_plan
+from ...core.runtime import cdiv
 from ...core.vocab import ElementKind, MathPrecision, OpCategory, PrecisionGuarantee
 from .descriptors import (
     CausalKind,
@@ -60,9 +62,8 @@ from .kernels import (
 HALF = (ElementKind.F16, ElementKind.BF16)
 
 # Tile tables, keyed by (pass, precision class, padded head dim); values are
-# (BLOCK_M, BLOCK_N, num_warps, num_stages). Half-precision rows measured on an H100 with
-# tune_gpu.py (bf16 B=4 H=16 S=4096 D=128 and B=8 H=16 S=2048 D=64, causal and not; see
-# PERF_NOTES.md); all checked by the sm_90a AOT compile (shared memory <= 232448 B, no spills).
+# (BLOCK_M, BLOCK_N, num_warps, num_stages). Half-precision rows tuned on the H100; all checked
+# by the sm_90a AOT compile (shared memory within the limit, no spills).
 _FWD = {
     ("half", 64): (64, 64, 4, 3), ("half", 128): (64, 64, 4, 3), ("half", 256): (32, 64, 8, 2),
     ("f32", 64): (64, 32, 4, 2), ("f32", 128): (32, 32, 8, 2), ("f32", 256): (16, 32, 8, 1),
@@ -74,8 +75,8 @@ _DKDV = {
     ("f64", 64): (16, 16, 8, 1), ("f64", 128): (16, 16, 8, 1), ("f64", 256): (16, 16, 8, 1),
 }
 #: dK/dV for MHA (group == 1) with 16-element-aligned strides: the JIT then specializes
-#: group = 1 and the strides' divisibility, and this 2x faster tile compiles to 249 registers
-#: without spills; GQA's runtime group loop (or unaligned strides) spills it, so those take _DKDV.
+#: group = 1 and the strides' divisibility, and this faster tile then fits in registers;
+#: GQA's runtime group loop (or unaligned strides) spills it, so those take _DKDV.
 _DKDV_MHA = {("half", 128): (32, 64, 4, 3)}
 _DQ = {
     ("half", 64): (64, 64, 4, 3), ("half", 128): (128, 64, 8, 3), ("half", 256): (32, 32, 8, 1),
@@ -83,8 +84,8 @@ _DQ = {
     ("f64", 64): (16, 16, 8, 1), ("f64", 128): (16, 16, 8, 1), ("f64", 256): (16, 16, 8, 1),
 }
 
-#: dQ with a mask or dropout at D=128: the unmasked (128, 64, 8, 3) halved to 64 rows spills
-#: 52 B (AOT); the tile the table held before it (64, 64, 4, 2), halved, does not.
+#: dQ with a mask or dropout at D=128: the unmasked tile halved to 64 rows spills (AOT check);
+#: this one does not.
 _DQ_MASKED = {("half", 128): (32, 64, 4, 2)}
 
 
@@ -122,7 +123,7 @@ def tile_config(desc: SdpaDescriptor, table: str, aligned: bool = False) -> dict
             and (desc.head_dim != bdk or desc.value_dim != bdv)):
         # Triton 3.6 on sm_90 miscompiles this forward (4 warps, 64-row tile) when a head dim
         # is padded to its block (e.g. Dk=24, Dv=4 or 12): wrong outputs, at times an illegal
-        # address (fuzz case sdpa:145 on an H100). 8 warps compile it correctly.
+        # address. 8 warps compile it correctly.
         warps = 8
     return {"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": warps, "num_stages": stages}
 
@@ -133,10 +134,6 @@ def precision_mode(element: ElementKind, tf32: bool) -> int:
     if element is ElementKind.F64:
         return 3
     return 2 if tf32 else 1
-
-
-def acc_type(element: ElementKind):
-    return tl.float64 if element is ElementKind.F64 else tl.float32
 
 
 def common_constexprs(desc: SdpaDescriptor, tf32: bool) -> dict:
@@ -159,28 +156,36 @@ def index_type(*tensors):
     return tl.int32 if span < 2**31 - 1 else tl.int64
 
 
-# -- argument checks (shared by forward and backward) -----------------------------------------
-def _check_common(who: str, d: SdpaDescriptor, args, names_shapes) -> None:
-    for name, shape, element in names_shapes:
-        t = V.check_tensor(who, name, getattr(args, name), shape, element)
-        V.check_nonnegative_strides(who, name, t)
-        if name not in ("lse",):
-            V.check_unit_stride(who, name, t, 3)
-    mask = args.mask
-    if d.mask is MaskKind.NONE:
-        if mask is not None:
-            raise InvalidProblem(f"{who}: mask given but the descriptor has mask=NONE")
-    else:
-        allowed = ((ElementKind.BOOL,) if d.mask is MaskKind.BOOLEAN
-                   else tuple({d.element, ElementKind.F32}))
-        if mask is None:
-            raise InvalidProblem(f"{who}: descriptor has mask={d.mask.value} but mask is None")
-        V.check_tensor(who, "mask", mask, d.mask_shape, allowed)
-        V.check_nonnegative_strides(who, "mask", mask)
-    if d.dropout_p > 0.0:
-        if args.rng_state is None:
-            raise InvalidProblem(f"{who}: dropout_p > 0 needs rng_state (int64 [2]: seed, offset)")
-        V.check_tensor(who, "rng_state", args.rng_state, (2,), ElementKind.I64)
+class AttentionPlan(Plan):
+    """Base of the family's plans: the declared operands, then the layouts the kernels take
+    (the Args class names them: `UNIT_LAST` need a unit-stride last dim, every one of those and
+    `STRIDED` non-negative strides)."""
+
+    category = OpCategory.ATTENTION
+    OP_NAME: ClassVar[str] = ""
+
+    @classmethod
+    def op_name(cls, desc) -> str:
+        return cls.OP_NAME
+
+    def check_args(self, args) -> None:
+        super().check_args(args)
+        who = type(self).__name__
+        for name in (*args.UNIT_LAST, *args.STRIDED):
+            t = getattr(args, name)
+            if t is None:
+                continue
+            V.check_nonnegative_strides(who, name, t)
+            if name in args.UNIT_LAST:
+                V.check_unit_stride(who, name, t, t.dim() - 1)
+
+
+class _SdpaPlanBase(AttentionPlan):
+    def check_args(self, args) -> None:
+        super().check_args(args)
+        if self.desc.dropout_p > 0.0 and args.rng_state is None:
+            raise InvalidProblem(f"{type(self).__name__}: dropout_p > 0 needs rng_state "
+                                 "(int64 [2]: seed, offset)")
 
 
 def _mask_strides(d: SdpaDescriptor, mask) -> list[int]:
@@ -200,44 +205,22 @@ def _strides3(t) -> list[int]:
 
 
 @register_plan
-class SdpaPlan(Plan):
+class SdpaPlan(_SdpaPlanBase):
     __doc__ = __doc__
-    category = OpCategory.ATTENTION
+    OP_NAME = "sdpa"
     descriptor_type = SdpaDescriptor
     args_type = SdpaArgs
     partner = "SdpaBackwardPlan"
 
-    @classmethod
-    def op_name(cls, desc) -> str:
-        return "sdpa"
-
-    def check_args(self, args: SdpaArgs) -> None:
-        d = self.desc
-        _check_common(type(self).__name__, d, args, [
-            ("q", d.q_shape, d.element), ("k", d.k_shape, d.element), ("v", d.v_shape, d.element),
-            ("out", d.out_shape, d.element), ("lse", d.lse_shape, d.lse_element)])
-
 
 @register_plan
-class SdpaBackwardPlan(Plan):
+class SdpaBackwardPlan(_SdpaPlanBase):
     __doc__ = __doc__
-    category = OpCategory.ATTENTION
+    OP_NAME = "sdpa_backward"
     descriptor_type = SdpaBackwardDescriptor
     args_type = SdpaBackwardArgs
     partner = "SdpaPlan"
     is_backward = True
-
-    @classmethod
-    def op_name(cls, desc) -> str:
-        return "sdpa_backward"
-
-    def check_args(self, args: SdpaBackwardArgs) -> None:
-        d = self.desc
-        _check_common(type(self).__name__, d, args, [
-            ("q", d.q_shape, d.element), ("k", d.k_shape, d.element), ("v", d.v_shape, d.element),
-            ("out", d.out_shape, d.element), ("dout", d.out_shape, d.element),
-            ("lse", d.lse_shape, d.lse_element), ("dq", d.q_shape, d.element),
-            ("dk", d.k_shape, d.element), ("dv", d.v_shape, d.element)])
 
 
 class _FlashBase(Candidate):
@@ -279,7 +262,7 @@ class Launch:
 def forward_launches(d: SdpaDescriptor, a: SdpaArgs, tf32: bool) -> list[Launch]:
     cfg = tile_config(d, "fwd")
     bm = cfg.pop("BLOCK_M")
-    grid = ((d.query_len + bm - 1) // bm, d.batch * d.num_heads)
+    grid = (cdiv(d.query_len, bm), d.batch * d.num_heads)
     sc = _scalars(d)
     sm = _mask_strides(d, a.mask)
     args = (a.q, a.k, a.v, a.out, a.lse, _mask_ptr(a.mask, a.q),
@@ -307,7 +290,7 @@ def _even(d: SdpaDescriptor, cfg: dict, cc: dict) -> bool:
 
 def backward_launches(d: SdpaDescriptor, a: SdpaBackwardArgs, workspace,
                       tf32: bool) -> list[Launch]:
-    acc = torch.float64 if d.element is ElementKind.F64 else torch.float32
+    acc = d.element.compute_kind.torch_dtype
     n = d.batch * d.num_heads * d.query_len
     delta = workspace[: n * acc.itemsize].view(acc) if n else a.dq
     cc = dict(common_constexprs(d, tf32),
@@ -320,7 +303,7 @@ def backward_launches(d: SdpaDescriptor, a: SdpaBackwardArgs, workspace,
     out = []
     if n:
         bmd = min(64, max(16, next_pow2(d.query_len)))
-        out.append(Launch(sdpa_bwd_delta_kernel, ((d.query_len + bmd - 1) // bmd, bh), (
+        out.append(Launch(sdpa_bwd_delta_kernel, (cdiv(d.query_len, bmd), bh), (
             a.out, a.dout, delta, d.num_heads, d.query_len, *_strides3(a.out),
             *_strides3(a.dout)), dict(DV=d.value_dim, BLOCK_DV=cc["BLOCK_DV"], BLOCK_M=bmd,
                                       ACC=cc["ACC"], IDX=cc["IDX"])))
@@ -329,13 +312,13 @@ def backward_launches(d: SdpaDescriptor, a: SdpaBackwardArgs, workspace,
               *_strides3(a.k), *_strides3(a.v), *_strides3(a.dout), *a.lse.stride()]
     if d.key_len and d.batch * d.num_kv_heads:
         cfg = tile_config(d, "dkdv", _aligned(a.q, a.k, a.v, a.dout, a.dk, a.dv))
-        grid = ((d.key_len + cfg["BLOCK_N"] - 1) // cfg["BLOCK_N"], d.batch * d.num_kv_heads)
+        grid = (cdiv(d.key_len, cfg["BLOCK_N"]), d.batch * d.num_kv_heads)
         out.append(Launch(sdpa_bwd_dkdv_kernel, grid, (
             a.q, a.k, a.v, a.dout, a.lse, delta, a.dk, a.dv, mptr, rng, *common,
             *_strides3(a.dk), *_strides3(a.dv), *sm), dict(**cfg, **cc, EVEN=_even(d, cfg, cc))))
     if n:
         cfg = tile_config(d, "dq")
-        grid = ((d.query_len + cfg["BLOCK_M"] - 1) // cfg["BLOCK_M"], bh)
+        grid = (cdiv(d.query_len, cfg["BLOCK_M"]), bh)
         out.append(Launch(sdpa_bwd_dq_kernel, grid, (
             a.q, a.k, a.v, a.dout, a.lse, delta, a.dq, mptr, rng, *common, *_strides3(a.dq),
             *sm), dict(**cfg, **cc, EVEN=_even(d, cfg, cc))))
@@ -363,7 +346,7 @@ class TritonFlashBackward(_FlashBase):
     name = "triton_flash_bwd"
 
     def workspace_size(self, desc) -> int:
-        acc = 8 if desc.element is ElementKind.F64 else 4
+        acc = desc.element.compute_kind.itemsize
         return desc.batch * desc.num_heads * desc.query_len * acc
 
     def launch(self, desc, args, workspace) -> None:

@@ -70,8 +70,8 @@ def _static_reason(desc: SdpaDescriptor, arch: ArchSku) -> str | None:
     if min(desc.batch, desc.num_heads, desc.query_len, desc.key_len) == 0:
         return "empty problem (the Triton kernels write the empty-key convention)"
     if desc.scale < 0:
-        # cuDNN 9's fused forward returns NaN rows for a negative attn_scale (fuzz cases
-        # sdpa:48, 137, 205 on an H100; torch's cuDNN backend does the same)
+        # cuDNN 9's fused forward returns NaN rows for a negative attn_scale (torch's cuDNN
+        # backend does the same)
         return f"negative scale {desc.scale} (cuDNN's fused attention returns NaN)"
     if desc.causal is CausalKind.BOTTOM_RIGHT and desc.query_len > desc.key_len:
         return "bottom-right causal with Sq > Sk has fully masked rows (lse = +inf convention)"
@@ -257,9 +257,9 @@ class _CudnnBase(Candidate):
         return g, uids, need, handle, _raw_binding(g, uids, handle)
 
     def launch(self, desc, args, workspace) -> None:
-        # Host time matters here: below ~1 ms of GPU work per call an eager training step is
-        # bound by it (PERF_NOTES.md), so the per-call path is one dict lookup keyed by the raw
-        # strides (this thread's cache; cuDNN handles are per thread) and the execute call.
+        # Host time bounds eager training steps at small sizes, so the per-call path is one
+        # dict lookup keyed by the raw strides (this thread's cache; cuDNN handles are per
+        # thread) and the execute call.
         tensors = [getattr(args, n) for n in (_BWD_NAMES if self.backward else _FWD_NAMES)]
         tensors[4] = tensors[4].unsqueeze(-1)  # lse as cuDNN's [B, H, Sq, 1] stats
         device = tensors[0].device.index
@@ -291,8 +291,8 @@ def _exec_ordered(g, uids, tensors, ws, handle, raw):
 
 def _exec_raw(g, uids, tensors, ws, handle, raw):
     # The backend's own entry point for a uid-sorted void*[]: what execute() ends in after it
-    # has described every buffer in Python (0.2 ms of host time per D=64 training step on the
-    # H100 host, PERF_NOTES.md). Sound here because the graph was built for exactly these
+    # has described every buffer in Python (host time that small training steps feel). Sound
+    # here because the graph was built for exactly these
     # strides (the cache key) and can_implement checked alignment; only addresses change.
     run, ptrs, backend, index = raw
     ptrs[:] = [t.data_ptr() for t in tensors]
@@ -317,7 +317,8 @@ def _raw_binding(g, uids, handle):
     return run, (ctypes.c_void_p * len(uids))(), backend, index
 
 
-#: How launch binds buffers to the graph; probe_gpu.py measures the host time of each.
+#: How launch binds buffers to the graph: raw pointers, else (a frontend without that path)
+#: by uid order; `dict` is the frontend's plain documented form.
 _EXECUTE = {"dict": _exec_dict, "ordered": _exec_ordered, "raw": _exec_raw}
 _BIND = "raw"
 
@@ -325,7 +326,7 @@ _BIND = "raw"
 @register_candidate(SdpaPlan)
 class CudnnForward(_CudnnBase):
     name = "cudnn_fwd"
-    priority = -10  # fastest where it applies (PERF_NOTES.md)
+    priority = -10  # fastest where it applies
 
 
 @register_candidate(SdpaBackwardPlan)
@@ -345,7 +346,5 @@ class CudnnBackwardDeterministic(_CudnnBase):
 
     def supports(self, desc, pref, arch):
         if max(desc.head_dim, desc.value_dim) <= 64:
-            # measured on an H100 (PERF_NOTES.md), B=8 H=16 S=2048 D=64: 1.40 / 0.70 ms
-            # (causal) vs Triton's deterministic 0.89 / 0.57 ms
             return "at head dims <= 64 the Triton deterministic backward is faster"
         return super().supports(desc, pref, arch)

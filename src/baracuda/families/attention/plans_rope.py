@@ -20,14 +20,11 @@ copy.
 
 from __future__ import annotations
 
-import triton.language as tl
-
-from ...backends.triton_support import next_pow2
-from ...core import validate as V
-from ...core.errors import InvalidProblem
-from ...core.plan import Candidate, Plan
+from ...backends.triton_support import acc_type, next_pow2
+from ...core.plan import Candidate
 from ...core.registry import register_candidate, register_plan
-from ...core.vocab import INDEX_KINDS, ElementKind, MathPrecision, OpCategory, PrecisionGuarantee
+from ...core.runtime import cdiv
+from ...core.vocab import MathPrecision, PrecisionGuarantee
 from .descriptors import (
     KvCacheAppendArgs,
     KvCacheAppendDescriptor,
@@ -38,6 +35,7 @@ from .descriptors import (
     RopeLayout,
 )
 from .kernels_rope import kv_append_kernel, rope_kernel
+from .plans import AttentionPlan
 
 
 def rope_config(desc: RopeDescriptor) -> dict:
@@ -47,54 +45,23 @@ def rope_config(desc: RopeDescriptor) -> dict:
             "ROWS": rows, "num_warps": 4}
 
 
-def _check_rope(who, d: RopeDescriptor, args, x_name: str, y_name: str) -> None:
-    for name in (x_name, y_name):
-        t = V.check_tensor(who, name, getattr(args, name), d.x_shape, d.element)
-        V.check_nonnegative_strides(who, name, t)
-        V.check_unit_stride(who, name, t, 3)
-    for name in ("cos", "sin"):
-        t = V.check_tensor(who, name, getattr(args, name), d.table_shape, d.table_element)
-        V.check_nonnegative_strides(who, name, t)
-        V.check_unit_stride(who, name, t, 1)
-    pos = args.position_ids
-    if d.has_position_ids:
-        V.check_tensor(who, "position_ids", pos, (d.x_shape[0], d.seq_len), INDEX_KINDS)
-        V.check_nonnegative_strides(who, "position_ids", pos)
-    elif pos is not None:
-        raise InvalidProblem(f"{who}: position_ids given but has_position_ids is False")
-
-
 @register_plan
-class RopePlan(Plan):
+class RopePlan(AttentionPlan):
     __doc__ = __doc__
-    category = OpCategory.ATTENTION
+    OP_NAME = "rope"
     descriptor_type = RopeDescriptor
     args_type = RopeArgs
     partner = "RopeBackwardPlan"
 
-    @classmethod
-    def op_name(cls, desc) -> str:
-        return "rope"
-
-    def check_args(self, args: RopeArgs) -> None:
-        _check_rope(type(self).__name__, self.desc, args, "x", "y")
-
 
 @register_plan
-class RopeBackwardPlan(Plan):
+class RopeBackwardPlan(AttentionPlan):
     __doc__ = __doc__
-    category = OpCategory.ATTENTION
+    OP_NAME = "rope_backward"
     descriptor_type = RopeBackwardDescriptor
     args_type = RopeBackwardArgs
     partner = "RopePlan"
     is_backward = True
-
-    @classmethod
-    def op_name(cls, desc) -> str:
-        return "rope_backward"
-
-    def check_args(self, args: RopeBackwardArgs) -> None:
-        _check_rope(type(self).__name__, self.desc, args, "dy", "dx")
 
 
 def launch_rope(d: RopeDescriptor, x, y, cos, sin, pos, sign: int) -> None:
@@ -102,14 +69,13 @@ def launch_rope(d: RopeDescriptor, x, y, cos, sin, pos, sign: int) -> None:
     n_rows = b * d1 * d2
     cfg = rope_config(d)
     rows = cfg["ROWS"]
-    acc = tl.float64 if d.element is ElementKind.F64 else tl.float32
     p_strides = pos.stride() if pos is not None else (0, 0)
-    rope_kernel[((n_rows + rows - 1) // rows,)](
+    rope_kernel[(cdiv(n_rows, rows),)](
         x, y, cos, sin, pos if pos is not None else cos, n_rows, d1, d2, d.max_positions,
         x.stride(0), x.stride(1), x.stride(2), y.stride(0), y.stride(1), y.stride(2),
         cos.stride(0), sin.stride(0), *p_strides,
         R=d.rotary_dim, D=dh, SEQ_AXIS=d.seq_axis, INTERLEAVED=d.layout is RopeLayout.INTERLEAVED,
-        HAS_POS=pos is not None, SIGN=sign, ACC=acc, **cfg)
+        HAS_POS=pos is not None, SIGN=sign, ACC=acc_type(d.element), **cfg)
 
 
 class _RowGuarantee(Candidate):
@@ -135,27 +101,11 @@ class TritonRopeBackward(_RowGuarantee):
 
 
 @register_plan
-class KvCacheAppendPlan(Plan):
+class KvCacheAppendPlan(AttentionPlan):
     __doc__ = __doc__
-    category = OpCategory.ATTENTION
+    OP_NAME = "kv_cache_append"
     descriptor_type = KvCacheAppendDescriptor
     args_type = KvCacheAppendArgs
-
-    @classmethod
-    def op_name(cls, desc) -> str:
-        return "kv_cache_append"
-
-    def check_args(self, args: KvCacheAppendArgs) -> None:
-        who, d = type(self).__name__, self.desc
-        shapes = {"k_new": (d.batch, d.num_kv_heads, d.new_len, d.head_dim),
-                  "v_new": (d.batch, d.num_kv_heads, d.new_len, d.value_dim),
-                  "k_cache": (d.batch, d.num_kv_heads, d.capacity, d.head_dim),
-                  "v_cache": (d.batch, d.num_kv_heads, d.capacity, d.value_dim)}
-        for name, shape in shapes.items():
-            t = V.check_tensor(who, name, getattr(args, name), shape, d.element)
-            V.check_nonnegative_strides(who, name, t)
-            V.check_unit_stride(who, name, t, 3)
-        V.check_tensor(who, "cache_seqlens", args.cache_seqlens, (d.batch,), INDEX_KINDS)
 
 
 @register_candidate(KvCacheAppendPlan)
@@ -175,7 +125,7 @@ class TritonKvCacheAppend(Candidate):
         rows = max(1, min(64, 4096 // max(bdk, bdv)))
         st = [s for t in (args.k_new, args.v_new, args.k_cache, args.v_cache)
               for s in t.stride()[:3]]
-        kv_append_kernel[((n_rows + rows - 1) // rows,)](
+        kv_append_kernel[(cdiv(n_rows, rows),)](
             args.k_new, args.v_new, args.cache_seqlens, args.k_cache, args.v_cache,
             n_rows, d.num_kv_heads, d.new_len, d.capacity, *st,
             DK=d.head_dim, DV=d.value_dim, BLOCK_DK=bdk, BLOCK_DV=bdv, ROWS=rows)

@@ -17,7 +17,8 @@ from ...core import validate as V
 from ...core.errors import Unsupported
 from ...core.plan import Candidate
 from ...core.registry import register_candidate, register_plan
-from ...core.vocab import BackendKind, ElementKind, OpCategory, PlanPreference
+from ...core.runtime import cdiv
+from ...core.vocab import BackendKind, ElementKind, PlanPreference
 from .cublaslt import fuses_activation
 from .descriptors import (
     BatchedGemmArgs,
@@ -35,7 +36,6 @@ from .descriptors import (
 from .launch import (
     act_partials_workspace,
     activation_2d,
-    check_matrix_layout,
     colsum,
     colsum_workspace,
 )
@@ -45,7 +45,7 @@ _ALIGN = 256
 
 
 def _round(n: int) -> int:
-    return (n + _ALIGN - 1) // _ALIGN * _ALIGN
+    return cdiv(n, _ALIGN) * _ALIGN
 
 
 def _inner_pref(pref: PlanPreference, backend: BackendKind) -> PlanPreference:
@@ -139,25 +139,10 @@ class LinearPlan(GemmPlanBase):
     elementwise pass; on Triton everything is one fused kernel.
     """
 
-    category = OpCategory.GEMM
     descriptor_type = LinearDescriptor
     args_type = LinearArgs
     partner = "LinearBackwardPlan"
 
-    def check_args(self, args: LinearArgs) -> None:
-        who, d, e = type(self).__name__, self.desc, self.desc.element
-        V.check_tensor(who, "x", args.x, (d.tokens, d.in_features), e)
-        V.check_tensor(who, "weight", args.weight, (d.out_features, d.in_features), e)
-        V.check_tensor(who, "y", args.y, (d.tokens, d.out_features), e)
-        for n in ("x", "weight", "y"):
-            check_matrix_layout(who, n, getattr(args, n))
-        if d.bias:
-            V.check_tensor(who, "bias", args.bias, (d.out_features,), e)
-            V.check_nonnegative_strides(who, "bias", args.bias)
-        if d.save_preact:
-            V.check_tensor(who, "preact", args.preact, (d.tokens, d.out_features), e)
-            check_matrix_layout(who, "preact", args.preact)
-            V.check_no_overlap(who, "preact", args.preact, "y", args.y)
 
 
 @functools.lru_cache(maxsize=256)
@@ -207,29 +192,14 @@ class LinearBackwardPlan(GemmPlanBase):
     (fixed algorithm per layout, ordered reduction).
     """
 
-    category = OpCategory.GEMM
     descriptor_type = LinearBackwardDescriptor
     args_type = LinearBackwardArgs
     partner = "LinearPlan"
     is_backward = True
 
     def check_args(self, args: LinearBackwardArgs) -> None:
-        who, d, e = type(self).__name__, self.desc, self.desc.element
-        mn, mk, nk = (d.tokens, d.out_features), (d.tokens, d.in_features), \
-            (d.out_features, d.in_features)
-        for name, shape in (("dy", mn), ("x", mk), ("weight", nk)):
-            V.check_tensor(who, name, getattr(args, name), shape, e)
-            check_matrix_layout(who, name, getattr(args, name))
-        if d.activation is not GemmActivation.NONE:
-            V.check_tensor(who, "preact", args.preact, mn, e)
-            V.check_nonnegative_strides(who, "preact", args.preact)
-        for name, shape in (("dx", mk), ("dweight", nk), ("dbias", (d.out_features,))):
-            t = getattr(args, name)
-            if t is not None:
-                V.check_tensor(who, name, t, shape, e)
-                V.check_nonnegative_strides(who, name, t)
-                if t.dim() == 2:
-                    check_matrix_layout(who, name, t)
+        super().check_args(args)
+        who, d = type(self).__name__, self.desc
         outs = [t for t in (args.dx, args.dweight, args.dbias) if t is not None]
         if not outs:
             raise V.InvalidProblem(f"{who}: no gradient requested; expected at least one of "
@@ -281,9 +251,8 @@ class _LinearBwd(_Composite):
         want_dw = args.dweight is not None and args.dweight.numel() > 0
         # Bias gradient: with an activation, the dh kernel sums its own output as it writes it
         # (partials, then a tiny fixed-order stage 2). Without one, dh = dy is not written by
-        # us: on cuBLASLt the dW GEMM's BGRADB epilogue sums it. (BGRADB is a separate cuBLASLt
-        # kernel over dh, 40 us at 8192x4096 bf16 on the H100, where the fused partials cost
-        # the dh kernel a few.)
+        # us: on cuBLASLt the dW GEMM's BGRADB epilogue sums it (a separate cuBLASLt kernel over
+        # dh costs more than the fused partials cost the dh kernel).
         bgradb = (self.inner is BackendKind.CUBLASLT and want_dw and args.dbias is not None
                   and m > 0 and desc.element is not ElementKind.F64 and not dh_b)
         fused_db = False
@@ -327,7 +296,6 @@ class BatchedGemmPlan(GemmPlanBase):
     beta == 1 runs as a bias epilogue.
     """
 
-    category = OpCategory.GEMM
     descriptor_type = BatchedGemmDescriptor
     args_type = BatchedGemmArgs
 
@@ -336,15 +304,10 @@ class BatchedGemmPlan(GemmPlanBase):
         return desc.kind.value
 
     def check_args(self, args: BatchedGemmArgs) -> None:
-        who, d, e = type(self).__name__, self.desc, self.desc.element
-        lead = (d.batch,) if d.batched else ()
-        V.check_tensor(who, "a", args.a, (*lead, d.m, d.k), e)
-        V.check_tensor(who, "b", args.b, (*lead, d.k, d.n), e)
-        V.check_tensor(who, "out", args.out, d.out_shape(), e)
-        for n in ("a", "b", "out"):
-            check_matrix_layout(who, n, getattr(args, n))
+        super().check_args(args)
+        who, d = type(self).__name__, self.desc
         if d.has_input:
-            inp = V.check_tensor(who, "input", args.input, element=e)
+            inp = args.input
             try:
                 torch.broadcast_shapes(tuple(inp.shape), d.out_shape())
                 ok = len(inp.shape) <= len(d.out_shape())
@@ -353,7 +316,6 @@ class BatchedGemmPlan(GemmPlanBase):
             if not ok:
                 raise V.InvalidProblem(f"{who}: input.shape {tuple(inp.shape)} does not "
                                        f"broadcast to out.shape {d.out_shape()}")
-            V.check_nonnegative_strides(who, "input", inp)
 
 
 def _bias_form(desc, inp) -> bool:
@@ -368,7 +330,7 @@ class _Batched(_Composite):
     def _dense(self, desc, bias: bool):
         return DenseGemmDescriptor(
             m=desc.m, n=desc.n, k=desc.k, element=desc.element,
-            batch=(desc.batch,) if desc.batched else (), alpha=desc.alpha,
+            batch=desc.lead, alpha=desc.alpha,
             beta=0.0 if (bias or not desc.has_input) else desc.beta, bias=bias)
 
     def inner_descs(self, desc):
@@ -415,18 +377,9 @@ class GroupedGemmPlan(GemmPlanBase):
     **Precision**: each group is one DenseGemmPlan (deterministic).
     """
 
-    category = OpCategory.GEMM
     descriptor_type = GroupedGemmDescriptor
     args_type = GroupedGemmArgs
 
-    def check_args(self, args: GroupedGemmArgs) -> None:
-        who, d, e = type(self).__name__, self.desc, self.desc.element
-        V.check_tensor(who, "a", args.a, (d.total_rows, d.k), e)
-        V.check_tensor(who, "b", args.b, (len(d.group_sizes), d.k, d.n), e)
-        V.check_tensor(who, "d", args.d, (d.total_rows, d.n), e)
-        for n in ("a", "b", "d"):
-            check_matrix_layout(who, n, getattr(args, n))
-            V.check_nonnegative_strides(who, n, getattr(args, n))
 
 
 class _Grouped(_Composite):

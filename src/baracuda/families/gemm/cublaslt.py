@@ -1,5 +1,5 @@
 """cuBLASLt candidate of DenseGemmPlan, called through nvmath-python's low-level bindings
-(ltcore.py: cached descriptors/layouts/algorithm per cell, a few us of host time per call).
+(ltcore.py: cached descriptors/layouts/algorithm per cell, little host time per call).
 
 Epilogues: bias, relu, gelu(tanh) forward (cuBLASLt's GELU is the tanh form); GELU_AUX(_BIAS)
 writes the pre-activation into our buffer for the training forward; DGELU(_BGRAD) is the

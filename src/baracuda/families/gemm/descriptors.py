@@ -8,14 +8,16 @@ backward ones (activation derivative from a saved pre-activation, bias gradient)
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
 import torch
 
 from ...core import validate as V
+from ...core.args import Args, operand
 from ...core.errors import InvalidProblem
-from ...core.plan import Args, Descriptor
+from ...core.plan import Descriptor
 from ...core.vocab import FLOAT_KINDS, ElementKind
 
 GEMM_ELEMENTS = tuple(sorted(FLOAT_KINDS, key=lambda k: k.value))
@@ -39,20 +41,29 @@ _ACT_CODE = {GemmActivation.NONE: 0, GemmActivation.RELU: 1, GemmActivation.GELU
              GemmActivation.GELU_TANH: 3, GemmActivation.SILU: 4}
 
 
-def _check_extent(who: str, name: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidProblem(f"{who}: {name} must be an int >= 0, got {value!r}")
+def _check_problem(who: str, desc, extents: tuple[str, ...]) -> None:
+    """The named extents are ints >= 0 and the element is one the GEMMs take."""
+    for name in extents:
+        value = getattr(desc, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise InvalidProblem(f"{who}: {name} must be an int >= 0, got {value!r}")
+    if not isinstance(desc.element, ElementKind):
+        raise InvalidProblem(f"{who}: element must be an ElementKind, got {desc.element!r}")
+    V.check_element(who, "element", desc.element, GEMM_ELEMENTS)
 
 
-def _check_element(who: str, element) -> None:
-    if not isinstance(element, ElementKind):
-        raise InvalidProblem(f"{who}: element must be an ElementKind, got {element!r}")
-    V.check_element(who, "element", element, GEMM_ELEMENTS)
-
-
-def _check_act(who: str, name: str, act) -> None:
-    if not isinstance(act, GemmActivation):
-        raise InvalidProblem(f"{who}: {name} must be a GemmActivation, got {act!r}")
+def _check_epilogue(who: str, desc, acts: tuple[str, ...], flags: tuple[str, ...]) -> None:
+    """Activation fields are GemmActivations, flags are bools, and a saved pre-activation has
+    an activation to be the input of."""
+    for name in acts:
+        if not isinstance(getattr(desc, name), GemmActivation):
+            raise InvalidProblem(f"{who}: {name} must be a GemmActivation, "
+                                 f"got {getattr(desc, name)!r}")
+    for flag in flags:
+        if not isinstance(getattr(desc, flag), bool):
+            raise InvalidProblem(f"{who}: {flag} must be a bool, got {getattr(desc, flag)!r}")
+    if desc.save_preact and desc.activation is GemmActivation.NONE:
+        raise InvalidProblem(f"{who}: save_preact needs an activation; got activation none")
 
 
 @dataclass(frozen=True)
@@ -81,25 +92,18 @@ class DenseGemmDescriptor(Descriptor):
     bias_grad: bool = False
 
     def validate(self, who: str) -> None:
-        for name in ("m", "n", "k"):
-            _check_extent(who, name, getattr(self, name))
-        _check_element(who, self.element)
+        _check_problem(who, self, ("m", "n", "k"))
         batch = V.check_shape(who, "batch", self.batch)
         V.check_rank(who, "batch", batch, 0, V.MAX_RANK - 2)
         V.check_finite(who, "alpha", self.alpha)
         V.check_finite(who, "beta", self.beta)
-        _check_act(who, "activation", self.activation)
-        _check_act(who, "dactivation", self.dactivation)
-        for flag in ("bias", "save_preact", "bias_grad"):
-            if not isinstance(getattr(self, flag), bool):
-                raise InvalidProblem(f"{who}: {flag} must be a bool, got {getattr(self, flag)!r}")
+        _check_epilogue(who, self, ("activation", "dactivation"),
+                        ("bias", "save_preact", "bias_grad"))
         if self.is_backward_epilogue and (self.activation is not GemmActivation.NONE or self.bias
                                           or self.save_preact):
             raise InvalidProblem(
                 f"{who}: forward epilogue (activation/bias/save_preact) and backward epilogue "
                 f"(dactivation/bias_grad) are exclusive; got {self}")
-        if self.save_preact and self.activation is GemmActivation.NONE:
-            raise InvalidProblem(f"{who}: save_preact needs an activation; got activation none")
 
     @property
     def is_backward_epilogue(self) -> bool:
@@ -111,10 +115,11 @@ class DenseGemmDescriptor(Descriptor):
 
     @property
     def nbatch(self) -> int:
-        n = 1
-        for d in self.batch:
-            n *= d
-        return n
+        return math.prod(self.batch)
+
+    @property
+    def mn_shape(self) -> tuple[int, ...]:
+        return (*self.batch, self.m, self.n)
 
     @property
     def epilogue_name(self) -> str:
@@ -132,21 +137,32 @@ class DenseGemmDescriptor(Descriptor):
         return "+".join(parts) or "none"
 
 
+def _n(d) -> tuple[int]:
+    return (d.n,)
+
+
 @dataclass
 class DenseGemmArgs(Args):
     """a [*batch, m, k], b [*batch, k, n] (any strides, batch strides may be 0), c like d (read
     when beta != 0), bias [n], preact [*batch, m, n] (backward epilogue input), d [*batch, m, n],
     preact_out [*batch, m, n] (forward, when save_preact), dbias [n] (when bias_grad)."""
 
-    a: torch.Tensor
-    b: torch.Tensor
-    d: torch.Tensor
-    c: torch.Tensor | None = None
-    bias: torch.Tensor | None = None
-    preact: torch.Tensor | None = None
-    preact_out: torch.Tensor | None = None
-    dbias: torch.Tensor | None = None
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("d", "preact_out", "dbias")
+    a: torch.Tensor = operand(lambda d: (*d.batch, d.m, d.k), "element")
+    b: torch.Tensor = operand(lambda d: (*d.batch, d.k, d.n), "element")
+    d: torch.Tensor = operand("mn_shape", "element", output=True)
+    #: BLAS: beta == 0 ignores C (unchecked then); DenseGemmPlan requires it otherwise.
+    c: torch.Tensor | None = operand(lambda d: d.mn_shape if d.has_c else None,
+                                     lambda d: d.element if d.has_c else None, optional=True)
+    bias: torch.Tensor | None = operand(_n, "element", when=lambda d: d.bias)
+    preact: torch.Tensor | None = operand(
+        "mn_shape", "element", when=lambda d: d.dactivation is not GemmActivation.NONE)
+    preact_out: torch.Tensor | None = operand("mn_shape", "element", output=True,
+                                              when=lambda d: d.save_preact)
+    dbias: torch.Tensor | None = operand(_n, "element", output=True, when=lambda d: d.bias_grad)
+    #: BLAS layouts (one unit stride in the last two dims); the rest any non-negative strides
+    #: (c and preact may broadcast with stride 0).
+    MATRICES: ClassVar[tuple[str, ...]] = ("a", "b", "d")
+    STRIDED: ClassVar[tuple[str, ...]] = ("c", "bias", "preact", "preact_out", "dbias")
 
 
 class BatchedGemmKind(enum.Enum):
@@ -173,9 +189,7 @@ class BatchedGemmDescriptor(Descriptor):
     def validate(self, who: str) -> None:
         if not isinstance(self.kind, BatchedGemmKind):
             raise InvalidProblem(f"{who}: kind must be a BatchedGemmKind, got {self.kind!r}")
-        for name in ("batch", "m", "n", "k"):
-            _check_extent(who, name, getattr(self, name))
-        _check_element(who, self.element)
+        _check_problem(who, self, ("batch", "m", "n", "k"))
         V.check_finite(who, "alpha", self.alpha)
         V.check_finite(who, "beta", self.beta)
         if self.kind in (BatchedGemmKind.ADDMM, BatchedGemmKind.MM) and self.batch != 1:
@@ -190,17 +204,23 @@ class BatchedGemmDescriptor(Descriptor):
     def has_input(self) -> bool:
         return self.kind in (BatchedGemmKind.BADDBMM, BatchedGemmKind.ADDMM)
 
+    @property
+    def lead(self) -> tuple[int, ...]:
+        return (self.batch,) if self.batched else ()
+
     def out_shape(self) -> tuple[int, ...]:
-        return (self.batch, self.m, self.n) if self.batched else (self.m, self.n)
+        return (*self.lead, self.m, self.n)
 
 
 @dataclass
 class BatchedGemmArgs(Args):
-    a: torch.Tensor
-    b: torch.Tensor
-    out: torch.Tensor
-    input: torch.Tensor | None = None  # broadcastable to out's shape
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("out",)
+    a: torch.Tensor = operand(lambda d: (*d.lead, d.m, d.k), "element")
+    b: torch.Tensor = operand(lambda d: (*d.lead, d.k, d.n), "element")
+    out: torch.Tensor = operand(lambda d: d.out_shape(), "element", output=True)
+    #: broadcastable to out's shape (BatchedGemmPlan's rule)
+    input: torch.Tensor | None = operand(None, "element", when=lambda d: d.has_input)
+    MATRICES: ClassVar[tuple[str, ...]] = ("a", "b", "out")
+    STRIDED: ClassVar[tuple[str, ...]] = ("input",)
 
 
 @dataclass(frozen=True)
@@ -217,25 +237,36 @@ class LinearDescriptor(Descriptor):
     save_preact: bool = False
 
     def validate(self, who: str) -> None:
-        for name in ("tokens", "in_features", "out_features"):
-            _check_extent(who, name, getattr(self, name))
-        _check_element(who, self.element)
-        _check_act(who, "activation", self.activation)
-        for flag in ("bias", "save_preact"):
-            if not isinstance(getattr(self, flag), bool):
-                raise InvalidProblem(f"{who}: {flag} must be a bool, got {getattr(self, flag)!r}")
-        if self.save_preact and self.activation is GemmActivation.NONE:
-            raise InvalidProblem(f"{who}: save_preact needs an activation; got activation none")
+        _check_problem(who, self, ("tokens", "in_features", "out_features"))
+        _check_epilogue(who, self, ("activation",), ("bias", "save_preact"))
+
+    @property
+    def y_shape(self) -> tuple[int, int]:
+        return (self.tokens, self.out_features)
+
+    @property
+    def x_shape(self) -> tuple[int, int]:
+        return (self.tokens, self.in_features)
+
+    @property
+    def weight_shape(self) -> tuple[int, int]:
+        return (self.out_features, self.in_features)
+
+
+def _out_features(d) -> tuple[int]:
+    return (d.out_features,)
 
 
 @dataclass
 class LinearArgs(Args):
-    x: torch.Tensor
-    weight: torch.Tensor
-    y: torch.Tensor
-    bias: torch.Tensor | None = None
-    preact: torch.Tensor | None = None
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("y", "preact")
+    x: torch.Tensor = operand("x_shape", "element")
+    weight: torch.Tensor = operand("weight_shape", "element")
+    y: torch.Tensor = operand("y_shape", "element", output=True)
+    bias: torch.Tensor | None = operand(_out_features, "element", when=lambda d: d.bias)
+    preact: torch.Tensor | None = operand("y_shape", "element", output=True,
+                                          when=lambda d: d.save_preact)
+    MATRICES: ClassVar[tuple[str, ...]] = ("x", "weight", "y", "preact")
+    STRIDED: ClassVar[tuple[str, ...]] = ("bias",)
 
 
 @dataclass(frozen=True)
@@ -249,14 +280,19 @@ class LinearBackwardDescriptor(LinearDescriptor):
 
 @dataclass
 class LinearBackwardArgs(Args):
-    dy: torch.Tensor
-    x: torch.Tensor
-    weight: torch.Tensor
-    preact: torch.Tensor | None = None
-    dx: torch.Tensor | None = None
-    dweight: torch.Tensor | None = None
-    dbias: torch.Tensor | None = None
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("dx", "dweight", "dbias")
+    """Each gradient output is optional (at least one; dbias only with bias=True)."""
+
+    dy: torch.Tensor = operand("y_shape", "element")
+    x: torch.Tensor = operand("x_shape", "element")
+    weight: torch.Tensor = operand("weight_shape", "element")
+    preact: torch.Tensor | None = operand(
+        "y_shape", "element", when=lambda d: d.activation is not GemmActivation.NONE)
+    dx: torch.Tensor | None = operand("x_shape", "element", output=True, optional=True)
+    dweight: torch.Tensor | None = operand("weight_shape", "element", output=True,
+                                           optional=True)
+    dbias: torch.Tensor | None = operand(_out_features, "element", output=True, optional=True)
+    MATRICES: ClassVar[tuple[str, ...]] = ("dy", "x", "weight", "dx", "dweight")
+    STRIDED: ClassVar[tuple[str, ...]] = ("preact", "dx", "dweight", "dbias")
 
 
 @dataclass(frozen=True)
@@ -274,9 +310,7 @@ class GroupedGemmDescriptor(Descriptor):
         sizes = V.check_shape(who, "group_sizes", self.group_sizes)
         if not sizes:
             raise InvalidProblem(f"{who}: group_sizes must name at least one group, got ()")
-        _check_extent(who, "n", self.n)
-        _check_extent(who, "k", self.k)
-        _check_element(who, self.element)
+        _check_problem(who, self, ("n", "k"))
 
     @property
     def total_rows(self) -> int:
@@ -285,7 +319,8 @@ class GroupedGemmDescriptor(Descriptor):
 
 @dataclass
 class GroupedGemmArgs(Args):
-    a: torch.Tensor
-    b: torch.Tensor
-    d: torch.Tensor
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("d",)
+    a: torch.Tensor = operand(lambda d: (d.total_rows, d.k), "element")
+    b: torch.Tensor = operand(lambda d: (len(d.group_sizes), d.k, d.n), "element")
+    d: torch.Tensor = operand(lambda d: (d.total_rows, d.n), "element", output=True)
+    MATRICES: ClassVar[tuple[str, ...]] = ("a", "b", "d")
+    STRIDED: ClassVar[tuple[str, ...]] = ()

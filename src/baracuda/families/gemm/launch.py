@@ -8,13 +8,13 @@ import itertools
 from dataclasses import dataclass
 
 import torch
-import triton.language as tl
 
-from ...backends.triton_support import INTERP, split_f64
+from ...backends.triton_support import INTERP, acc_type, split_f64
 from ...core.errors import InvalidProblem, Unsupported
 from ...core.layout import collapse_dims
+from ...core.runtime import cdiv
 from ...core.vocab import ArchSku, ElementKind, PlanPreference
-from .kernels import act_rows_kernel, cdiv, colsum_kernel, colsum_split_kernel, gemm_kernel
+from .kernels import act_rows_kernel, colsum_kernel, colsum_split_kernel, gemm_kernel
 
 
 def check_matrix_layout(who: str, name: str, t: torch.Tensor) -> None:
@@ -69,14 +69,10 @@ def tile_for(element: ElementKind, m: int, n: int, arch: ArchSku, pref: PlanPref
     if m <= 64 or n <= 64:
         return Tile(64, 64, 64, 8, 4, 4, math)
     if epilogue_math:
-        # 128x256 spills (68 B with gelu_tanh and a saved pre-activation, sm_90a AOT check)
+        # 128x256 spills (gelu_tanh with a saved pre-activation, sm_90a AOT check)
         # even with the activation on column quarters: 128x128, halves.
         return Tile(128, 128, 64, 8, 8, 3, math, 2)
     return Tile(128, 256, 64, 8, 8, 3, math)
-
-
-def acc_type(element: ElementKind):
-    return tl.float64 if element is ElementKind.F64 else tl.float32
 
 
 def _view(t: torch.Tensor, nb: int, offset: int) -> torch.Tensor:

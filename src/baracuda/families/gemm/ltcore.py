@@ -1,7 +1,7 @@
 """cuBLASLt through nvmath-python's low-level bindings (`nvmath.bindings.cublasLt`).
 
-The high-level `nvmath.linalg.advanced.Matmul` costs 150-300 us of host time per call (operand
-wrapping, stream objects, checked rebinding); a raw `cublasLtMatmul` costs a few. Everything
+The high-level `nvmath.linalg.advanced.Matmul` costs far more host time per call (operand
+wrapping, stream objects, checked rebinding) than a raw `cublasLtMatmul`. Everything
 that depends only on the problem and operand layouts (matmul descriptor, matrix layouts,
 algorithm) is built once per *cell* and cached; a call then sets the epilogue pointers that
 change (bias / aux, descriptor attributes) and launches on torch's current stream.
@@ -264,9 +264,8 @@ def _fastest(cell, addrs, a, b, d, workspace, bias, aux, dev) -> int:
     """The heuristic's first candidate unless another is clearly faster. Every candidate is
     timed briefly; the few near the best and the first are re-timed in interleaved rounds
     (order alternating); another wins only when its median beats the first's by more than
-    MARGIN. On the H100 the first candidate was torch's cuBLAS kernel in every Linear cell
-    probed (PERF_NOTES.md), and short timings move by 2-10% with the clocks: a tuner that
-    took any faster-looking candidate picked different kernels from process to process."""
+    MARGIN: short timings move with the clocks, and a tuner that took any faster-looking
+    candidate would pick different kernels from process to process."""
     first = time_candidates(cell, addrs, a, b, d, workspace, bias, aux, dev, reps=2)
     best = min(first)
     if best == float("inf"):

@@ -11,10 +11,10 @@ PlanPreference(allow_tf32=True)), f64 (f64 FMA path). m, n, k >= 0, batch rank 0
 
 **Backends**: cuBLASLt (nvmath-python's low-level bindings) first, with its bias / relu /
 gelu(tanh) epilogues, the saved gelu(tanh) pre-activation (GELU_AUX) and dgelu(tanh)
-(+ bias gradient) backward epilogues (measured faster than the fused Triton kernel on H100,
-PERF_NOTES.md); other backward epilogues and saved pre-activations, exact-erf GELU, SiLU,
-batched aux epilogues and the CPU interpreter run on Triton (k == 0 too) (whose fused-activation
-tile is timed once per large problem on sm_90).
+(+ bias gradient) backward epilogues (faster than the fused Triton kernel on the H100); other
+backward epilogues and saved pre-activations, exact-erf GELU, SiLU, batched aux epilogues and
+the CPU interpreter run on Triton (k == 0 too) (whose fused-activation tile is timed once per
+large problem on sm_90).
 
 **Workspace**: Triton: none. cuBLASLt: a fixed scratch (CUBLASLT_WORKSPACE bytes) for the
 library's heuristic algorithm.
@@ -39,7 +39,7 @@ from ...core.vocab import (
     PlanPreference,
     PrecisionGuarantee,
 )
-from .descriptors import DenseGemmArgs, DenseGemmDescriptor, GemmActivation
+from .descriptors import DenseGemmArgs, DenseGemmDescriptor
 from .launch import check_matrix_layout, launch_gemm
 
 
@@ -51,13 +51,26 @@ def gemm_guarantee(desc, pref: PlanPreference) -> PrecisionGuarantee:
 
 class GemmPlanBase(Plan):
     """Base of the GEMM family's plans (Plan.run / run_trusted hand candidates the preference
-    through `launch_with`: TF32 and the backend of inner plans are preferences)."""
+    through `launch_with`: TF32 and the backend of inner plans are preferences). Arguments: the
+    declared operands, then the layouts the Args class names (`MATRICES` in a BLAS layout,
+    `STRIDED` with non-negative strides)."""
+
+    category = OpCategory.GEMM
+
+    def check_args(self, args) -> None:
+        super().check_args(args)
+        who = type(self).__name__
+        for name in args.STRIDED:
+            if (t := getattr(args, name)) is not None:
+                V.check_nonnegative_strides(who, name, t)
+        for name in args.MATRICES:
+            if (t := getattr(args, name)) is not None:
+                check_matrix_layout(who, name, t)
 
 
 @register_plan
 class DenseGemmPlan(GemmPlanBase):
     __doc__ = __doc__
-    category = OpCategory.GEMM
     descriptor_type = DenseGemmDescriptor
     args_type = DenseGemmArgs
 
@@ -72,38 +85,10 @@ class DenseGemmPlan(GemmPlanBase):
         self._sku = dataclasses.replace(self._sku, epilogue=desc.epilogue_name, layout="strided")
 
     def check_args(self, args: DenseGemmArgs) -> None:
-        who, d = type(self).__name__, self.desc
-        e = d.element
-        mn = (*d.batch, d.m, d.n)
-        a = V.check_tensor(who, "a", args.a, element=e)
-        b = V.check_tensor(who, "b", args.b, element=e)
-        if tuple(a.shape) != (*d.batch, d.m, d.k) or tuple(b.shape) != (*d.batch, d.k, d.n):
-            raise V.InvalidProblem(
-                f"{who}: a.shape {tuple(a.shape)} and b.shape {tuple(b.shape)} do not match the "
-                f"descriptor: expected a {(*d.batch, d.m, d.k)} and b {(*d.batch, d.k, d.n)}")
-        V.check_tensor(who, "d", args.d, mn, e)
-        check_matrix_layout(who, "a", a)
-        check_matrix_layout(who, "b", b)
-        check_matrix_layout(who, "d", args.d)
-        if d.has_c:
-            V.check_tensor(who, "c", args.c, mn, e)
-            V.check_nonnegative_strides(who, "c", args.c)  # C may broadcast (stride 0)
-        if d.bias:
-            V.check_tensor(who, "bias", args.bias, (d.n,), e)
-        if d.dactivation is not GemmActivation.NONE:
-            V.check_tensor(who, "preact", args.preact, mn, e)
-            V.check_nonnegative_strides(who, "preact", args.preact)
-        if d.save_preact:
-            V.check_tensor(who, "preact_out", args.preact_out, mn, e)
-            V.check_nonnegative_strides(who, "preact_out", args.preact_out)
-            V.check_no_overlap(who, "preact_out", args.preact_out, "d", args.d)
-        if d.bias_grad:
-            V.check_tensor(who, "dbias", args.dbias, (d.n,), e)
-            V.check_no_overlap(who, "dbias", args.dbias, "d", args.d)
-        for name in ("bias", "dbias"):
-            t = getattr(args, name)
-            if t is not None:
-                V.check_nonnegative_strides(who, name, t)
+        super().check_args(args)
+        if self.desc.has_c and args.c is None:
+            raise V.InvalidProblem(f"{type(self).__name__}: c is required when beta != 0, "
+                                   "got None")
 
     def is_empty(self, args) -> bool:
         if self.desc.bias_grad and self.desc.n > 0:

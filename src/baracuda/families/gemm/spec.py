@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ...backends.triton_support import triton_dtype
+from ...backends.triton_support import acc_type, triton_dtype
 from ...core.errors import InvalidProblem, Unsupported
 from ...core.registry import register_bench, register_spec
 from ...core.spec import AotVariant, BenchCase, Case, Malformed, PlanSpec
@@ -28,7 +28,7 @@ from .descriptors import (
     LinearDescriptor,
 )
 from .kernels import gemm_kernel
-from .launch import acc_type, tile_for
+from .launch import tile_for
 from .plans import DenseGemmPlan
 
 E = ElementKind
@@ -487,8 +487,8 @@ def gemm_benches(quick: bool):
                 return fn(x, w, b, dy)
         return run
 
-    # The shape (K = 4096), then a smaller-K MLP shape (added row: the elementwise
-    # passes weigh more next to a 4x shorter GEMM).
+    # The shape (K = 4096), then a smaller-K MLP shape (the elementwise passes weigh
+    # more next to a shorter GEMM).
     for t, i, o in ((8192, 4096, 4096), (8192, 1024, 4096)):
         def gsetup(device, t=t, i=i, o=o):
             x = torch.randn(t, i, device=device, dtype=torch.bfloat16, requires_grad=True)

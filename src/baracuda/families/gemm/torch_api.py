@@ -253,8 +253,7 @@ def _linear_setup(ctx, inputs, output):
     x, weight, bias, activation, save = inputs
     y, pre = output
     ctx.mark_non_differentiable(pre)
-    # pre's gradient is never used: materialized, it is a [tokens, out] zero fill per backward
-    # (21 us at 8192x4096 bf16 on the H100).
+    # pre's gradient is never used: materialized, it is a [tokens, out] zero fill per backward.
     ctx.set_materialize_grads(False)
     ctx.save_for_backward(x, weight, pre)
     ctx.activation, ctx.has_bias = activation, bias is not None
