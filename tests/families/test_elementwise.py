@@ -12,7 +12,7 @@ import torch.nn.functional as F
 import baracuda as bc
 import baracuda.torch as bt
 from baracuda.families.elementwise.table import UNARY
-from baracuda.families.elementwise.torch_api import _unary, _unary_bw
+from baracuda.families.elementwise.custom_ops import _unary, _unary_bw
 from conftest import DEVICE
 from helpers import assert_close
 
