@@ -21,66 +21,17 @@ To add a kind:
    range or tolerance gets it in its row (`domain`) or beside the spec.
 """
 
-from .descriptors import (
-    BinaryArgs,
-    BinaryBackwardArgs,
-    BinaryBackwardDescriptor,
-    BinaryDescriptor,
-    BinaryKind,
-    BinaryParamBackwardArgs,
-    BinaryParamBackwardDescriptor,
-    BinaryParamDescriptor,
-    CastDescriptor,
-    CompareDescriptor,
-    CompareKind,
-    GatedArgs,
-    GatedBackwardArgs,
-    GatedBackwardDescriptor,
-    GatedDescriptor,
-    GatedKind,
-    TernaryArgs,
-    TernaryBackwardArgs,
-    TernaryBackwardDescriptor,
-    TernaryDescriptor,
-    TernaryKind,
-    UnaryArgs,
-    UnaryBackwardArgs,
-    UnaryBackwardDescriptor,
-    UnaryDescriptor,
-    UnaryKind,
-    UnaryParamBackwardDescriptor,
-    UnaryParamDescriptor,
-    UnaryParamKind,
-)
-from .plans import (
-    BinaryBackwardPlan,
-    BinaryCmpPlan,
-    BinaryParamBackwardPlan,
-    BinaryParamPlan,
-    BinaryPlan,
-    CastPlan,
-    UnaryBackwardPlan,
-    UnaryParamBackwardPlan,
-    UnaryParamPlan,
-    UnaryPlan,
-)
-from .plans_more import (
-    GatedActivationBackwardPlan,
-    GatedActivationPlan,
-    TernaryBackwardPlan,
-    TernaryPlan,
-)
+from . import descriptors, plans, plans_more
 
-__all__ = [
-    "BinaryArgs", "BinaryBackwardArgs", "BinaryBackwardDescriptor", "BinaryBackwardPlan",
-    "BinaryCmpPlan", "BinaryDescriptor", "BinaryKind", "BinaryParamBackwardArgs",
-    "BinaryParamBackwardDescriptor", "BinaryParamBackwardPlan", "BinaryParamDescriptor",
-    "BinaryParamPlan", "BinaryPlan", "CastDescriptor", "CastPlan", "CompareDescriptor",
-    "CompareKind", "GatedActivationBackwardPlan", "GatedActivationPlan", "GatedArgs",
-    "GatedBackwardArgs", "GatedBackwardDescriptor", "GatedDescriptor", "GatedKind",
-    "TernaryArgs", "TernaryBackwardArgs", "TernaryBackwardDescriptor", "TernaryBackwardPlan",
-    "TernaryDescriptor", "TernaryKind", "TernaryPlan", "UnaryArgs", "UnaryBackwardArgs",
-    "UnaryBackwardDescriptor", "UnaryBackwardPlan", "UnaryDescriptor", "UnaryKind",
-    "UnaryParamBackwardDescriptor", "UnaryParamBackwardPlan", "UnaryParamDescriptor",
-    "UnaryParamKind", "UnaryParamPlan", "UnaryPlan",
-]
+
+def _public(*modules):
+    """The family's kinds, descriptors, args and plans defined in `modules`."""
+    for module in modules:
+        for name, obj in vars(module).items():
+            if (name.endswith(("Args", "Descriptor", "Kind", "Plan"))
+                    and getattr(obj, "__module__", "").startswith(__name__ + ".")):
+                yield name, obj
+
+
+globals().update(_public(descriptors, plans, plans_more))
+__all__ = sorted(dict(_public(descriptors, plans, plans_more)))

@@ -10,37 +10,7 @@ import torch
 from ...backends.torch_ops import define_op, run_plan
 from ...core.errors import ArgumentTypeError
 from ...core.vocab import ElementKind
-from .descriptors import (
-    BinaryArgs,
-    BinaryBackwardArgs,
-    BinaryBackwardDescriptor,
-    BinaryDescriptor,
-    BinaryKind,
-    BinaryParamBackwardArgs,
-    BinaryParamBackwardDescriptor,
-    BinaryParamDescriptor,
-    CastDescriptor,
-    CompareDescriptor,
-    CompareKind,
-    GatedArgs,
-    GatedBackwardArgs,
-    GatedBackwardDescriptor,
-    GatedDescriptor,
-    GatedKind,
-    TernaryArgs,
-    TernaryBackwardArgs,
-    TernaryBackwardDescriptor,
-    TernaryDescriptor,
-    TernaryKind,
-    UnaryArgs,
-    UnaryBackwardArgs,
-    UnaryBackwardDescriptor,
-    UnaryDescriptor,
-    UnaryKind,
-    UnaryParamBackwardDescriptor,
-    UnaryParamDescriptor,
-    UnaryParamKind,
-)
+from . import descriptors as D
 from .plans import (
     BinaryBackwardPlan,
     BinaryCmpPlan,
@@ -77,22 +47,22 @@ def _none_if_empty(t, needed):
 
 
 def _unary_fw(x: torch.Tensor, kind: str) -> torch.Tensor:
-    k = UnaryKind(kind)
+    k = D.UnaryKind(kind)
     # empty_like keeps a dense input's layout (a transposed view stays one flat pass), as torch
     y = torch.empty_like(x, dtype=unary_out_element("unary", k, _el(x)).torch_dtype)
-    run_plan(UnaryPlan, UnaryDescriptor.cached(k, tuple(x.shape), x.dtype), UnaryArgs(x=x, y=y))
+    run_plan(UnaryPlan, D.UnaryDescriptor.cached(k, tuple(x.shape), x.dtype), D.UnaryArgs(x=x, y=y))
     return y
 
 
 def _unary_fake(x: torch.Tensor, kind: str) -> torch.Tensor:
-    out = unary_out_element("unary", UnaryKind(kind), _el(x)).torch_dtype
+    out = unary_out_element("unary", D.UnaryKind(kind), _el(x)).torch_dtype
     return torch.empty_like(x, dtype=out)
 
 
 def _unary_bw(dy: torch.Tensor, x: torch.Tensor, kind: str) -> torch.Tensor:
     dx = torch.empty_like(x)
-    desc = UnaryBackwardDescriptor.cached(UnaryKind(kind), tuple(x.shape), x.dtype)
-    run_plan(UnaryBackwardPlan, desc, UnaryBackwardArgs(dy=dy, x=x, dx=dx))
+    desc = D.UnaryBackwardDescriptor.cached(D.UnaryKind(kind), tuple(x.shape), x.dtype)
+    run_plan(UnaryBackwardPlan, desc, D.UnaryBackwardArgs(dy=dy, x=x, dx=dx))
     return dx
 
 
@@ -125,25 +95,25 @@ def _el(t: torch.Tensor) -> ElementKind:
 
 
 def _uparam_fw(x: torch.Tensor, kind: str, params: list[float]) -> torch.Tensor:
-    k, ps = UnaryParamKind(kind), tuple(float(p) for p in params)
+    k, ps = D.UnaryParamKind(kind), tuple(float(p) for p in params)
     out = unary_param_out_element("unary", k, _el(x), ps).torch_dtype
     y = torch.empty_like(x, dtype=out)
-    run_plan(UnaryParamPlan, UnaryParamDescriptor.cached(k, tuple(x.shape), x.dtype, ps),
-             UnaryArgs(x=x, y=y))
+    run_plan(UnaryParamPlan, D.UnaryParamDescriptor.cached(k, tuple(x.shape), x.dtype, ps),
+             D.UnaryArgs(x=x, y=y))
     return y
 
 
 def _uparam_fake(x: torch.Tensor, kind: str, params: list[float]) -> torch.Tensor:
-    k, ps = UnaryParamKind(kind), tuple(float(p) for p in params)
+    k, ps = D.UnaryParamKind(kind), tuple(float(p) for p in params)
     out = unary_param_out_element("unary", k, _el(x), ps).torch_dtype
     return torch.empty_like(x, dtype=out)
 
 
 def _uparam_bw(dy: torch.Tensor, x: torch.Tensor, kind: str, params: list[float]) -> torch.Tensor:
     dx = torch.empty_like(x)
-    desc = UnaryParamBackwardDescriptor.cached(UnaryParamKind(kind), tuple(x.shape), x.dtype,
+    desc = D.UnaryParamBackwardDescriptor.cached(D.UnaryParamKind(kind), tuple(x.shape), x.dtype,
                                         tuple(float(p) for p in params))
-    run_plan(UnaryParamBackwardPlan, desc, UnaryBackwardArgs(dy=dy, x=x, dx=dx))
+    run_plan(UnaryParamBackwardPlan, desc, D.UnaryBackwardArgs(dy=dy, x=x, dx=dx))
     return dx
 
 
@@ -172,7 +142,7 @@ _uparam = define_op("ew_unary_param", _uparam_fw, _uparam_fake, backward=_uparam
 
 
 def _bdesc(a, b, kind, alpha, out_dtype):
-    desc = BinaryDescriptor.cached(BinaryKind(kind), tuple(a.shape), tuple(b.shape), a.dtype,
+    desc = D.BinaryDescriptor.cached(D.BinaryKind(kind), tuple(a.shape), tuple(b.shape), a.dtype,
                                    b.dtype, alpha=float(alpha), out_element=out_dtype)
     return desc.checked("BinaryPlan")  # typed errors before the output is shaped
 
@@ -181,13 +151,13 @@ def _binary_fw(a: torch.Tensor, b: torch.Tensor, kind: str, alpha: float,
                out_dtype: torch.dtype | None) -> torch.Tensor:
     desc = _bdesc(a, b, kind, alpha, out_dtype)
     y = torch.empty(desc.shape, dtype=desc.element.torch_dtype, device=a.device)
-    run_plan(BinaryPlan, desc, BinaryArgs(a=a, b=b, y=y))
+    run_plan(BinaryPlan, desc, D.BinaryArgs(a=a, b=b, y=y))
     return y
 
 
 def _binary_fake(a, b, kind: str, alpha: float, out_dtype: torch.dtype | None) -> torch.Tensor:
     # shapes may be symbolic here: the dtype rule needs elements only
-    desc = BinaryDescriptor(BinaryKind(kind), (), (), a.dtype, b.dtype, alpha=float(alpha),
+    desc = D.BinaryDescriptor(D.BinaryKind(kind), (), (), a.dtype, b.dtype, alpha=float(alpha),
                             out_element=out_dtype)
     out = binary_types("BinaryPlan", desc)[0]
     return a.new_empty(torch.broadcast_shapes(a.shape, b.shape), dtype=out.torch_dtype)
@@ -195,12 +165,12 @@ def _binary_fake(a, b, kind: str, alpha: float, out_dtype: torch.dtype | None) -
 
 def _binary_bw(dy: torch.Tensor, a: torch.Tensor, b: torch.Tensor, kind: str, alpha: float,
                need_a: bool, need_b: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    desc = BinaryBackwardDescriptor.cached(
-        BinaryKind(kind), tuple(a.shape), tuple(b.shape), a.dtype, b.dtype, alpha=float(alpha),
+    desc = D.BinaryBackwardDescriptor.cached(
+        D.BinaryKind(kind), tuple(a.shape), tuple(b.shape), a.dtype, b.dtype, alpha=float(alpha),
         out_element=dy.dtype, needs=(need_a, need_b))
     da = torch.empty(a.shape if need_a else (0,), dtype=a.dtype, device=a.device)
     db = torch.empty(b.shape if need_b else (0,), dtype=b.dtype, device=b.device)
-    run_plan(BinaryBackwardPlan, desc, BinaryBackwardArgs(dy=dy, a=a, b=b,
+    run_plan(BinaryBackwardPlan, desc, D.BinaryBackwardArgs(dy=dy, a=a, b=b,
                                                           da=_none_if_empty(da, need_a),
                                                           db=_none_if_empty(db, need_b)))
     return da, db
@@ -226,9 +196,9 @@ def _binary_grad(ctx, grad):
     need_a, need_b = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
     if not (need_a or need_b):
         return None, None, None, None, None
-    if not BINARY[BinaryKind(ctx.kind)].diff:
+    if not BINARY[D.BinaryKind(ctx.kind)].diff:
         raise RuntimeError(f"the derivative for '{ctx.kind}' is not implemented.")
-    for t, quirk in zip((a, b), BINARY[BinaryKind(ctx.kind)].bool_in_grad):
+    for t, quirk in zip((a, b), BINARY[D.BinaryKind(ctx.kind)].bool_in_grad):
         if quirk and t.dtype == torch.bool:
             raise RuntimeError(f"{ctx.kind} backward: torch's derivative formula subtracts or "
                                "negates the bool operand, which torch does not support "
@@ -336,14 +306,14 @@ def to_default_float(t: torch.Tensor) -> torch.Tensor:
     return t if t.is_floating_point() or dt == torch.float32 else _cast(t, dt)
 
 
-def unary_call(kind: UnaryKind, x: torch.Tensor) -> torch.Tensor:
+def unary_call(kind: D.UnaryKind, x: torch.Tensor) -> torch.Tensor:
     """A unary kind on x, an integer or bool x of a promoting kind in the default float."""
     if UNARY[kind].ints == "promote":
         x = to_default_float(x)
     return _unary(x, kind.value)
 
 
-def _binary_call(kind: BinaryKind, input, other, alpha=1) -> torch.Tensor:
+def _binary_call(kind: D.BinaryKind, input, other, alpha=1) -> torch.Tensor:
     name = kind.value
     numbers = BINARY[kind].numbers
     if numbers != "both":
@@ -375,8 +345,9 @@ def _binary_call(kind: BinaryKind, input, other, alpha=1) -> torch.Tensor:
 
 def _lerp_fw(a: torch.Tensor, b: torch.Tensor, weight: float) -> torch.Tensor:
     y = torch.empty(a.shape, dtype=a.dtype, device=a.device)
-    run_plan(BinaryParamPlan, BinaryParamDescriptor.cached(BinaryKind.LERP, tuple(a.shape), a.dtype,
-                                                    float(weight)), BinaryArgs(a=a, b=b, y=y))
+    desc = D.BinaryParamDescriptor.cached(D.BinaryKind.LERP, tuple(a.shape), a.dtype,
+                                          float(weight))
+    run_plan(BinaryParamPlan, desc, D.BinaryArgs(a=a, b=b, y=y))
     return y
 
 
@@ -386,9 +357,9 @@ def _lerp_fake(a, b, weight: float) -> torch.Tensor:
 
 def _lerp_bw(dy: torch.Tensor, weight: float) -> tuple[torch.Tensor, torch.Tensor]:
     da, db = torch.empty_like(dy), torch.empty_like(dy)
-    run_plan(BinaryParamBackwardPlan, BinaryParamBackwardDescriptor.cached(
-        BinaryKind.LERP, tuple(dy.shape), dy.dtype, float(weight)),
-        BinaryParamBackwardArgs(dy=dy, da=da, db=db))
+    run_plan(BinaryParamBackwardPlan, D.BinaryParamBackwardDescriptor.cached(
+        D.BinaryKind.LERP, tuple(dy.shape), dy.dtype, float(weight)),
+        D.BinaryParamBackwardArgs(dy=dy, da=da, db=db))
     return da, db
 
 
@@ -415,8 +386,8 @@ _lerp_scalar = define_op("ew_lerp_scalar", _lerp_fw, _lerp_fake, backward=_lerp_
 # -- ternary --------------------------------------------------------------------------------------
 
 
-def _tdesc(a, b, c, kind, value, cls=TernaryDescriptor, **kw):
-    desc = cls.cached(TernaryKind(kind), tuple(a.shape), tuple(b.shape), tuple(c.shape),
+def _tdesc(a, b, c, kind, value, cls=D.TernaryDescriptor, **kw):
+    desc = cls.cached(D.TernaryKind(kind), tuple(a.shape), tuple(b.shape), tuple(c.shape),
                       a.dtype, b.dtype, c.dtype, value=float(value), **kw)
     desc = desc.checked(cls.__name__.replace("Descriptor", "Plan"))
     return desc
@@ -426,12 +397,12 @@ def _ternary_fw(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, kind: str,
                 value: float) -> torch.Tensor:
     desc = _tdesc(a, b, c, kind, value)
     y = torch.empty(desc.shape, dtype=desc.element.torch_dtype, device=b.device)
-    run_plan(TernaryPlan, desc, TernaryArgs(a=a, b=b, c=c, y=y))
+    run_plan(TernaryPlan, desc, D.TernaryArgs(a=a, b=b, c=c, y=y))
     return y
 
 
 def _ternary_fake(a, b, c, kind: str, value: float) -> torch.Tensor:
-    desc = TernaryDescriptor(TernaryKind(kind), (), (), (), a.dtype, b.dtype, c.dtype,
+    desc = D.TernaryDescriptor(D.TernaryKind(kind), (), (), (), a.dtype, b.dtype, c.dtype,
                              value=float(value))
     out = ternary_types("TernaryPlan", desc)[0]
     return b.new_empty(torch.broadcast_shapes(a.shape, b.shape, c.shape), dtype=out.torch_dtype)
@@ -440,10 +411,10 @@ def _ternary_fake(a, b, c, kind: str, value: float) -> torch.Tensor:
 def _ternary_bw(dy: torch.Tensor, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, kind: str,
                 value: float, need_a: bool, need_b: bool, need_c: bool) -> list[torch.Tensor]:
     needs = (need_a, need_b, need_c)
-    desc = _tdesc(a, b, c, kind, value, TernaryBackwardDescriptor, needs=needs)
+    desc = _tdesc(a, b, c, kind, value, D.TernaryBackwardDescriptor, needs=needs)
     grads = [torch.empty(t.shape if n else (0,), dtype=t.dtype, device=t.device)
              for t, n in zip((a, b, c), needs)]
-    run_plan(TernaryBackwardPlan, desc, TernaryBackwardArgs(
+    run_plan(TernaryBackwardPlan, desc, D.TernaryBackwardArgs(
         dy, a, b, c, *[_none_if_empty(g, n) for g, n in zip(grads, needs)]))
     return grads
 
@@ -466,7 +437,7 @@ def _ternary_setup(ctx, inputs, output):
 def _ternary_grad(ctx, grad):
     a, b, c = ctx.saved_tensors
     needs = list(ctx.needs_input_grad[:3])
-    if ctx.kind == TernaryKind.WHERE.value:
+    if ctx.kind == D.TernaryKind.WHERE.value:
         needs[0] = False
     if not any(needs):
         return None, None, None, None, None
@@ -483,11 +454,11 @@ _ternary = define_op("ew_ternary", _ternary_fw, _ternary_fake, backward=_ternary
 
 def _compare_fw(a: torch.Tensor, b: torch.Tensor, kind: str, rtol: float, atol: float,
                 equal_nan: bool) -> torch.Tensor:
-    desc = CompareDescriptor.cached(CompareKind(kind), tuple(a.shape), tuple(b.shape), a.dtype,
+    desc = D.CompareDescriptor.cached(D.CompareKind(kind), tuple(a.shape), tuple(b.shape), a.dtype,
                                     b.dtype, rtol=rtol, atol=atol, equal_nan=equal_nan)
     desc = desc.checked("BinaryCmpPlan")
     y = torch.empty(desc.shape, dtype=torch.bool, device=a.device)
-    run_plan(BinaryCmpPlan, desc, BinaryArgs(a=a, b=b, y=y))
+    run_plan(BinaryCmpPlan, desc, D.BinaryArgs(a=a, b=b, y=y))
     return y
 
 
@@ -499,7 +470,7 @@ def _compare_fake(a, b, kind: str, rtol: float, atol: float, equal_nan: bool) ->
 _compare = define_op("ew_compare", _compare_fw, _compare_fake)
 
 
-def _compare_call(kind: CompareKind, input, other, rtol=1e-5, atol=1e-8, equal_nan=False):
+def _compare_call(kind: D.CompareKind, input, other, rtol=1e-5, atol=1e-8, equal_nan=False):
     require_tensor(kind.value, "input", 1, input)
     if not isinstance(other, torch.Tensor):
         other = torch.tensor(other, dtype=scalar_result(input.dtype, other), device=input.device)
@@ -508,7 +479,8 @@ def _compare_call(kind: CompareKind, input, other, rtol=1e-5, atol=1e-8, equal_n
 
 def _cast_fw(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     y = torch.empty(x.shape, dtype=dtype, device=x.device)
-    run_plan(CastPlan, CastDescriptor.cached(tuple(x.shape), x.dtype, dtype), UnaryArgs(x=x, y=y))
+    run_plan(CastPlan, D.CastDescriptor.cached(tuple(x.shape), x.dtype, dtype),
+             D.UnaryArgs(x=x, y=y))
     return y
 
 
@@ -531,9 +503,9 @@ _cast = define_op("ew_cast", _cast_fw, _cast_fake, backward=_cast_grad, setup_co
 
 
 def _gated_fw(x: torch.Tensor, kind: str, dim: int) -> torch.Tensor:
-    desc = GatedDescriptor.cached(GatedKind(kind), tuple(x.shape), dim, x.dtype)
+    desc = D.GatedDescriptor.cached(D.GatedKind(kind), tuple(x.shape), dim, x.dtype)
     y = torch.empty(desc.out_shape, dtype=x.dtype, device=x.device)
-    run_plan(GatedActivationPlan, desc, GatedArgs(x=x, y=y))
+    run_plan(GatedActivationPlan, desc, D.GatedArgs(x=x, y=y))
     return y
 
 
@@ -545,8 +517,8 @@ def _gated_fake(x: torch.Tensor, kind: str, dim: int) -> torch.Tensor:
 
 def _gated_bw(dy: torch.Tensor, x: torch.Tensor, kind: str, dim: int) -> torch.Tensor:
     dx = torch.empty_like(x)
-    run_plan(GatedActivationBackwardPlan, GatedBackwardDescriptor.cached(
-        GatedKind(kind), tuple(x.shape), dim, x.dtype), GatedBackwardArgs(dy=dy, x=x, dx=dx))
+    run_plan(GatedActivationBackwardPlan, D.GatedBackwardDescriptor.cached(
+        D.GatedKind(kind), tuple(x.shape), dim, x.dtype), D.GatedBackwardArgs(dy=dy, x=x, dx=dx))
     return dx
 
 

@@ -369,8 +369,7 @@ def grad_unary(x, g, p0, p1, OP: tl.constexpr):
         dx = tl.where(tl.abs(x) == float("inf"), float("nan"), g / (d * d))
     elif OP == U_HARDSWISH:
         # torch's kernel: 0 at x <= -3 and 1 at x >= 3 (the kinks take the outer pieces); a
-        # NaN x fails both tests and takes g, as in torch's CUDA and CPU kernels (CPU fuzz case
-        # 70073: NaN here before)
+        # NaN x fails both tests and takes g, as in torch's CUDA and CPU kernels
         dx = tl.where(x <= -3.0, zero, tl.where(x < 3.0, g * (x / 3.0 + 0.5), g))
     elif OP == U_HARDSIGMOID:
         dx = tl.where((x > -3.0) & (x < 3.0), g / 6.0, zero)
@@ -389,7 +388,7 @@ def grad_unary(x, g, p0, p1, OP: tl.constexpr):
         dx = tl.where(x > 0, g, g * p0)
     elif OP == P_ELU:
         # torch's elu / celu / selu backward tests x <= 0: a NaN x takes the positive
-        # piece (g), not NaN (CPU fuzz, session 18)
+        # piece (g), not NaN
         dx = tl.where(x <= 0, g * p0 * tl.exp(x), g)
     elif OP == P_CELU:
         dx = tl.where(x <= 0, g * tl.exp(x / p0), g)
