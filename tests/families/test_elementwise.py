@@ -11,8 +11,8 @@ import torch.nn.functional as F
 
 import baracuda as bc
 import baracuda.torch as bt
+from baracuda.families.elementwise.custom_ops import _unary, _unary_bw
 from baracuda.families.elementwise.table import UNARY
-from baracuda.families.elementwise.torch_api import _unary, _unary_bw
 from conftest import DEVICE
 from helpers import assert_close
 
@@ -228,7 +228,7 @@ def test_gradient_at_kinks_matches_torch(name):
 def test_gradient_at_nan_matches_torch(name):
     """torch's piecewise backward kernels test x against the pieces' bounds, so a NaN x falls
     into one piece (hardtanh / relu6 / elu / celu / selu / hardswish: g, not 0 or NaN); smooth
-    ones propagate NaN. Ours took other pieces at 5 of these (CPU fuzz, session 18)."""
+    ones propagate NaN."""
     import baracuda.torch as bt
 
     def call(mod, t):

@@ -70,13 +70,13 @@ UNARY.update({n: (getattr(bt, n), getattr(F, n), _domain(), 3.0) for n in [
 
 def _cpu_reference(fn):
     """torch's CPU kernel as the reference: torch 2.11's CUDA hardswish / hardsigmoid are off
-    by 3e-8 relative in f64 (an f32 1/6; scripts/f64_probe.py on the H100), ours are not."""
+    by an f32 1/6 in f64, ours are not."""
     return lambda t: fn(t.cpu()).to(t.device)
 
 
 def _exact_hardsigmoid(t):
     """hardsigmoid from its definition: torch's CPU backward is off by 3e-8 relative in f64
-    too (its one_sixth is 1.0f / 6.0f; CPU fuzz case 60017), its CUDA forward as above. Other
+    too (its one_sixth is 1.0f / 6.0f), its CUDA forward as above. Other
     dtypes get torch's own answer (an error for integers)."""
     if not t.is_floating_point():
         return F.hardsigmoid(t.cpu()).to(t.device)

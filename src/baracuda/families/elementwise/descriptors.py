@@ -1,163 +1,43 @@
-"""Elementwise kind enums, descriptors and args.
+"""Elementwise descriptors and args.
 
-Kinds are enums whose rows (op code, dtype rule, reference) live in `table.py`. Binary,
-comparison and ternary descriptors take one shape and element per operand and follow torch's
-broadcasting and type promotion; the result element is derived (or given, as torch's `out=`).
+Kinds are the enums `table.py` generates from its rows (op code, dtype rule, reference).
+Binary, comparison and ternary descriptors take one shape and element per operand and follow
+torch's broadcasting and type promotion; the result element is derived (or given, as torch's
+`out=`).
 """
 
 from __future__ import annotations
 
-import enum
 import functools
 from dataclasses import dataclass
-from typing import ClassVar
 
 import torch
 
 from ...core import validate as V
+from ...core.args import operand
 from ...core.layout import broadcast_shapes as broadcast_shapes_
 from ...core.plan import Args, Descriptor
 from ...core.vocab import ElementKind
-
-
-class UnaryKind(enum.Enum):
-    NEG = "neg"
-    ABS = "abs"
-    SIGN = "sign"
-    RECIPROCAL = "reciprocal"
-    SQUARE = "square"
-    SQRT = "sqrt"
-    RSQRT = "rsqrt"
-    CBRT = "cbrt"
-    EXP = "exp"
-    EXP2 = "exp2"
-    EXPM1 = "expm1"
-    LOG = "log"
-    LOG2 = "log2"
-    LOG10 = "log10"
-    LOG1P = "log1p"
-    SIN = "sin"
-    COS = "cos"
-    TAN = "tan"
-    ASIN = "asin"
-    ACOS = "acos"
-    ATAN = "atan"
-    SINH = "sinh"
-    COSH = "cosh"
-    TANH = "tanh"
-    ASINH = "asinh"
-    ACOSH = "acosh"
-    ATANH = "atanh"
-    FLOOR = "floor"
-    CEIL = "ceil"
-    ROUND = "round"
-    TRUNC = "trunc"
-    FRAC = "frac"
-    ERF = "erf"
-    ERFC = "erfc"
-    ERFINV = "erfinv"
-    LGAMMA = "lgamma"
-    DIGAMMA = "digamma"
-    I0 = "i0"
-    SIGMOID = "sigmoid"
-    LOGIT = "logit"
-    SINC = "sinc"
-    RELU = "relu"
-    RELU6 = "relu6"
-    GELU = "gelu"
-    GELU_TANH = "gelu_tanh"
-    SILU = "silu"
-    MISH = "mish"
-    SOFTPLUS = "softplus"
-    SOFTSIGN = "softsign"
-    HARDSWISH = "hardswish"
-    HARDSIGMOID = "hardsigmoid"
-    TANHSHRINK = "tanhshrink"
-    SELU = "selu"
-    LOGSIGMOID = "logsigmoid"
-
-
-class UnaryParamKind(enum.Enum):
-    THRESHOLD = "threshold"  # (threshold, value)
-    LEAKY_RELU = "leaky_relu"  # (negative_slope,)
-    ELU = "elu"  # (alpha,)
-    CELU = "celu"  # (alpha,)
-    HARDTANH = "hardtanh"  # (min_val, max_val)
-    SOFTPLUS = "softplus"  # (beta, threshold)
-    HARDSHRINK = "hardshrink"  # (lambd,)
-    SOFTSHRINK = "softshrink"  # (lambd,)
-    POW = "pow"  # (exponent,)
-    CLAMP = "clamp"  # (min or -inf, max or +inf)
-    ADD = "add_scalar"  # (other,)
-    MUL = "mul_scalar"  # (other,)
-
-
-class BinaryKind(enum.Enum):
-    ADD = "add"
-    SUB = "sub"
-    MUL = "mul"
-    DIV = "div"
-    DIV_TRUNC = "div_trunc"
-    DIV_FLOOR = "div_floor"  # also floor_divide
-    POW = "pow"
-    ATAN2 = "atan2"
-    HYPOT = "hypot"
-    COPYSIGN = "copysign"
-    MAXIMUM = "maximum"
-    MINIMUM = "minimum"
-    FMAX = "fmax"
-    FMIN = "fmin"
-    REMAINDER = "remainder"
-    FMOD = "fmod"
-    XLOGY = "xlogy"
-    LOGADDEXP = "logaddexp"
-    LOGADDEXP2 = "logaddexp2"
-    NEXTAFTER = "nextafter"
-    BITWISE_AND = "bitwise_and"
-    BITWISE_OR = "bitwise_or"
-    BITWISE_XOR = "bitwise_xor"
-    BITWISE_LEFT_SHIFT = "bitwise_left_shift"
-    BITWISE_RIGHT_SHIFT = "bitwise_right_shift"
-    LOGICAL_AND = "logical_and"
-    LOGICAL_OR = "logical_or"
-    LOGICAL_XOR = "logical_xor"
-    LERP = "lerp"  # BinaryParamPlan only: lerp with a scalar weight
-
-
-class TernaryKind(enum.Enum):
-    LERP = "lerp"  # lerp(a, b, weight=c)
-    ADDCMUL = "addcmul"  # a + value * b * c
-    ADDCDIV = "addcdiv"  # a + value * b / c
-    CLAMP = "clamp"  # clamp(a, min=b, max=c)
-    WHERE = "where"  # where(condition=a, b, c)
-
-
-class CompareKind(enum.Enum):
-    EQ = "eq"
-    NE = "ne"
-    LT = "lt"
-    LE = "le"
-    GT = "gt"
-    GE = "ge"
-    ISCLOSE = "isclose"
-
-
-class GatedKind(enum.Enum):
-    GLU = "glu"  # first half * sigmoid(second half)
-    SWIGLU = "swiglu"  # silu(first half) * second half
-    GEGLU = "geglu"  # gelu(first half) * second half
-    GEGLU_TANH = "geglu_tanh"  # gelu_tanh(first half) * second half
-    REGLU = "reglu"  # relu(first half) * second half
+from .table import (
+    FLOATS,
+    BinaryKind,
+    CompareKind,
+    GatedKind,
+    TernaryKind,
+    UnaryKind,
+    UnaryParamKind,
+    binary_types,
+    check_elem,
+    check_unary_params,
+    ternary_types,
+    unary_out_element,
+    unary_param_out_element,
+)
 
 
 def check_kind(who: str, kind, enum_type) -> None:
     if not isinstance(kind, enum_type):
         raise V.InvalidProblem(f"{who}: kind must be a {enum_type.__name__}, got {kind!r}")
-
-
-def check_elem(who: str, name: str, element) -> None:
-    if not isinstance(element, ElementKind):
-        raise V.InvalidProblem(f"{who}: {name} must be an ElementKind, got {element!r}")
 
 
 def check_shape(who: str, name: str, shape) -> tuple[int, ...]:
@@ -177,25 +57,6 @@ def broadcast_shapes(who: str, shapes: dict[str, tuple[int, ...]]) -> tuple[int,
         ) from None
 
 
-def promote(*elements: ElementKind) -> ElementKind:
-    dt = elements[0].torch_dtype
-    for e in elements[1:]:
-        dt = torch.promote_types(dt, e.torch_dtype)
-    return ElementKind.of(dt)
-
-
-def check_out(who: str, result: ElementKind, out: ElementKind | None) -> ElementKind:
-    """torch's out= rule: the computed result must be castable to the requested element."""
-    if out is None:
-        return result
-    check_elem(who, "out_element", out)
-    if not torch.can_cast(result.torch_dtype, out.torch_dtype):
-        raise V.InvalidProblem(
-            f"{who}: result type {result.value} can't be cast to out_element {out.value}"
-        )
-    return out
-
-
 @dataclass(frozen=True)
 class UnaryDescriptor(Descriptor):
     """y = f(x) for a UnaryKind; y's element is x's, or f32 for float kinds of integer x."""
@@ -205,12 +66,14 @@ class UnaryDescriptor(Descriptor):
     element: ElementKind
 
     def validate(self, who: str) -> None:
-        from .table import unary_out_element
-
         check_kind(who, self.kind, UnaryKind)
         check_elem(who, "element", self.element)
         check_shape(who, "shape", self.shape)
         unary_out_element(who, self.kind, self.element)
+
+    @property
+    def out_element(self) -> ElementKind:
+        return unary_out_element(type(self).__name__, self.kind, self.element)
 
 
 @dataclass(frozen=True)
@@ -228,13 +91,16 @@ class UnaryParamDescriptor(Descriptor):
     params: tuple[float, ...]
 
     def validate(self, who: str) -> None:
-        from .table import check_unary_params, unary_param_out_element
-
         check_kind(who, self.kind, UnaryParamKind)
         check_elem(who, "element", self.element)
         check_shape(who, "shape", self.shape)
         check_unary_params(who, self.kind, self.params)
         unary_param_out_element(who, self.kind, self.element, self.params)
+
+    @property
+    def out_element(self) -> ElementKind:
+        return unary_param_out_element(type(self).__name__, self.kind, self.element,
+                                       self.params)
 
 
 @dataclass(frozen=True)
@@ -255,8 +121,6 @@ class BinaryDescriptor(Descriptor):
     out_element: ElementKind | None = None
 
     def validate(self, who: str) -> None:
-        from .table import binary_types
-
         check_kind(who, self.kind, BinaryKind)
         check_elem(who, "a_element", self.a_element)
         check_elem(who, "b_element", self.b_element)
@@ -271,8 +135,6 @@ class BinaryDescriptor(Descriptor):
 
     @property
     def element(self) -> ElementKind:
-        from .table import binary_types
-
         return binary_types(type(self).__name__, self)[0]
 
 
@@ -295,8 +157,6 @@ class BinaryParamDescriptor(Descriptor):
     param: float
 
     def validate(self, who: str) -> None:
-        from .table import FLOATS
-
         check_kind(who, self.kind, BinaryKind)
         if self.kind is not BinaryKind.LERP:
             raise V.Unsupported(f"{who}: kind must be BinaryKind.LERP, got {self.kind}")
@@ -304,6 +164,10 @@ class BinaryParamDescriptor(Descriptor):
         check_shape(who, "shape", self.shape)
         V.check_element(who, "element", self.element, FLOATS)
         V.check_finite(who, "param", self.param)
+
+    # a, b and y share one shape and element (BinaryArgs reads them per operand)
+    a_shape = b_shape = property(lambda self: self.shape)
+    a_element = b_element = property(lambda self: self.element)
 
 
 @dataclass(frozen=True)
@@ -325,8 +189,6 @@ class TernaryDescriptor(Descriptor):
     value: float = 1.0
 
     def validate(self, who: str) -> None:
-        from .table import ternary_types
-
         check_kind(who, self.kind, TernaryKind)
         for n in ("a", "b", "c"):
             check_elem(who, f"{n}_element", getattr(self, f"{n}_element"))
@@ -341,8 +203,6 @@ class TernaryDescriptor(Descriptor):
 
     @property
     def element(self) -> ElementKind:
-        from .table import ternary_types
-
         return ternary_types(type(self).__name__, self)[0]
 
 
@@ -410,8 +270,6 @@ class GatedDescriptor(Descriptor):
     element: ElementKind
 
     def validate(self, who: str) -> None:
-        from .table import FLOATS
-
         check_kind(who, self.kind, GatedKind)
         check_elem(who, "element", self.element)
         shape = V.check_shape(who, "shape", self.shape)
@@ -434,78 +292,73 @@ class GatedBackwardDescriptor(GatedDescriptor):
     """dx (both halves) from dy and the saved input x."""
 
 
+def _needs(i: int):
+    return lambda d: d.needs[i]
+
+
 @dataclass
 class UnaryArgs(Args):
-    x: torch.Tensor
-    y: torch.Tensor
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("y",)
+    x: torch.Tensor = operand("shape", "element")
+    y: torch.Tensor = operand("shape", "out_element", output=True)
 
 
 @dataclass
 class UnaryBackwardArgs(Args):
-    dy: torch.Tensor
-    x: torch.Tensor
-    dx: torch.Tensor
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("dx",)
+    dy: torch.Tensor = operand("shape", "element")
+    x: torch.Tensor = operand("shape", "element")
+    dx: torch.Tensor = operand("shape", "element", output=True)
 
 
 @dataclass
 class BinaryArgs(Args):
-    a: torch.Tensor
-    b: torch.Tensor
-    y: torch.Tensor
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("y",)
+    a: torch.Tensor = operand("a_shape", "a_element")
+    b: torch.Tensor = operand("b_shape", "b_element")
+    y: torch.Tensor = operand("shape", "element", output=True)
 
 
 @dataclass
 class BinaryBackwardArgs(Args):
-    dy: torch.Tensor
-    a: torch.Tensor
-    b: torch.Tensor
-    da: torch.Tensor | None
-    db: torch.Tensor | None
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("da", "db")
+    dy: torch.Tensor = operand("shape", "element")
+    a: torch.Tensor = operand("a_shape", "a_element")
+    b: torch.Tensor = operand("b_shape", "b_element")
+    da: torch.Tensor | None = operand("a_shape", "a_element", output=True, when=_needs(0))
+    db: torch.Tensor | None = operand("b_shape", "b_element", output=True, when=_needs(1))
 
 
 @dataclass
 class BinaryParamBackwardArgs(Args):
-    dy: torch.Tensor
-    da: torch.Tensor
-    db: torch.Tensor
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("da", "db")
+    dy: torch.Tensor = operand("shape", "element")
+    da: torch.Tensor = operand("shape", "element", output=True)
+    db: torch.Tensor = operand("shape", "element", output=True)
 
 
 @dataclass
 class TernaryArgs(Args):
-    a: torch.Tensor
-    b: torch.Tensor
-    c: torch.Tensor
-    y: torch.Tensor
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("y",)
+    a: torch.Tensor = operand("a_shape", "a_element")
+    b: torch.Tensor = operand("b_shape", "b_element")
+    c: torch.Tensor = operand("c_shape", "c_element")
+    y: torch.Tensor = operand("shape", "element", output=True)
 
 
 @dataclass
 class TernaryBackwardArgs(Args):
-    dy: torch.Tensor
-    a: torch.Tensor
-    b: torch.Tensor
-    c: torch.Tensor
-    da: torch.Tensor | None
-    db: torch.Tensor | None
-    dc: torch.Tensor | None
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("da", "db", "dc")
+    dy: torch.Tensor = operand("shape", "element")
+    a: torch.Tensor = operand("a_shape", "a_element")
+    b: torch.Tensor = operand("b_shape", "b_element")
+    c: torch.Tensor = operand("c_shape", "c_element")
+    da: torch.Tensor | None = operand("a_shape", "a_element", output=True, when=_needs(0))
+    db: torch.Tensor | None = operand("b_shape", "b_element", output=True, when=_needs(1))
+    dc: torch.Tensor | None = operand("c_shape", "c_element", output=True, when=_needs(2))
 
 
 @dataclass
 class GatedArgs(Args):
-    x: torch.Tensor
-    y: torch.Tensor
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("y",)
+    x: torch.Tensor = operand("shape", "element")
+    y: torch.Tensor = operand("out_shape", "element", output=True)
 
 
 @dataclass
 class GatedBackwardArgs(Args):
-    dy: torch.Tensor
-    x: torch.Tensor
-    dx: torch.Tensor
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("dx",)
+    dy: torch.Tensor = operand("out_shape", "element")
+    x: torch.Tensor = operand("shape", "element")
+    dx: torch.Tensor = operand("shape", "element", output=True)

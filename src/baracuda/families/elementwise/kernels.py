@@ -15,6 +15,7 @@ import triton
 import triton.language as tl
 
 from ...backends.triton_support import join_f64
+from .codes import T_WHERE
 from .ops import apply_unary, grad_unary
 from .ops_nary import apply_binary, apply_ternary, grad_binary, grad_ternary
 
@@ -184,7 +185,7 @@ def ternary_kernel(
     co = _off(c0, c1, c2, c3, cs0, cs1, cs2, cs3, MODE)
     yo = _off(c0, c1, c2, c3, ys0, ys1, ys2, ys3, MODE)
     # where's condition keeps its own type (bool); the other operands compute in ACC.
-    if OP == 4:
+    if OP == T_WHERE:
         a = tl.load(a_ptr + ao, mask=m, other=0)
     else:
         a = tl.load(a_ptr + ao, mask=m, other=1).to(ACC)
@@ -212,7 +213,7 @@ def ternary_bwd_kernel(
     dbo = _off(c0, c1, c2, c3, dbs0, dbs1, dbs2, dbs3, MODE)
     dco = _off(c0, c1, c2, c3, dcs0, dcs1, dcs2, dcs3, MODE)
     g = tl.load(dy_ptr + go, mask=m, other=0).to(ACC)
-    if OP == 4:
+    if OP == T_WHERE:
         a = tl.load(a_ptr + ao, mask=m, other=0)
     else:
         a = tl.load(a_ptr + ao, mask=m, other=1).to(ACC)

@@ -14,37 +14,34 @@ import triton.language as tl
 from ...backends.triton_support import (
     INTERPRET,
     RecipeCache,
+    acc_type,
     next_pow2,
     shifted_view,
     split_f64,
 )
 from ...core.layout import collapse_dims
+from ...core.runtime import cdiv
 from ...core.vocab import ElementKind
 from .kernels import rowsum_kernel, unary_kernel
+from .table import IDENTITY_CODE
 
 MAX_DIMS = 4
 #: Two-dim problems whose rows are at least this long are walked row by row (MODE 1).
 ROW_MODE_MIN = 256
-IDENTITY = 54
-_TL = {
-    ElementKind.F32: tl.float32, ElementKind.F64: tl.float64, ElementKind.F16: tl.float32,
-    ElementKind.BF16: tl.float32, ElementKind.I8: tl.int8, ElementKind.I16: tl.int16,
-    ElementKind.I32: tl.int32, ElementKind.I64: tl.int64, ElementKind.U8: tl.uint8,
-    ElementKind.BOOL: tl.int8,
+_INT_TL = {
+    ElementKind.I8: tl.int8, ElementKind.I16: tl.int16, ElementKind.I32: tl.int32,
+    ElementKind.I64: tl.int64, ElementKind.U8: tl.uint8, ElementKind.BOOL: tl.int8,
 }
-
-
 _NATIVE = {ElementKind.F16: tl.float16, ElementKind.BF16: tl.bfloat16}
 
 
-def acc_type(element: ElementKind, native: bool = False):
-    """The `tl` type a kernel computes in (halves in f32, bool as int8); `native` keeps halves
-    in their own type (kinds that work on the bits, table.Row.native)."""
-    return (native and _NATIVE.get(element)) or _TL[element]
-
-
-def acc_torch(element: ElementKind) -> torch.dtype:
-    return torch.float64 if element is ElementKind.F64 else torch.float32
+def compute_type(element: ElementKind, native: bool = False):
+    """The `tl` type a kernel computes in: floats in their accumulator type (halves in f32),
+    integers in their own (bool as int8); `native` keeps halves in their own type (kinds that
+    work on the bits, table.Row.native)."""
+    if element.is_float:
+        return (native and _NATIVE.get(element)) or acc_type(element)
+    return _INT_TL[element]
 
 
 def params(*ps: float) -> list[float]:
@@ -64,19 +61,16 @@ def expand_strides(t: torch.Tensor, out_shape: Sequence[int]) -> list[int]:
     return st
 
 
-#: Op codes with long formulas (erfinv, lgamma, digamma, i0): half the elements per thread so
-#: their backward fits the register file without spilling.
-HEAVY_OPS = frozenset({34, 35, 36, 37})
-
-
-def block_for(tensors: Sequence[torch.Tensor], op: int | None = None) -> tuple[int, int]:
+def block_for(tensors: Sequence[torch.Tensor], heavy: bool = False) -> tuple[int, int]:
+    """(BLOCK, num_warps); `heavy` kinds (table.Row.heavy) take half the elements per thread
+    so their backward fits the register file without spilling."""
     if INTERPRET:
         return 1024, 4
     # 8 elements per thread (one 16-byte access for halves, two for f32) keeps registers low
     # enough for full occupancy in the gated backward too.
     size = max(t.element_size() for t in tensors)
     block = 1024 if size <= 4 else 512
-    return (block // 2 if op in HEAVY_OPS else block), 4
+    return (block // 2 if heavy else block), 4
 
 
 #: (kernel, out_shape, operand layouts, constexprs) -> (grid, int args, launch constexprs)
@@ -85,24 +79,24 @@ _RECIPES = RecipeCache()
 
 def launch_map(kernel, out_shape: Sequence[int], tensors: Sequence[torch.Tensor],
                scalars: Sequence, strides: Sequence[Sequence[int]] | None = None,
-               **constexprs) -> None:
+               heavy: bool = False, **constexprs) -> None:
     """Run an elementwise kernel over out_shape; operand k is addressed by strides[k]
     (default: its broadcast strides). More than MAX_DIMS collapsed dims become several
     launches over the leading dims."""
     key = (kernel, tuple(out_shape), tuple(t.dtype for t in tensors),
            tuple(t.shape for t in tensors), tuple(t.stride() for t in tensors),
-           None if strides is None else tuple(map(tuple, strides)),
+           None if strides is None else tuple(map(tuple, strides)), heavy,
            tuple(constexprs.items()))
-    recipe = _RECIPES.get(key, lambda: _recipe(out_shape, tensors, strides, constexprs))
+    recipe = _RECIPES.get(key, lambda: _recipe(out_shape, tensors, strides, heavy, constexprs))
     if recipe is not None:
         grid, ints, launch_constexprs = recipe
         if grid[0]:
             kernel[grid](*tensors, *ints, *scalars, **launch_constexprs)
         return
-    _launch_split(kernel, out_shape, tensors, scalars, strides, constexprs)
+    _launch_split(kernel, out_shape, tensors, scalars, strides, heavy, constexprs)
 
 
-def _layout(out_shape, tensors, strides, constexprs):
+def _layout(out_shape, tensors, strides, heavy, constexprs):
     if strides is None:
         strides = [expand_strides(t, out_shape) for t in tensors]
     # Elementwise order is free: walk dims outermost-first by the strides of the outputs (the
@@ -112,15 +106,15 @@ def _layout(out_shape, tensors, strides, constexprs):
     shape, st = collapse_dims(tuple(out_shape[j] for j in order),
                               [tuple(s[j] for j in order) for s in strides])
     shape, st = list(shape), [list(s) for s in st]
-    block, warps = block_for(tensors, constexprs.get("OP"))
+    block, warps = block_for(tensors, heavy)
     extra = max(len(shape) - MAX_DIMS, 0)
     lead, rest = shape[:extra], shape[extra:]
     mode = 0 if len(rest) == 1 else 1 if len(rest) == 2 and rest[-1] >= ROW_MODE_MIN else 2
     pad = MAX_DIMS - len(rest)
     rest4 = [1] * pad + rest
     n_inner = math.prod(rest)
-    programs = (rest4[2] * triton_cdiv(rest4[3], block) if mode == 1
-                else triton_cdiv(n_inner, block))
+    programs = (rest4[2] * cdiv(rest4[3], block) if mode == 1
+                else cdiv(n_inner, block))
     st4 = [[0] * pad + s[extra:] for s in st]
     big = n_inner >= 2**31 or any(
         sum((d - 1) * x for d, x in zip(rest4, s)) >= 2**31 for s in st4)
@@ -129,26 +123,23 @@ def _layout(out_shape, tensors, strides, constexprs):
     return lead, st, extra, (programs,), ints, launch_constexprs
 
 
-def _recipe(out_shape, tensors, strides, constexprs):
+def _recipe(out_shape, tensors, strides, heavy, constexprs):
     """One launch (grid, ints, constexprs), or None when the layout needs several."""
     if math.prod(out_shape) == 0:
         return (0,), [], {}
-    lead, _, _, grid, ints, launch_constexprs = _layout(out_shape, tensors, strides, constexprs)
+    lead, _, _, grid, ints, launch_constexprs = _layout(out_shape, tensors, strides, heavy,
+                                                        constexprs)
     return None if lead else (grid, ints, launch_constexprs)
 
 
-def _launch_split(kernel, out_shape, tensors, scalars, strides, constexprs) -> None:
+def _launch_split(kernel, out_shape, tensors, scalars, strides, heavy, constexprs) -> None:
     """More collapsed dims than the kernel indexes: one launch per leading index."""
-    lead, st, extra, grid, ints, launch_constexprs = _layout(out_shape, tensors, strides,
+    lead, st, extra, grid, ints, launch_constexprs = _layout(out_shape, tensors, strides, heavy,
                                                              constexprs)
     for idx in itertools.product(*[range(d) for d in lead]):
         views = [shifted_view(t, sum(i * s[k] for k, i in enumerate(idx)))
                  for t, s in zip(tensors, st)]
         kernel[grid](*views, *ints, *scalars, **launch_constexprs)
-
-
-def triton_cdiv(a: int, b: int) -> int:
-    return (a + b - 1) // b
 
 
 # -- deterministic reduction of broadcast gradients ----------------------------------------
@@ -213,7 +204,7 @@ class Reduction:
         pos = K * self.R
         for k, r, sk, sr, chunk, c, bk, br in self.stages:
             dst = region[pos:pos + K * c]
-            rowsum_kernel[(triton_cdiv(K, bk), c)](src, dst, k, r, sk, sr, chunk, c,
+            rowsum_kernel[(cdiv(K, bk), c)](src, dst, k, r, sk, sr, chunk, c,
                                                     BK=bk, BR=br, num_warps=4)
             src, pos = dst, pos + K * c
         kept_shape = [self.out_shape[j] for j in self.kept]
@@ -223,7 +214,7 @@ class Reduction:
         contiguous = src.as_strided(kept_shape, _contiguous_strides(kept_shape),
                                     src.storage_offset())
         launch_map(unary_kernel, kept_shape, [contiguous, gview], params(0.0, 0.0),
-                   OP=IDENTITY, ACC=tl.float64 if src.dtype == torch.float64 else tl.float32)
+                   OP=IDENTITY_CODE, ACC=tl.float64 if src.dtype == torch.float64 else tl.float32)
 
 
 def _contiguous_strides(shape: Sequence[int]) -> list[int]:
@@ -252,9 +243,9 @@ def reduction_for(in_shape: Sequence[int], out_shape: Sequence[int]) -> Reductio
     stages = []
     while r > 1:
         bk, br = _tile(K, r, inner_k)
-        chunk = min(max(CHUNK, triton_cdiv(r, MAX_GRID_Y)), r)
-        chunk = triton_cdiv(chunk, br) * br
-        c = triton_cdiv(r, chunk)
+        chunk = min(max(CHUNK, cdiv(r, MAX_GRID_Y)), r)
+        chunk = cdiv(chunk, br) * br
+        c = cdiv(r, chunk)
         stages.append((K, r, sk, sr, chunk, c, bk, br))
         r, sk, sr, inner_k = c, c, 1, False  # partials are [K, C] contiguous
     return Reduction(out_shape, kept, reduced, k_inner, tuple(stages))
@@ -263,7 +254,7 @@ def reduction_for(in_shape: Sequence[int], out_shape: Sequence[int]) -> Reductio
 def workspace_regions(reductions: Sequence[Reduction | None], element: ElementKind,
                       workspace: torch.Tensor | None) -> list[torch.Tensor | None]:
     """Carve the workspace (bytes) into one accumulator region per broadcast gradient."""
-    dt = acc_torch(element)
+    dt = element.compute_kind.torch_dtype
     size = torch.empty((), dtype=dt).element_size()
     total = sum(r.elements() for r in reductions if r is not None)
     if total == 0:

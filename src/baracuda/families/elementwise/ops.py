@@ -1,7 +1,8 @@
 """The op tables in `tl`: one `@triton.jit` function per arity mapping an op code (a constexpr)
-to its forward formula, and one to its gradient. Codes are the row numbers of the kind tables
-in `table.py` (checked there at import); each `if OP == n` is resolved at compile time.
+to its forward formula, and one to its gradient. The codes are the named constants `codes.py`
+generates from the kind tables (`OP == U_SILU`); each branch resolves at compile time.
 """
+# ruff: noqa: F405 - the op-code constants come from codes.py's generated star export
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from ...backends.triton_support import gelu_tanh_grad as _gelu_tanh_grad
 from ...backends.triton_support import silu as _silu
 from ...backends.triton_support import silu_grad as _silu_grad
 from . import special as S
+from .codes import *  # noqa: F403
 
 SELU_ALPHA = tl.constexpr(1.6732632423543772848170429916717)
 SELU_SCALE = tl.constexpr(1.0507009873554804934193349852946)
@@ -77,96 +79,96 @@ def _pow_scalar(x, e):
 
 @triton.jit
 def apply_unary(x, p0, p1, OP: tl.constexpr):
-    """Forward formula of unary kind OP (UnaryKind rows 0..53, identity 54, UnaryParamKind
-    rows 60..71); p0, p1 are the kind's scalar parameters."""
-    if OP == 0:  # neg
+    """Forward formula of unary kind OP (U_* UnaryKind, U_IDENTITY, P_* UnaryParamKind); p0, p1
+    are the kind's scalar parameters."""
+    if OP == U_NEG:
         y = -x
-    elif OP == 1:  # abs
+    elif OP == U_ABS:
         y = tl.abs(x)
-    elif OP == 2:  # sign (NaN gives 0, as torch)
+    elif OP == U_SIGN:  # NaN gives 0, as torch
         y = tl.where(x > 0, 1, tl.where(x < 0, -1, 0)).to(x.dtype)
-    elif OP == 3:  # reciprocal
+    elif OP == U_RECIPROCAL:
         y = 1.0 / x
-    elif OP == 4:  # square
+    elif OP == U_SQUARE:
         y = x * x
-    elif OP == 5:  # sqrt
+    elif OP == U_SQRT:
         y = tl.sqrt(x)
-    elif OP == 6:  # rsqrt
+    elif OP == U_RSQRT:
         y = 1.0 / tl.sqrt(x)
-    elif OP == 7:  # cbrt: exp/log guess + one Newton step
+    elif OP == U_CBRT:  # exp/log guess + one Newton step
         ax = tl.abs(x)
         g = tl.exp(tl.log(ax) * 0.3333333333333333)
         gg = tl.where((g == 0) | (g == float("inf")), 1.0, g)
         g = tl.where((g == 0) | (g == float("inf")), g, gg - (gg * gg * gg - ax) / (3.0 * gg * gg))
         y = tl.where(x < 0, -g, g)
-    elif OP == 8:  # exp
+    elif OP == U_EXP:
         y = tl.exp(x)
-    elif OP == 9:  # exp2
+    elif OP == U_EXP2:
         y = tl.exp2(x)
-    elif OP == 10:  # expm1
+    elif OP == U_EXPM1:
         y = S.expm1(x)
-    elif OP == 11:  # log
+    elif OP == U_LOG:
         y = tl.log(x)
-    elif OP == 12:  # log2
+    elif OP == U_LOG2:
         y = tl.log2(x)
-    elif OP == 13:  # log10
+    elif OP == U_LOG10:
         y = tl.log(x) * 0.4342944819032518
-    elif OP == 14:  # log1p
+    elif OP == U_LOG1P:
         y = S.log1p(x)
-    elif OP == 15:  # sin
+    elif OP == U_SIN:
         y = tl.sin(x)
-    elif OP == 16:  # cos
+    elif OP == U_COS:
         y = tl.cos(x)
-    elif OP == 17:  # tan
+    elif OP == U_TAN:
         y = tl.sin(x) / tl.cos(x)
-    elif OP == 18:  # asin
+    elif OP == U_ASIN:
         y = S.atan(x / tl.sqrt((1.0 - x) * (1.0 + x)))
-    elif OP == 19:  # acos
+    elif OP == U_ACOS:
         y = 2.0 * S.atan(tl.sqrt((1.0 - x) / (1.0 + x)))
-    elif OP == 20:  # atan
+    elif OP == U_ATAN:
         y = S.atan(x)
-    elif OP == 21:  # sinh
+    elif OP == U_SINH:
         y = 0.5 * (S.expm1(x) - S.expm1(-x))
-    elif OP == 22:  # cosh
+    elif OP == U_COSH:
         y = 0.5 * (tl.exp(x) + tl.exp(-x))
-    elif OP == 23:  # tanh
+    elif OP == U_TANH:
         y = S.tanh(x)
-    elif OP == 24:  # asinh
+    elif OP == U_ASINH:
         ax = tl.abs(x)
         r = S.log1p(ax + ax * ax / (1.0 + tl.sqrt(1.0 + ax * ax)))
         r = tl.where(ax > 1e15, tl.log(ax) + S.LN2, r)
         y = tl.where(x < 0, -r, r)
-    elif OP == 25:  # acosh
+    elif OP == U_ACOSH:
         t = x - 1.0
         r = S.log1p(t + tl.sqrt(2.0 * t + t * t))
         y = tl.where(x > 1e15, tl.log(x) + S.LN2, r)
-    elif OP == 26:  # atanh; the log1p(2x / (1 - x)) form amplifies rounding near +-1
+    elif OP == U_ATANH:  # the log1p(2x / (1 - x)) form amplifies rounding near +-1
         y = 0.5 * (S.log1p(x) - S.log1p(-x))
-    elif OP == 27:  # floor
+    elif OP == U_FLOOR:
         if x.dtype.is_floating():
             y = tl.math.floor(x)
         else:
             y = x
-    elif OP == 28:  # ceil
+    elif OP == U_CEIL:
         if x.dtype.is_floating():
             y = tl.math.ceil(x)
         else:
             y = x
-    elif OP == 29:  # round (half to even)
+    elif OP == U_ROUND:  # half to even
         if x.dtype.is_floating():
             y = S.round_half_even(x)
         else:
             y = x
-    elif OP == 30:  # trunc
+    elif OP == U_TRUNC:
         if x.dtype.is_floating():
             y = S.trunc(x)
         else:
             y = x
-    elif OP == 31:  # frac
+    elif OP == U_FRAC:
         y = x - S.trunc(x)
-    elif OP == 32:  # erf
+    elif OP == U_ERF:
         y = tl.math.erf(x)
-    elif OP == 33:  # erfc
+    elif OP == U_ERFC:
         if x.dtype == tl.float64:
             y = 1.0 - tl.math.erf(x)
         else:
@@ -178,73 +180,73 @@ def apply_unary(x, p0, p1, OP: tl.constexpr):
                 0.09678418 + t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (
                     1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))))
             y = tl.where(x < 0, 2.0 - r, r)
-    elif OP == 34:  # erfinv
+    elif OP == U_ERFINV:
         y = S.erfinv(x)
-    elif OP == 35:  # lgamma
+    elif OP == U_LGAMMA:
         y = S.lgamma(x)
-    elif OP == 36:  # digamma
+    elif OP == U_DIGAMMA:
         y = S.digamma(x)
-    elif OP == 37:  # i0
+    elif OP == U_I0:
         y = S.bessel_i(x, 0)
-    elif OP == 38:  # sigmoid
+    elif OP == U_SIGMOID:
         y = S.sigmoid(x)
-    elif OP == 39:  # logit
+    elif OP == U_LOGIT:
         y = tl.log(x / (1.0 - x))
-    elif OP == 40:  # sinc
+    elif OP == U_SINC:
         px = S.PI * x
         y = tl.where(x == 0, 1.0, tl.sin(px) / tl.where(x == 0, 1.0, px))
-    elif OP == 41:  # relu
+    elif OP == U_RELU:
         y = tl.where(x <= 0, 0, x).to(x.dtype)
-    elif OP == 42:  # relu6
+    elif OP == U_RELU6:
         y = _clamp(x, 0.0, 6.0)
-    elif OP == 43:  # gelu (erf)
+    elif OP == U_GELU:  # the erf form
         y = _gelu(x)
-    elif OP == 44:  # gelu (tanh approximation)
+    elif OP == U_GELU_TANH:
         y = _gelu_tanh(x)
-    elif OP == 45:  # silu
+    elif OP == U_SILU:
         y = _silu(x)
-    elif OP == 46:  # mish
+    elif OP == U_MISH:
         y = x * S.tanh(S.softplus(x, 1.0, 20.0))
-    elif OP == 47:  # softplus (beta 1, threshold 20)
+    elif OP == U_SOFTPLUS:  # beta 1, threshold 20
         y = S.softplus(x, 1.0, 20.0)
-    elif OP == 48:  # softsign
+    elif OP == U_SOFTSIGN:
         y = x / (1.0 + tl.abs(x))
-    elif OP == 49:  # hardswish
+    elif OP == U_HARDSWISH:
         y = x * _clamp(x + 3.0, 0.0, 6.0) / 6.0
-    elif OP == 50:  # hardsigmoid
+    elif OP == U_HARDSIGMOID:
         y = _clamp(x + 3.0, 0.0, 6.0) / 6.0
-    elif OP == 51:  # tanhshrink
+    elif OP == U_TANHSHRINK:
         y = x - S.tanh(x)
-    elif OP == 52:  # selu
+    elif OP == U_SELU:
         y = SELU_SCALE * tl.where(x > 0, x, SELU_ALPHA * S.expm1(x))
-    elif OP == 53:  # logsigmoid
+    elif OP == U_LOGSIGMOID:
         y = tl.where(x < 0, x, 0.0) - S.log1p(tl.exp(-tl.abs(x)))
-    elif OP == 54:  # identity (casts)
+    elif OP == U_IDENTITY:  # casts
         y = x
-    elif OP == 60:  # threshold(threshold=p0, value=p1)
+    elif OP == P_THRESHOLD:  # threshold(threshold=p0, value=p1)
         y = tl.where(x <= p0, p1, x)
-    elif OP == 61:  # leaky_relu(negative_slope=p0)
+    elif OP == P_LEAKY_RELU:  # leaky_relu(negative_slope=p0)
         y = tl.where(x > 0, x, x * p0)
-    elif OP == 62:  # elu(alpha=p0)
+    elif OP == P_ELU:  # elu(alpha=p0)
         y = tl.where(x > 0, x, p0 * S.expm1(x))
-    elif OP == 63:  # celu(alpha=p0)
+    elif OP == P_CELU:  # celu(alpha=p0)
         y = tl.where(x > 0, x, p0 * S.expm1(x / p0))
-    elif OP == 64:  # hardtanh(min=p0, max=p1)
+    elif OP == P_HARDTANH:  # hardtanh(min=p0, max=p1)
         y = _clamp(x, p0, p1)
-    elif OP == 65:  # softplus(beta=p0, threshold=p1)
+    elif OP == P_SOFTPLUS:  # softplus(beta=p0, threshold=p1)
         y = S.softplus(x, p0, p1)
-    elif OP == 66:  # hardshrink(lambd=p0)
+    elif OP == P_HARDSHRINK:  # hardshrink(lambd=p0)
         y = tl.where((x >= -p0) & (x <= p0), 0.0, x)
-    elif OP == 67:  # softshrink(lambd=p0)
+    elif OP == P_SOFTSHRINK:  # softshrink(lambd=p0)
         y = tl.where(x > p0, x - p0, tl.where(x < -p0, x + p0, 0.0))
         y = tl.where(x != x, x, y)
-    elif OP == 68:  # pow(x, exponent=p0)
+    elif OP == P_POW:  # pow(x, exponent=p0)
         y = _pow_scalar(x, p0)
-    elif OP == 69:  # clamp(min=p0, max=p1); a missing bound is passed as -+inf
+    elif OP == P_CLAMP:  # clamp(min=p0, max=p1); a missing bound is passed as -+inf
         y = _clamp(x, p0, p1)
-    elif OP == 70:  # add a scalar
+    elif OP == P_ADD:  # x + p0
         y = x + p0
-    elif OP == 71:  # multiply by a scalar
+    elif OP == P_MUL:  # x * p0
         y = x * p0
     else:
         tl.static_assert(False, "unknown unary op")
@@ -256,86 +258,87 @@ def grad_unary(x, g, p0, p1, OP: tl.constexpr):
     """dL/dx from the forward input x and the upstream gradient g (torch's conventions at
     kinks and singularities)."""
     zero = tl.zeros_like(g)
-    if OP == 0:
+    if OP == U_NEG:
         dx = -g
-    elif OP == 1:
+    elif OP == U_ABS:
         dx = g * tl.where(x > 0, 1.0, tl.where(x < 0, -1.0, 0.0))
-    elif OP == 2 or OP == 27 or OP == 28 or OP == 29 or OP == 30:  # piecewise constant
+    elif (OP == U_SIGN or OP == U_FLOOR or OP == U_CEIL or OP == U_ROUND
+          or OP == U_TRUNC):  # piecewise constant
         dx = zero
-    elif OP == 3:
+    elif OP == U_RECIPROCAL:
         dx = -g / (x * x)
-    elif OP == 4:
+    elif OP == U_SQUARE:
         dx = 2.0 * g * x
-    elif OP == 5:
+    elif OP == U_SQRT:
         dx = g / (2.0 * tl.sqrt(x))
-    elif OP == 6:
+    elif OP == U_RSQRT:
         r = 1.0 / tl.sqrt(x)
         dx = -0.5 * g * r * r * r
-    elif OP == 7:
-        y = apply_unary(x, p0, p1, 7)
+    elif OP == U_CBRT:
+        y = apply_unary(x, p0, p1, U_CBRT)
         dx = g / (3.0 * y * y)
-    elif OP == 8:
+    elif OP == U_EXP:
         dx = g * tl.exp(x)
-    elif OP == 9:
+    elif OP == U_EXP2:
         dx = g * tl.exp2(x) * S.LN2
-    elif OP == 10:
+    elif OP == U_EXPM1:
         dx = g * tl.exp(x)
-    elif OP == 11:
+    elif OP == U_LOG:
         dx = g / x
-    elif OP == 12:
+    elif OP == U_LOG2:
         dx = g / (x * S.LN2)
-    elif OP == 13:
+    elif OP == U_LOG10:
         dx = g / (x * 2.302585092994046)
-    elif OP == 14:
+    elif OP == U_LOG1P:
         dx = g / (1.0 + x)
-    elif OP == 15:
+    elif OP == U_SIN:
         dx = g * tl.cos(x)
-    elif OP == 16:
+    elif OP == U_COS:
         dx = -g * tl.sin(x)
-    elif OP == 17:
+    elif OP == U_TAN:
         c = tl.cos(x)
         dx = g / (c * c)
-    elif OP == 18:
+    elif OP == U_ASIN:
         dx = g / tl.sqrt((1.0 - x) * (1.0 + x))
-    elif OP == 19:
+    elif OP == U_ACOS:
         dx = -g / tl.sqrt((1.0 - x) * (1.0 + x))
-    elif OP == 20:
+    elif OP == U_ATAN:
         dx = g / (1.0 + x * x)
-    elif OP == 21:
+    elif OP == U_SINH:
         dx = g * 0.5 * (tl.exp(x) + tl.exp(-x))
-    elif OP == 22:
+    elif OP == U_COSH:
         dx = g * 0.5 * (S.expm1(x) - S.expm1(-x))
-    elif OP == 23:
+    elif OP == U_TANH:
         t = S.tanh(x)
         dx = g * (1.0 - t * t)
-    elif OP == 24:
+    elif OP == U_ASINH:
         dx = g / tl.sqrt(x * x + 1.0)
-    elif OP == 25:
+    elif OP == U_ACOSH:
         dx = g / tl.sqrt((x - 1.0) * (x + 1.0) + 0.0)  # + 0.0: sqrt(-0) would give -inf
-    elif OP == 26:
+    elif OP == U_ATANH:
         dx = g / ((1.0 - x) * (1.0 + x))
-    elif OP == 31:
+    elif OP == U_FRAC:
         dx = g
-    elif OP == 32:
+    elif OP == U_ERF:
         dx = g * 1.1283791670955126 * tl.exp(-x * x)
-    elif OP == 33:
+    elif OP == U_ERFC:
         dx = -g * 1.1283791670955126 * tl.exp(-x * x)
-    elif OP == 34:
+    elif OP == U_ERFINV:
         y = S.erfinv(x)
         dx = g * 0.886226925452758 * tl.exp(y * y)
-    elif OP == 35:
+    elif OP == U_LGAMMA:
         dx = S.scaled_digamma(g, x)
-    elif OP == 36:
+    elif OP == U_DIGAMMA:
         dx = S.scaled_trigamma(g, x)
-    elif OP == 37:
+    elif OP == U_I0:
         dx = g * S.bessel_i(x, 1)
-    elif OP == 38:
+    elif OP == U_SIGMOID:
         s = S.sigmoid(x)
         dx = g * s * (1.0 - s)
-    elif OP == 39:
+    elif OP == U_LOGIT:
         dx = tl.where((x == 0) | (x == 1), g * float("inf"), g / (x * (1.0 - x)))
         dx = tl.where((x < 0) | (x > 1), float("nan"), dx)
-    elif OP == 40:
+    elif OP == U_SINC:
         u = S.PI * x
         safe = tl.where(x == 0, 1.0, x)
         d = (tl.cos(u) - tl.sin(u) / tl.where(x == 0, 1.0, u)) / safe
@@ -345,67 +348,66 @@ def grad_unary(x, g, p0, p1, OP: tl.constexpr):
             -0.0011904761904761906 + u2 * (2.2045855379188714e-05 + u2 * (
                 -2.505210838544172e-07 + u2 * 1.9270852604185938e-09)))))
         dx = g * tl.where(tl.abs(u) < 0.5, ser, d)
-    elif OP == 41:
+    elif OP == U_RELU:
         dx = tl.where(x <= 0, zero, g)
-    elif OP == 42:  # (torch's hardtanh rule below: a NaN x takes g)
+    elif OP == U_RELU6:  # (torch's hardtanh rule below: a NaN x takes g)
         dx = tl.where((x <= 0.0) | (x >= 6.0), zero, g)
-    elif OP == 43:
+    elif OP == U_GELU:
         dx = g * _gelu_grad(x)
-    elif OP == 44:
+    elif OP == U_GELU_TANH:
         dx = g * _gelu_tanh_grad(x)
-    elif OP == 45:
+    elif OP == U_SILU:
         dx = g * _silu_grad(x)
-    elif OP == 46:
+    elif OP == U_MISH:
         sp = S.softplus(x, 1.0, 20.0)
         t = S.tanh(sp)
         dx = g * (t + x * S.sigmoid(x) * (1.0 - t * t))
-    elif OP == 47:
+    elif OP == U_SOFTPLUS:
         dx = tl.where(x > 20.0, g, g * S.sigmoid(x))
-    elif OP == 48:
+    elif OP == U_SOFTSIGN:
         d = 1.0 + tl.abs(x)
         dx = tl.where(tl.abs(x) == float("inf"), float("nan"), g / (d * d))
-    elif OP == 49:
+    elif OP == U_HARDSWISH:
         # torch's kernel: 0 at x <= -3 and 1 at x >= 3 (the kinks take the outer pieces); a
-        # NaN x fails both tests and takes g, as in torch's CUDA and CPU kernels (CPU fuzz case
-        # 70073: NaN here before)
+        # NaN x fails both tests and takes g, as in torch's CUDA and CPU kernels
         dx = tl.where(x <= -3.0, zero, tl.where(x < 3.0, g * (x / 3.0 + 0.5), g))
-    elif OP == 50:
+    elif OP == U_HARDSIGMOID:
         dx = tl.where((x > -3.0) & (x < 3.0), g / 6.0, zero)
-    elif OP == 51:
+    elif OP == U_TANHSHRINK:
         t = S.tanh(x)
         dx = g * t * t
-    elif OP == 52:
+    elif OP == U_SELU:
         dx = g * SELU_SCALE * tl.where(x <= 0, SELU_ALPHA * tl.exp(x), 1.0)  # (as elu's)
-    elif OP == 53:
+    elif OP == U_LOGSIGMOID:
         dx = g * S.sigmoid(-x)
-    elif OP == 54:
+    elif OP == U_IDENTITY:
         dx = g
-    elif OP == 60:
+    elif OP == P_THRESHOLD:
         dx = tl.where(x <= p0, zero, g)
-    elif OP == 61:
+    elif OP == P_LEAKY_RELU:
         dx = tl.where(x > 0, g, g * p0)
-    elif OP == 62:
+    elif OP == P_ELU:
         # torch's elu / celu / selu backward tests x <= 0: a NaN x takes the positive
-        # piece (g), not NaN (CPU fuzz, session 18)
+        # piece (g), not NaN
         dx = tl.where(x <= 0, g * p0 * tl.exp(x), g)
-    elif OP == 63:
+    elif OP == P_CELU:
         dx = tl.where(x <= 0, g * tl.exp(x / p0), g)
-    elif OP == 64:
+    elif OP == P_HARDTANH:
         # torch's hardtanh backward: 0 where x <= min or x >= max, else g (a NaN x takes g)
         dx = tl.where((x <= p0) | (x >= p1), zero, g)
-    elif OP == 65:
+    elif OP == P_SOFTPLUS:
         bx = x * p0
         dx = tl.where(bx > p1, g, g * S.sigmoid(bx))
-    elif OP == 66 or OP == 67:
+    elif OP == P_HARDSHRINK or OP == P_SOFTSHRINK:
         dx = tl.where((x >= -p0) & (x <= p0), zero, g)
-    elif OP == 68:
+    elif OP == P_POW:
         d = p0 * _pow_scalar(x, p0 - 1.0)
         dx = tl.where(p0 == 0.0, zero, g * d)
-    elif OP == 69:
+    elif OP == P_CLAMP:
         dx = tl.where((x >= p0) & (x <= p1), g, zero)
-    elif OP == 70:
+    elif OP == P_ADD:
         dx = g
-    elif OP == 71:
+    elif OP == P_MUL:
         dx = g * p0
     else:
         tl.static_assert(False, "unknown unary op")

@@ -1,6 +1,7 @@
 """The binary, gated, comparison and ternary op tables in `tl` (see `ops.py` for the unary
 ones and the conventions): forward formula and gradient per op code, resolved at compile time.
 """
+# ruff: noqa: F405 - the op-code constants come from codes.py's generated star export
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import triton
 import triton.language as tl
 
 from . import special as S
+from .codes import *  # noqa: F403
 from .ops import (
     _gelu,
     _gelu_grad,
@@ -100,31 +102,31 @@ def _nextafter(a, b):
 
 @triton.jit
 def apply_binary(a, b, p0, p1, OP: tl.constexpr):
-    """Forward formula of binary kind OP (BinaryKind rows, gated rows 30.., compares 40..)."""
-    if OP == 0:  # add(alpha=p0)
+    """Forward formula of binary kind OP (B_* BinaryKind, G_* GatedKind, C_* CompareKind)."""
+    if OP == B_ADD:  # add(alpha=p0)
         y = a + b * p0
-    elif OP == 1:  # sub(alpha=p0)
+    elif OP == B_SUB:  # sub(alpha=p0)
         y = a - b * p0
-    elif OP == 2:
+    elif OP == B_MUL:
         y = a * b
-    elif OP == 3:  # true division
+    elif OP == B_DIV:  # true division
         y = a / b
-    elif OP == 4:  # div rounding_mode="trunc"
+    elif OP == B_DIV_TRUNC:  # div rounding_mode="trunc"
         if a.dtype.is_floating():
             y = S.trunc(a / b)
         else:
             y = a // b
-    elif OP == 5:  # div rounding_mode="floor", floor_divide
+    elif OP == B_DIV_FLOOR:  # div rounding_mode="floor", floor_divide
         if a.dtype.is_floating():
             y = _floor_div_float(a, b)
         else:
             q = a // b
             y = tl.where(((a % b) != 0) & ((a < 0) != (b < 0)), q - 1, q)
-    elif OP == 6:
+    elif OP == B_POW:
         y = pow_any(a, b)
-    elif OP == 7:
+    elif OP == B_ATAN2:
         y = S.atan2(a, b)
-    elif OP == 8:  # hypot
+    elif OP == B_HYPOT:
         aa = tl.abs(a)
         ab = tl.abs(b)
         hi = tl.maximum(aa, ab)
@@ -133,87 +135,87 @@ def apply_binary(a, b, p0, p1, OP: tl.constexpr):
         y = hi * tl.sqrt(1.0 + rr * rr)
         y = tl.where((a != a) | (b != b), a + b, y)
         y = tl.where((aa == float("inf")) | (ab == float("inf")), float("inf"), y)
-    elif OP == 9:  # copysign
+    elif OP == B_COPYSIGN:
         y = tl.where(S.signbit(b), -tl.abs(a), tl.abs(a))
-    elif OP == 10:
+    elif OP == B_MAXIMUM:
         y = _max_nan(a, b)
-    elif OP == 11:
+    elif OP == B_MINIMUM:
         y = _min_nan(a, b)
-    elif OP == 12:  # fmax
+    elif OP == B_FMAX:
         y = tl.where(a != a, b, tl.where(b != b, a, tl.where(a > b, a, b)))
-    elif OP == 13:  # fmin
+    elif OP == B_FMIN:
         y = tl.where(a != a, b, tl.where(b != b, a, tl.where(a < b, a, b)))
-    elif OP == 14:  # remainder (sign of the divisor)
+    elif OP == B_REMAINDER:  # remainder (sign of the divisor)
         r = _fmod(a, b)
         y = tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
-    elif OP == 15:  # fmod (sign of the dividend)
+    elif OP == B_FMOD:  # fmod (sign of the dividend)
         y = _fmod(a, b)
-    elif OP == 16:  # xlogy
+    elif OP == B_XLOGY:
         y = tl.where(b != b, b, tl.where(a == 0, 0.0, a * tl.log(b)))
-    elif OP == 17:  # logaddexp
+    elif OP == B_LOGADDEXP:
         m = tl.maximum(a, b)
         y = m + S.log1p(tl.exp(-tl.abs(a - b)))
         y = tl.where((tl.abs(m) == float("inf")) & (a == b), a, y)
         y = tl.where((a != a) | (b != b), a + b, y)
-    elif OP == 18:  # logaddexp2
+    elif OP == B_LOGADDEXP2:
         m = tl.maximum(a, b)
         y = m + S.log1p(tl.exp2(-tl.abs(a - b))) * 1.4426950408889634
         y = tl.where((tl.abs(m) == float("inf")) & (a == b), a, y)
         y = tl.where((a != a) | (b != b), a + b, y)
-    elif OP == 19:
+    elif OP == B_NEXTAFTER:
         y = _nextafter(a, b)
-    elif OP == 20:
+    elif OP == B_BITWISE_AND:
         y = a & b
-    elif OP == 21:
+    elif OP == B_BITWISE_OR:
         y = a | b
-    elif OP == 22:
+    elif OP == B_BITWISE_XOR:
         y = a ^ b
-    elif OP == 23:  # left shift: shifts outside [0, bits) give 0, as torch
+    elif OP == B_BITWISE_LEFT_SHIFT:  # shifts outside [0, bits) give 0, as torch
         nb: tl.constexpr = a.dtype.primitive_bitwidth
         ok = (b >= 0) & (b < nb)
         y = tl.where(ok, a << tl.where(ok, b, 0), 0)
-    elif OP == 24:  # arithmetic right shift; shifts past the width give the sign fill
+    elif OP == B_BITWISE_RIGHT_SHIFT:  # arithmetic; shifts past the width give the sign fill
         nb: tl.constexpr = a.dtype.primitive_bitwidth
         ok = (b >= 0) & (b < nb)
         fill = tl.where(a < 0, -1, 0)
         y = tl.where(ok, a >> tl.where(ok, b, 0), fill)
-    elif OP == 25:
+    elif OP == B_LOGICAL_AND:
         y = (a != 0) & (b != 0)
-    elif OP == 26:
+    elif OP == B_LOGICAL_OR:
         y = (a != 0) | (b != 0)
-    elif OP == 27:
+    elif OP == B_LOGICAL_XOR:
         y = (a != 0) != (b != 0)
-    elif OP == 28:  # lerp with the scalar weight p0 (torch's two-sided form)
+    elif OP == B_LERP:  # lerp with the scalar weight p0 (torch's two-sided form)
         d = b - a
         y = tl.where(tl.abs(p0) < 0.5, a + p0 * d, b - d * (1.0 - p0))
-    elif OP == 30:  # glu: a * sigmoid(b)
+    elif OP == G_GLU:  # a * sigmoid(b)
         y = a * S.sigmoid(b)
-    elif OP == 31:  # swiglu: silu(a) * b
+    elif OP == G_SWIGLU:  # silu(a) * b
         y = _silu(a) * b
-    elif OP == 32:  # geglu: gelu(a) * b
+    elif OP == G_GEGLU:  # gelu(a) * b
         y = _gelu(a) * b
-    elif OP == 33:  # geglu with the tanh approximation
+    elif OP == G_GEGLU_TANH:  # gelu_tanh(a) * b
         y = _gelu_tanh(a) * b
-    elif OP == 34:  # reglu
+    elif OP == G_REGLU:
         y = tl.where(a <= 0, 0.0, a) * b
-    elif OP == 40:
+    elif OP == C_EQ:
         y = a == b
-    elif OP == 41:
+    elif OP == C_NE:
         y = a != b
-    elif OP == 42:
+    elif OP == C_LT:
         y = a < b
-    elif OP == 43:
+    elif OP == C_LE:
         y = a <= b
-    elif OP == 44:
+    elif OP == C_GT:
         y = a > b
-    elif OP == 45:
+    elif OP == C_GE:
         y = a >= b
-    elif OP == 46 or OP == 47:  # isclose(rtol=p0, atol=p1), equal_nan for 47
+    elif OP == C_ISCLOSE or OP == C_ISCLOSE_NAN:  # rtol=p0, atol=p1
         close = a == b
         if a.dtype.is_floating():
             finite = (tl.abs(a) != float("inf")) & (tl.abs(b) != float("inf"))
             close = close | (finite & (tl.abs(a - b) <= p1 + p0 * tl.abs(b)))
-            if OP == 47:
+            if OP == C_ISCLOSE_NAN:
                 close = close | ((a != a) & (b != b))
         else:
             d = tl.abs((a - b).to(tl.float64))
@@ -228,86 +230,86 @@ def apply_binary(a, b, p0, p1, OP: tl.constexpr):
 def grad_binary(a, b, g, p0, p1, OP: tl.constexpr):
     """(dL/da, dL/db) of binary kind OP."""
     zero = tl.zeros_like(g)
-    if OP == 0:
+    if OP == B_ADD:
         ga = g
         gb = g * p0
-    elif OP == 1:
+    elif OP == B_SUB:
         ga = g
         gb = -g * p0
-    elif OP == 2:
+    elif OP == B_MUL:
         ga = g * b
         gb = g * a
-    elif OP == 3:
+    elif OP == B_DIV:
         ga = g / b
         gb = -g * (a / b) / b
-    elif OP == 4 or OP == 5:
+    elif OP == B_DIV_TRUNC or OP == B_DIV_FLOOR:
         ga = zero
         gb = zero
-    elif OP == 6:
+    elif OP == B_POW:
         ga = tl.where(b == 0, zero, g * b * _pow_float(a, b - 1.0))
         gb = tl.where((a == 0) & (b >= 0), zero, g * _pow_float(a, b) * tl.log(a))
-    elif OP == 7:
+    elif OP == B_ATAN2:
         den = a * a + b * b
         safe = tl.where(den == 0, 1.0, den)
         ga = tl.where(den == 0, zero, g * b / safe)
         gb = tl.where(den == 0, zero, -g * a / safe)
-    elif OP == 8:
-        y = apply_binary(a, b, p0, p1, 8)
+    elif OP == B_HYPOT:
+        y = apply_binary(a, b, p0, p1, B_HYPOT)
         ga = g * a / y
         gb = g * b / y
-    elif OP == 9:
-        y = apply_binary(a, b, p0, p1, 9)
+    elif OP == B_COPYSIGN:
+        y = apply_binary(a, b, p0, p1, B_COPYSIGN)
         ga = tl.where(a == 0, zero, g * (y / tl.where(a == 0, 1.0, a)))
         gb = zero
-    elif OP == 10 or OP == 11:
+    elif OP == B_MAXIMUM or OP == B_MINIMUM:
         h = tl.where(a == b, g * 0.5, g)
-        if OP == 10:
+        if OP == B_MAXIMUM:
             ga = tl.where(a < b, zero, h)
             gb = tl.where(a > b, zero, h)
         else:
             ga = tl.where(a > b, zero, h)
             gb = tl.where(a < b, zero, h)
-    elif OP == 12:
+    elif OP == B_FMAX:
         take_a = (a >= b) | (b != b)
         ga = tl.where(take_a, g, zero)
         gb = tl.where(take_a, zero, g)
-    elif OP == 13:
+    elif OP == B_FMIN:
         take_a = (a <= b) | (b != b)
         ga = tl.where(take_a, g, zero)
         gb = tl.where(take_a, zero, g)
-    elif OP == 14:
+    elif OP == B_REMAINDER:
         ga = g
         gb = -g * _floor_div_float(a, b)
-    elif OP == 15:
+    elif OP == B_FMOD:
         ga = g
         gb = -g * S.trunc(a / b)
-    elif OP == 16:
+    elif OP == B_XLOGY:
         ga = tl.where(g == 0, zero, g * tl.log(b))  # torch: xlogy(g, b), 0 where a = 0, b <= 0
         ga = tl.where((a == 0) & (b <= 0), zero, ga)
         gb = g * a / b
-    elif OP == 17:
+    elif OP == B_LOGADDEXP:
         ga = g * S.sigmoid(a - b)
         gb = g * S.sigmoid(b - a)
-    elif OP == 18:
+    elif OP == B_LOGADDEXP2:
         ga = g / (1.0 + tl.exp2(b - a))
         gb = g / (1.0 + tl.exp2(a - b))
-    elif OP == 28:
+    elif OP == B_LERP:
         ga = g * (1.0 - p0)
         gb = g * p0
-    elif OP == 30:
+    elif OP == G_GLU:
         s = S.sigmoid(b)
         ga = g * s
         gb = g * a * s * (1.0 - s)
-    elif OP == 31:
+    elif OP == G_SWIGLU:
         ga = g * b * _silu_grad(a)
         gb = g * _silu(a)
-    elif OP == 32:
+    elif OP == G_GEGLU:
         ga = g * b * _gelu_grad(a)
         gb = g * _gelu(a)
-    elif OP == 33:
+    elif OP == G_GEGLU_TANH:
         ga = g * b * _gelu_tanh_grad(a)
         gb = g * _gelu_tanh(a)
-    elif OP == 34:
+    elif OP == G_REGLU:
         ga = tl.where(a <= 0, zero, g * b)
         gb = g * tl.where(a <= 0, 0.0, a)
     else:
@@ -319,16 +321,16 @@ def grad_binary(a, b, g, p0, p1, OP: tl.constexpr):
 def apply_ternary(a, b, c, p0, OP: tl.constexpr):
     """Forward formula of TernaryKind OP: lerp(a, b, weight=c), addcmul/addcdiv(a, b, c,
     value=p0), clamp(a, min=b, max=c), where(condition=a, b, c)."""
-    if OP == 0:
+    if OP == T_LERP:
         d = b - a
         y = tl.where(tl.abs(c) < 0.5, a + c * d, b - d * (1.0 - c))
-    elif OP == 1:
+    elif OP == T_ADDCMUL:
         y = a + p0 * b * c
-    elif OP == 2:
+    elif OP == T_ADDCDIV:
         y = a + p0 * b / c
-    elif OP == 3:  # torch.clamp: min(max(x, lo), hi), NaN anywhere propagates
+    elif OP == T_CLAMP:  # torch.clamp: min(max(x, lo), hi), NaN anywhere propagates
         y = _min_nan(_max_nan(a, b), c)
-    elif OP == 4:
+    elif OP == T_WHERE:
         y = tl.where(a != 0, b, c)
     else:
         tl.static_assert(False, "unknown ternary op")
@@ -338,25 +340,25 @@ def apply_ternary(a, b, c, p0, OP: tl.constexpr):
 @triton.jit
 def grad_ternary(a, b, c, g, p0, OP: tl.constexpr):
     zero = tl.zeros_like(g)
-    if OP == 0:
+    if OP == T_LERP:
         ga = g * (1.0 - c)
         gb = g * c
         gc = g * (b - a)
-    elif OP == 1:
+    elif OP == T_ADDCMUL:
         ga = g
         gb = g * p0 * c
         gc = g * p0 * b
-    elif OP == 2:
+    elif OP == T_ADDCDIV:
         ga = g
         gb = g * p0 / c
         gc = -g * p0 * b / (c * c)
-    elif OP == 3:  # torch's clamp_backward_min_max
+    elif OP == T_CLAMP:  # torch's clamp_backward_min_max
         ga = tl.where((a >= b) & (a <= c), g, zero)
         # torch: min takes the gradient only below a non-empty range (min < max); max takes
         # it above, or always where the range is empty (max < min, where y == max)
         gb = tl.where((a < b) & (b < c), g, zero)
         gc = tl.where((a > c) | (c < b), g, zero)
-    elif OP == 4:
+    elif OP == T_WHERE:
         ga = zero
         gb = tl.where(a != 0, g, zero)
         gc = tl.where(a != 0, zero, g)

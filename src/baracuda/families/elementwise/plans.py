@@ -2,8 +2,8 @@
 ternary, comparison, cast and gated activations, forward and backward.
 
 **Formulas**: one row per kind (`table.py`: op code, dtype rule, float64 reference, test
-domain); forward and derivative formulas are that code's branch in `ops.py`. Torch's
-conventions at kinks, singularities, +-inf and NaN.
+domain); forward and derivative formulas are that code's branch in `ops.py` / `ops_nary.py`.
+Torch's conventions at kinks, singularities, +-inf and NaN.
 
 **Dtypes / shape**: floats f32/f16/bf16/f64 (halves compute in f32, f64 in f64; nextafter
 steps in each type's own bits); integer and bool inputs where the kind's rule allows
@@ -21,6 +21,8 @@ by one program; gradients of broadcast inputs are row sums in a fixed order (no 
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -47,15 +49,9 @@ from .descriptors import (
     UnaryParamBackwardDescriptor,
     UnaryParamDescriptor,
 )
-from .kernels import (
-    binary_bwd_kernel,
-    binary_kernel,
-    unary_bwd_kernel,
-    unary_kernel,
-)
+from .kernels import binary_bwd_kernel, binary_kernel, unary_bwd_kernel, unary_kernel
 from .launch import (
-    IDENTITY,
-    acc_type,
+    compute_type,
     expand_strides,
     launch_map,
     params,
@@ -67,20 +63,14 @@ from .table import (
     BINARY,
     COMPARE,
     FLOATS,
+    IDENTITY_CODE,
+    ISCLOSE_NAN_CODE,
     UNARY,
     UNARY_PARAM,
+    Row,
     binary_types,
-    unary_out_element,
-    unary_param_out_element,
+    promote,
 )
-
-#: Binary kinds whose gradient needs neither input (add, sub, rounding divisions, lerp).
-_NO_LOADS = {0, 1, 4, 5, 28}
-
-
-def _nonneg(who: str, args) -> None:
-    for name, t in args.tensors().items():
-        V.check_nonnegative_strides(who, name, t)
 
 
 class _Triton(Candidate):
@@ -88,15 +78,28 @@ class _Triton(Candidate):
     replayable = True  # only Triton launches (backends/launch_replay.py)
 
     def can_implement(self, desc, args) -> None:
-        _nonneg(type(self).__name__, args)
+        who = type(self).__name__
+        for name, t in args.tensors().items():
+            V.check_nonnegative_strides(who, name, t)
+
+
+class _TritonGrad(_Triton):
+    """A backward candidate of a kind whose forward may take integers: gradients are float."""
+
+    def supports(self, desc, pref, arch):
+        if desc.element not in FLOATS:
+            return f"gradients need floating elements, got {desc.element.value}"
+        return None
 
 
 def _guarantee(element: ElementKind) -> PrecisionGuarantee:
     return PrecisionGuarantee.for_element(element)
 
 
-def _check_float(who: str, element: ElementKind) -> None:
-    V.check_element(who, "element", element, FLOATS)
+def run_row(kernel, shape, tensors, scalars, row: Row, acc, **constexprs) -> None:
+    """One elementwise launch of a table row's op code."""
+    launch_map(kernel, shape, tensors, scalars, OP=row.code, ACC=acc, heavy=row.heavy,
+               **constexprs)
 
 
 # -- unary ----------------------------------------------------------------------------------------
@@ -110,11 +113,6 @@ class UnaryPlan(Plan):
     args_type = UnaryArgs
     partner = "UnaryBackwardPlan"
 
-    def check_args(self, args) -> None:
-        who, d = type(self).__name__, self.desc
-        V.check_tensor(who, "x", args.x, d.shape, d.element)
-        V.check_tensor(who, "y", args.y, d.shape, unary_out_element(who, d.kind, d.element))
-
 
 @register_plan
 class UnaryBackwardPlan(Plan):
@@ -125,40 +123,26 @@ class UnaryBackwardPlan(Plan):
     partner = "UnaryPlan"
     is_backward = True
 
-    def check_args(self, args) -> None:
-        who, d = type(self).__name__, self.desc
-        for n in ("dy", "x", "dx"):
-            V.check_tensor(who, n, getattr(args, n), d.shape, d.element)
-
 
 @register_candidate(UnaryPlan)
 class TritonUnary(_Triton):
     name = "triton_unary"
 
-    def supports(self, desc, pref, arch):
-        return None
-
     def guarantee(self, desc, pref):
-        return _guarantee(unary_out_element("UnaryPlan", desc.kind, desc.element))
+        return _guarantee(desc.out_element)
 
     def launch(self, desc, args, workspace) -> None:
-        out = unary_out_element("UnaryPlan", desc.kind, desc.element)
-        launch_map(unary_kernel, desc.shape, [args.x, args.y], params(0.0, 0.0),
-                   OP=UNARY[desc.kind].code, ACC=acc_type(out))
+        run_row(unary_kernel, desc.shape, [args.x, args.y], params(0.0, 0.0), UNARY[desc.kind],
+                compute_type(desc.out_element))
 
 
 @register_candidate(UnaryBackwardPlan)
-class TritonUnaryBackward(_Triton):
+class TritonUnaryBackward(_TritonGrad):
     name = "triton_unary_backward"
 
-    def supports(self, desc, pref, arch):
-        if desc.element not in FLOATS:
-            return f"gradients need floating elements, got {desc.element.value}"
-        return None
-
     def launch(self, desc, args, workspace) -> None:
-        launch_map(unary_bwd_kernel, desc.shape, [args.dy, args.x, args.dx], params(0.0, 0.0),
-                   OP=UNARY[desc.kind].code, ACC=acc_type(desc.element))
+        run_row(unary_bwd_kernel, desc.shape, [args.dy, args.x, args.dx], params(0.0, 0.0),
+                UNARY[desc.kind], compute_type(desc.element))
 
 
 # -- unary with parameters ------------------------------------------------------------------------
@@ -177,12 +161,6 @@ class UnaryParamPlan(Plan):
     args_type = UnaryArgs
     partner = "UnaryParamBackwardPlan"
 
-    def check_args(self, args) -> None:
-        who, d = type(self).__name__, self.desc
-        out = unary_param_out_element(who, d.kind, d.element, d.params)
-        V.check_tensor(who, "x", args.x, d.shape, d.element)
-        V.check_tensor(who, "y", args.y, d.shape, out)
-
 
 @register_plan
 class UnaryParamBackwardPlan(Plan):
@@ -193,40 +171,28 @@ class UnaryParamBackwardPlan(Plan):
     partner = "UnaryParamPlan"
     is_backward = True
 
-    def check_args(self, args) -> None:
-        who, d = type(self).__name__, self.desc
-        for n in ("dy", "x", "dx"):
-            V.check_tensor(who, n, getattr(args, n), d.shape, d.element)
-
 
 @register_candidate(UnaryParamPlan)
 class TritonUnaryParam(_Triton):
     name = "triton_unary_param"
 
     def guarantee(self, desc, pref):
-        return _guarantee(unary_param_out_element("UnaryParamPlan", desc.kind, desc.element,
-                                                  desc.params))
+        return _guarantee(desc.out_element)
 
     def launch(self, desc, args, workspace) -> None:
-        out = unary_param_out_element("UnaryParamPlan", desc.kind, desc.element, desc.params)
-        acc = acc_type(out if out.is_float else desc.element)
-        launch_map(unary_kernel, desc.shape, [args.x, args.y], params(*_param_values(desc)),
-                   OP=UNARY_PARAM[desc.kind][0].code, ACC=acc)
+        out = desc.out_element
+        run_row(unary_kernel, desc.shape, [args.x, args.y], params(*_param_values(desc)),
+                UNARY_PARAM[desc.kind], compute_type(out if out.is_float else desc.element))
 
 
 @register_candidate(UnaryParamBackwardPlan)
-class TritonUnaryParamBackward(_Triton):
+class TritonUnaryParamBackward(_TritonGrad):
     name = "triton_unary_param_backward"
 
-    def supports(self, desc, pref, arch):
-        if desc.element not in FLOATS:
-            return f"gradients need floating elements, got {desc.element.value}"
-        return None
-
     def launch(self, desc, args, workspace) -> None:
-        launch_map(unary_bwd_kernel, desc.shape, [args.dy, args.x, args.dx],
-                   params(*_param_values(desc)), OP=UNARY_PARAM[desc.kind][0].code,
-                   ACC=acc_type(desc.element))
+        run_row(unary_bwd_kernel, desc.shape, [args.dy, args.x, args.dx],
+                params(*_param_values(desc)), UNARY_PARAM[desc.kind],
+                compute_type(desc.element))
 
 
 # -- cast -----------------------------------------------------------------------------------------
@@ -243,11 +209,6 @@ class CastPlan(Plan):
     def op_name(cls, desc) -> str:
         return f"cast_{desc.element.value}_{desc.out_element.value}"
 
-    def check_args(self, args) -> None:
-        who, d = type(self).__name__, self.desc
-        V.check_tensor(who, "x", args.x, d.shape, d.element)
-        V.check_tensor(who, "y", args.y, d.shape, d.out_element)
-
 
 @register_candidate(CastPlan)
 class TritonCast(_Triton):
@@ -263,20 +224,14 @@ class TritonCast(_Triton):
         if dst.is_float:
             wide = ElementKind.F64 in (src, dst) and not (INTERPRET and dst.itemsize == 2)
             # (the interpreter's f64 -> bf16/f16 conversion reinterprets bits: go through f32)
-            acc = acc_type(ElementKind.F64 if wide else ElementKind.F32)
+            acc = compute_type(ElementKind.F64 if wide else ElementKind.F32)
         else:
-            acc = acc_type(src)
+            acc = compute_type(src)
         launch_map(unary_kernel, desc.shape, [args.x, args.y], params(0.0, 0.0),
-                   OP=IDENTITY, ACC=acc)
+                   OP=IDENTITY_CODE, ACC=acc)
 
 
 # -- binary ---------------------------------------------------------------------------------------
-
-
-def _check_binary(who: str, d, args, out_element) -> None:
-    V.check_tensor(who, "a", args.a, d.a_shape, d.a_element)
-    V.check_tensor(who, "b", args.b, d.b_shape, d.b_element)
-    V.check_tensor(who, "y", args.y, d.shape, out_element)
 
 
 @register_plan
@@ -286,10 +241,6 @@ class BinaryPlan(Plan):
     descriptor_type = BinaryDescriptor
     args_type = BinaryArgs
     partner = "BinaryBackwardPlan"
-
-    def check_args(self, args) -> None:
-        who = type(self).__name__
-        _check_binary(who, self.desc, args, binary_types(who, self.desc)[0])
 
 
 @register_candidate(BinaryPlan)
@@ -302,8 +253,8 @@ class TritonBinary(_Triton):
     def launch(self, desc, args, workspace) -> None:
         _, compute = binary_types("BinaryPlan", desc)
         row = BINARY[desc.kind]
-        launch_map(binary_kernel, desc.shape, [args.a, args.b, args.y], params(desc.alpha, 0.0),
-                   OP=row.code, ACC=acc_type(compute, row.native))
+        run_row(binary_kernel, desc.shape, [args.a, args.b, args.y], params(desc.alpha, 0.0),
+                row, compute_type(compute, row.native))
 
 
 @register_plan
@@ -315,24 +266,24 @@ class BinaryBackwardPlan(Plan):
     partner = "BinaryPlan"
     is_backward = True
 
-    def check_args(self, args) -> None:
-        who, d = type(self).__name__, self.desc
-        out, _ = binary_types(who, d)
-        V.check_tensor(who, "dy", args.dy, d.shape, out)
-        V.check_tensor(who, "a", args.a, d.a_shape, d.a_element)
-        V.check_tensor(who, "b", args.b, d.b_shape, d.b_element)
-        for name, need, shape, el in (("da", d.needs[0], d.a_shape, d.a_element),
-                                      ("db", d.needs[1], d.b_shape, d.b_element)):
-            t = getattr(args, name)
-            if need:
-                V.check_tensor(who, name, t, shape, el)
-            elif t is not None:
-                raise V.InvalidProblem(f"{who}: {name} must be None when needs is {d.needs}")
+
+class _TritonReduced(_Triton):
+    """A backward candidate whose broadcast inputs' gradients are reduced in the workspace."""
+
+    def _reductions(self, desc):
+        shapes = (desc.a_shape, desc.b_shape, getattr(desc, "c_shape", None))
+        return [reduction_for(s, desc.shape) if n else None for s, n in zip(shapes, desc.needs)]
+
+    def workspace_size(self, desc) -> int:
+        return workspace_bytes(self._reductions(desc), self.compute(desc))
 
 
 @register_candidate(BinaryBackwardPlan)
-class TritonBinaryBackward(_Triton):
+class TritonBinaryBackward(_TritonReduced):
     name = "triton_binary_backward"
+
+    def compute(self, desc) -> ElementKind:
+        return binary_types("BinaryBackwardPlan", desc)[1]
 
     def supports(self, desc, pref, arch):
         if not BINARY[desc.kind].diff:
@@ -345,27 +296,19 @@ class TritonBinaryBackward(_Triton):
             return "needs asks for no gradient"
         return None
 
-    def _reductions(self, desc):
-        out = desc.shape
-        return [reduction_for(s, out) if n else None
-                for s, n in ((desc.a_shape, desc.needs[0]), (desc.b_shape, desc.needs[1]))]
-
-    def workspace_size(self, desc) -> int:
-        return workspace_bytes(self._reductions(desc), binary_types("", desc)[1])
-
     def launch(self, desc, args, workspace) -> None:
-        _, compute = binary_types("BinaryBackwardPlan", desc)
-        code = BINARY[desc.kind].code
-        grads = [args.da, args.db]
-        _run_backward(binary_bwd_kernel, desc.shape, args.dy, [args.a, args.b], grads,
-                      self._reductions(desc), compute, workspace,
-                      params(desc.alpha, 0.0), code, loads=code not in _NO_LOADS)
+        row = BINARY[desc.kind]
+        run_backward(binary_bwd_kernel, desc, args.dy, [args.a, args.b], [args.da, args.db],
+                     self._reductions(desc), self.compute(desc), workspace,
+                     params(desc.alpha, 0.0), row, LOAD_A=row.grad_reads,
+                     LOAD_B=row.grad_reads)
 
 
-def _run_backward(kernel, out_shape, dy, inputs, grads, reductions, compute, workspace,
-                  scalars, code, loads=None) -> None:
+def run_backward(kernel, desc, dy, inputs, grads, reductions, compute, workspace, scalars,
+                 row: Row, **constexprs) -> None:
     """Write each needed gradient directly, or into its workspace accumulator and reduce."""
-    if math_prod(out_shape) == 0:
+    out_shape = desc.shape
+    if math.prod(out_shape) == 0:
         for g, red in zip(grads, reductions):
             if g is not None and red is not None:
                 g.zero_()
@@ -390,20 +333,12 @@ def _run_backward(kernel, out_shape, dy, inputs, grads, reductions, compute, wor
     in_strides = [expand_strides(t, out_shape) for t in inputs]
     all_strides = [expand_strides(dy, out_shape)] + in_strides + strides
     consts = {f"WRITE_{'ABC'[i]}": w for i, w in enumerate(writes)}
-    if loads is not None:
-        consts.update(LOAD_A=loads, LOAD_B=loads)
+    consts.update(constexprs)
     launch_map(kernel, out_shape, [dy, *inputs, *targets], scalars, strides=all_strides,
-               OP=code, ACC=acc_type(compute), **consts)
+               heavy=row.heavy, OP=row.code, ACC=compute_type(compute), **consts)
     for g, red, reg in zip(grads, reductions, regions):
         if g is not None and red is not None:
             red.finish(reg, g)
-
-
-def math_prod(shape) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 def _direct_strides(g: torch.Tensor, out_shape) -> list[int]:
@@ -423,11 +358,6 @@ class BinaryParamPlan(Plan):
     args_type = BinaryArgs
     partner = "BinaryParamBackwardPlan"
 
-    def check_args(self, args) -> None:
-        who, d = type(self).__name__, self.desc
-        for n in ("a", "b", "y"):
-            V.check_tensor(who, n, getattr(args, n), d.shape, d.element)
-
 
 @register_plan
 class BinaryParamBackwardPlan(Plan):
@@ -438,20 +368,14 @@ class BinaryParamBackwardPlan(Plan):
     partner = "BinaryParamPlan"
     is_backward = True
 
-    def check_args(self, args) -> None:
-        who, d = type(self).__name__, self.desc
-        for n in ("dy", "da", "db"):
-            V.check_tensor(who, n, getattr(args, n), d.shape, d.element)
-
 
 @register_candidate(BinaryParamPlan)
 class TritonBinaryParam(_Triton):
     name = "triton_lerp_scalar"
 
     def launch(self, desc, args, workspace) -> None:
-        launch_map(binary_kernel, desc.shape, [args.a, args.b, args.y],
-                   params(desc.param, 0.0), OP=BINARY[desc.kind].code,
-                   ACC=acc_type(desc.element))
+        run_row(binary_kernel, desc.shape, [args.a, args.b, args.y], params(desc.param, 0.0),
+                BINARY[desc.kind], compute_type(desc.element))
 
 
 @register_candidate(BinaryParamBackwardPlan)
@@ -460,10 +384,9 @@ class TritonBinaryParamBackward(_Triton):
 
     def launch(self, desc, args, workspace) -> None:
         dy = args.dy
-        launch_map(binary_bwd_kernel, desc.shape, [dy, dy, dy, args.da, args.db],
-                   params(desc.param, 0.0), OP=BINARY[desc.kind].code,
-                   ACC=acc_type(desc.element), LOAD_A=False, LOAD_B=False,
-                   WRITE_A=True, WRITE_B=True)
+        run_row(binary_bwd_kernel, desc.shape, [dy, dy, dy, args.da, args.db],
+                params(desc.param, 0.0), BINARY[desc.kind], compute_type(desc.element),
+                LOAD_A=False, LOAD_B=False, WRITE_A=True, WRITE_B=True)
 
 
 # -- comparison -----------------------------------------------------------------------------------
@@ -476,9 +399,6 @@ class BinaryCmpPlan(Plan):
     descriptor_type = CompareDescriptor
     args_type = BinaryArgs
 
-    def check_args(self, args) -> None:
-        _check_binary(type(self).__name__, self.desc, args, ElementKind.BOOL)
-
 
 @register_candidate(BinaryCmpPlan)
 class TritonCompare(_Triton):
@@ -488,11 +408,9 @@ class TritonCompare(_Triton):
         return _guarantee(ElementKind.BOOL)
 
     def launch(self, desc, args, workspace) -> None:
-        from .descriptors import promote
-
         common = promote(desc.a_element, desc.b_element)
         code = COMPARE[desc.kind].code
         if desc.kind is CompareKind.ISCLOSE and desc.equal_nan:
-            code += 1
+            code = ISCLOSE_NAN_CODE
         launch_map(binary_kernel, desc.shape, [args.a, args.b, args.y],
-                   params(desc.rtol, desc.atol), OP=code, ACC=acc_type(common))
+                   params(desc.rtol, desc.atol), OP=code, ACC=compute_type(common))

@@ -46,15 +46,10 @@ def gradients(fn, inputs, dy, needs, elements) -> list[torch.Tensor | None]:
     return out
 
 
-def gated(kind_value: str, x: torch.Tensor, axis: int) -> torch.Tensor:
-    import torch.nn.functional as F
-
+def gated(fn, x: torch.Tensor, axis: int) -> torch.Tensor:
+    """fn(first half, second half) of x along axis (the gated row's `ref`)."""
     a, b = x.chunk(2, dim=axis)
-    if kind_value == "glu":
-        return a * torch.sigmoid(b)
-    act = {"swiglu": F.silu, "geglu": F.gelu, "reglu": torch.relu,
-           "geglu_tanh": lambda t: F.gelu(t, approximate="tanh")}[kind_value]
-    return act(a) * b
+    return fn(a, b)
 
 
 def lerp_scalar(a: torch.Tensor, b: torch.Tensor, weight: float) -> torch.Tensor:

@@ -1,5 +1,6 @@
-"""Elementwise test cases (unary, unary-with-params, cast, gated, lerp), malformed inputs,
-AOT variants and benchmarks. Binary, comparison and ternary specs are in `spec_nary.py`.
+"""Elementwise test cases: unary, unary with parameters and cast here; gated and lerp in
+`spec_more.py`, binary, comparison and ternary in `spec_nary.py`, benchmarks in
+`spec_bench.py` (each registers its specs on import).
 
 Cases are small (1000 elements, one program under the interpreter); every float case plants
 the special values (+-0, +-inf, NaN, a subnormal, integers, halves) at the front.
@@ -12,26 +13,14 @@ import zlib
 
 import torch
 
-from ...backends.triton_support import INTERPRET, triton_dtype
 from ...core.errors import InvalidProblem, Unsupported
 from ...core.registry import register_spec
-from ...core.spec import AotVariant, Case, Malformed, PlanSpec
-from ...core.testing import poisoned, with_layout
+from ...core.spec import Case, Malformed, PlanSpec
 from ...core.tolerance import Tolerance, tolerance_for
-from ...core.vocab import ElementKind
 from . import reference as ref
+from . import spec_bench, spec_more, spec_nary  # noqa: F401 - they register on import
 from .descriptors import (
-    BinaryArgs,
-    BinaryKind,
-    BinaryParamBackwardArgs,
-    BinaryParamBackwardDescriptor,
-    BinaryParamDescriptor,
     CastDescriptor,
-    GatedArgs,
-    GatedBackwardArgs,
-    GatedBackwardDescriptor,
-    GatedDescriptor,
-    GatedKind,
     UnaryArgs,
     UnaryBackwardArgs,
     UnaryBackwardDescriptor,
@@ -41,95 +30,26 @@ from .descriptors import (
     UnaryParamDescriptor,
     UnaryParamKind,
 )
-from .kernels import binary_bwd_kernel, binary_kernel, unary_bwd_kernel, unary_kernel
-from .launch import HEAVY_OPS, acc_type
+from .kernels import unary_bwd_kernel, unary_kernel
 from .plans import (
-    BinaryParamBackwardPlan,
-    BinaryParamPlan,
     CastPlan,
     UnaryBackwardPlan,
     UnaryParamBackwardPlan,
     UnaryParamPlan,
     UnaryPlan,
 )
-from .plans_more import GatedActivationBackwardPlan, GatedActivationPlan
+from .spec_inputs import (
+    LAYOUTS,
+    SKIP_SPECIALS,
+    E,
+    N,
+    aot_variant,
+    bwd_input,
+    make_input,
+    poison,
+    rand_dy,
+)
 from .table import FLOATS, INTS, UNARY, UNARY_PARAM, unary_out_element, unary_param_out_element
-
-E = ElementKind
-SPECIALS = [0.0, -0.0, math.inf, -math.inf, math.nan, 1e-40, -1e-40, 1.0, -1.0, 2.0, -2.0,
-            0.5, -0.5, 1e-5, 35.0, -40.0, 100.0]
-#: Specials a kind leaves out, with the reason: torch's trigamma at negative integers returns
-#: large finite garbage (ours: inf); cbrt has no torch op and our reference's derivative at 0
-#: is pow's NaN rather than +inf.
-SKIP_SPECIALS = {UnaryKind.DIGAMMA: {-1.0, -2.0, -40.0}, UnaryKind.CBRT: {0.0}}
-N = 1000
-LAYOUTS = [((3, 100, 4), "strided"), ((6, 33), "transposed"), ((7, 5), "broadcast"),
-           ((), "contiguous"), ((2, 0, 5), "contiguous"), ((2, 1, 3, 2, 2, 1, 2, 5), "transposed")]
-
-
-def poison(shape, dtype, device):
-    """Poisoned output (core's integer poison does not fit int8)."""
-    if dtype == torch.int8:
-        return torch.full(tuple(shape), -91, dtype=dtype, device=device)
-    return poisoned(shape, dtype, device)
-
-
-def keeps_subnormals(element: ElementKind) -> bool:
-    """Whether kernels see subnormal inputs of `element`: Triton flushes f32 subnormals to zero
-    on the GPU (and the interpreter flushes bf16 ones when widening); f64 keeps them."""
-    if element is ElementKind.F64:
-        return True
-    return INTERPRET and element is not ElementKind.BF16
-
-
-def specials_for(element: ElementKind, skip=()) -> list[float]:
-    out = [s for s in SPECIALS if s not in skip or math.isnan(s)]
-    if not keeps_subnormals(element):
-        out = [s for s in out if abs(s) != 1e-40]
-    return out
-
-
-def float_input(shape, element, gen, lo, hi, device, layout="contiguous", skip=()):
-    n = math.prod(shape)
-    x = torch.rand(n, generator=gen, dtype=torch.float64) * (hi - lo) + lo
-    sp = torch.tensor(specials_for(element, skip), dtype=torch.float64)[:n]
-    x[: len(sp)] = sp
-    x = x.reshape(shape).to(device=device, dtype=element.torch_dtype)
-    return with_layout(x, layout)
-
-
-def int_input(shape, element, gen, device, lo=-20, hi=20, layout="contiguous"):
-    if element is ElementKind.U8:
-        lo, hi = max(lo, 0), max(hi, 1)
-    if element is ElementKind.BOOL:
-        x = torch.randint(0, 2, shape, generator=gen).bool()
-    else:
-        x = torch.randint(lo, hi, shape, generator=gen).to(element.torch_dtype)
-    return with_layout(x.to(device), layout)
-
-
-def make_input(shape, element, gen, device, lo=-3.0, hi=3.0, layout="contiguous", skip=()):
-    if element.is_float:
-        return float_input(shape, element, gen, lo, hi, device, layout, skip)
-    return int_input(shape, element, gen, device, layout=layout)
-
-
-def _bwd_input(x, kind):
-    """Gradient cases drop NaN inputs: torch's CPU kernels give NaN or the incoming gradient
-    depending on the element's position (vectorized body vs scalar tail). cbrt drops zeros
-    (the float64 reference's pow derivative is NaN there; ours is +-inf, JAX's convention)."""
-    x = torch.nan_to_num(x, nan=0.25, posinf=math.inf, neginf=-math.inf)
-    if kind in (UnaryKind.CBRT, UnaryKind.LOGIT):  # logit: torch's sign of dy * inf at -0
-        x = torch.where(x == 0, torch.full_like(x, 0.25), x)
-    if kind is UnaryKind.DIGAMMA:  # torch's trigamma at negative integers is finite garbage
-        x = torch.where((x <= 0) & (x == torch.round(x)), x + 0.25, x)
-    return x
-
-
-def _rand_dy(shape, element, gen, device):
-    g = torch.randn(shape, generator=gen, dtype=torch.float64)
-    return with_layout(g.to(device=device, dtype=element.torch_dtype), "strided")
-
 
 # -- unary ----------------------------------------------------------------------------------------
 
@@ -207,27 +127,8 @@ class UnarySpec(PlanSpec):
         for el in (E.BF16, E.F32):
             for kind in (UnaryKind.SILU, UnaryKind.GELU, UnaryKind.EXP, UnaryKind.I0,
                          UnaryKind.LGAMMA):
-                for kernel, ptrs in ((unary_kernel, ("x_ptr", "y_ptr")),
-                                     (unary_bwd_kernel, ("dy_ptr", "x_ptr", "dx_ptr"))):
-                    yield _aot(kernel, ptrs, el, UNARY[kind].code, f"{kind.value}")
-
-
-def _aot(kernel, ptrs, el, code, label, **extra):
-    t = "*" + triton_dtype(el.torch_dtype)
-    const = dict(OP=code, ACC=acc_type(el), MODE=0, BIG=False,
-                 BLOCK=512 if code in HEAVY_OPS else 1024, **extra)
-    sig = {}
-    for n in kernel.arg_names:
-        if n in const:
-            continue
-        if n.endswith("_ptr"):
-            sig[n] = t
-        elif n.startswith("p") and n[-1] in "hl":  # scalar params, passed as f32
-            sig[n] = "fp32"
-        else:
-            sig[n] = "i32"
-    sig.update({n: "constexpr" for n in const})
-    return AotVariant(f"{kernel.__name__} {label} {el.value}", kernel, sig, const, num_warps=4)
+                for kernel in (unary_kernel, unary_bwd_kernel):
+                    yield aot_variant(kernel, el, UNARY[kind], kind.value)
 
 
 class UnaryBackwardSpec(PlanSpec):
@@ -241,8 +142,8 @@ class UnaryBackwardSpec(PlanSpec):
             desc = UnaryBackwardDescriptor(d.kind, d.shape, d.element)
 
             def make(device, gen, fw=fw, d=d):
-                x = _bwd_input(fw.make_args(device, gen).x, d.kind)
-                return UnaryBackwardArgs(dy=_rand_dy(d.shape, d.element, gen, device), x=x,
+                x = bwd_input(fw.make_args(device, gen).x, d.kind)
+                return UnaryBackwardArgs(dy=rand_dy(d.shape, d.element, gen, device), x=x,
                                          dx=poison(d.shape, d.element.torch_dtype, device))
 
             def expect(args, d=d):
@@ -286,7 +187,7 @@ PARAM_EXTRA = [  # (kind, params, element): exponent and bound variants, integer
 
 
 def _param_ref(kind, params):
-    fn = UNARY_PARAM[kind][0].ref
+    fn = UNARY_PARAM[kind].ref
     return lambda x: fn(x, *params)
 
 
@@ -297,9 +198,9 @@ class UnaryParamSpec(PlanSpec):
         if scale != "small":
             yield UnaryParamKind.LEAKY_RELU, (0.1,), E.BF16, (1 << 22,)
             return
-        for kind, (_, params) in UNARY_PARAM.items():
+        for kind, row in UNARY_PARAM.items():
             for el in FLOATS:
-                yield kind, params, el, (N,)
+                yield kind, row.params, el, (N,)
         for kind, params, el in PARAM_EXTRA:
             yield kind, params, el, (N,)
 
@@ -309,7 +210,7 @@ class UnaryParamSpec(PlanSpec):
             out = unary_param_out_element("", kind, el, params)
 
             def make(device, gen, el=el, shape=shape, out=out, kind=kind):
-                x = make_input(shape, el, gen, device, *UNARY_PARAM[kind][0].domain)
+                x = make_input(shape, el, gen, device, *UNARY_PARAM[kind].domain)
                 return UnaryArgs(x=x, y=poison(shape, out.torch_dtype, device))
 
             def expect(args, kind=kind, params=params, out=out, el=el):
@@ -358,8 +259,8 @@ class UnaryParamBackwardSpec(PlanSpec):
             desc = UnaryParamBackwardDescriptor(d.kind, d.shape, d.element, d.params)
 
             def make(device, gen, fw=fw, d=d):
-                x = _bwd_input(fw.make_args(device, gen).x, d.kind)
-                return UnaryBackwardArgs(dy=_rand_dy(d.shape, d.element, gen, device), x=x,
+                x = bwd_input(fw.make_args(device, gen).x, d.kind)
+                return UnaryBackwardArgs(dy=rand_dy(d.shape, d.element, gen, device), x=x,
                                          dx=poison(d.shape, d.element.torch_dtype, device))
 
             def expect(args, d=d):
@@ -437,173 +338,6 @@ class CastSpec(PlanSpec):
                         InvalidProblem)
 
 
-# -- gated activations ----------------------------------------------------------------------------
-
-GATED_SHAPES = [((4, 250), -1, "contiguous"), ((6, 10, 3), 1, "strided"), ((8, 2), 0,
-                                                                          "transposed")]
-
-
-class GatedSpec(PlanSpec):
-    plan = GatedActivationPlan
-
-    def cases(self, scale):
-        table = GATED_SHAPES if scale == "small" else [((4096, 8192), -1, "contiguous")]
-        for (shape, axis, layout) in table:
-            for kind in GatedKind if scale == "small" else (GatedKind.SWIGLU, GatedKind.GEGLU):
-                for el in FLOATS if scale == "small" else (E.BF16, E.F32):
-                    desc = GatedDescriptor(kind, shape, axis, el)
-
-                    def make(device, gen, desc=desc, layout=layout):
-                        x = float_input(desc.shape, desc.element, gen, -4.0, 4.0, device, layout)
-                        return GatedArgs(x=x, y=poison(desc.out_shape,
-                                                         desc.element.torch_dtype, device))
-
-                    def expect(args, desc=desc):
-                        return {"y": ref.forward(lambda x: ref.gated(desc.kind.value, x,
-                                                                     desc.axis),
-                                                 [args.x], desc.element)}
-
-                    yield Case(f"{kind.value} {el.value} {shape} ax{axis} {layout}", desc,
-                               make, expect)
-
-    def malformed_descriptors(self):
-        yield Malformed("odd axis", lambda: GatedDescriptor(GatedKind.SWIGLU, (4, 7), 1, E.F32),
-                        InvalidProblem)
-        yield Malformed("int", lambda: GatedDescriptor(GatedKind.GLU, (4, 8), 1, E.I32),
-                        Unsupported)
-        yield Malformed("axis", lambda: GatedDescriptor(GatedKind.GLU, (4, 8), 2, E.F32),
-                        InvalidProblem)
-
-    def malformed_args(self, case, device):
-        d = case.desc
-        dt = d.element.torch_dtype
-        yield Malformed("y full size", lambda: GatedArgs(
-            torch.ones(d.shape, dtype=dt, device=device),
-            torch.ones(d.shape, dtype=dt, device=device)), InvalidProblem)
-
-    def aot_variants(self):
-        for kind in (GatedKind.SWIGLU, GatedKind.GEGLU):
-            for kernel, ptrs, extra in (
-                    (binary_kernel, ("a_ptr", "b_ptr", "y_ptr"), {}),
-                    (binary_bwd_kernel, ("dy_ptr", "a_ptr", "b_ptr", "da_ptr", "db_ptr"),
-                     dict(LOAD_A=True, LOAD_B=True, WRITE_A=True, WRITE_B=True))):
-                v = _aot(kernel, ptrs, E.BF16, 31 if kind is GatedKind.SWIGLU else 32,
-                         kind.value, **extra)
-                v.constexprs["MODE"] = 1
-                yield v
-
-
-class GatedBackwardSpec(PlanSpec):
-    plan = GatedActivationBackwardPlan
-
-    def cases(self, scale):
-        for fw in GatedSpec().cases(scale):
-            d = fw.desc
-            desc = GatedBackwardDescriptor(d.kind, d.shape, d.axis, d.element)
-
-            def make(device, gen, fw=fw, d=d):
-                x = fw.make_args(device, gen).x
-                return GatedBackwardArgs(dy=_rand_dy(d.out_shape, d.element, gen, device), x=x,
-                                         dx=poison(d.shape, d.element.torch_dtype, device))
-
-            def expect(args, d=d):
-                fn = lambda x: ref.gated(d.kind.value, x, d.axis)  # noqa: E731
-                return {"dx": ref.gradients(fn, [args.x], args.dy, [True], [d.element])[0]}
-
-            yield Case(fw.name + " bwd", desc, make, expect)
-
-    def malformed_descriptors(self):
-        yield Malformed("odd axis", lambda: GatedBackwardDescriptor(
-            GatedKind.REGLU, (3,), 0, E.F32), InvalidProblem)
-
-    def malformed_args(self, case, device):
-        d = case.desc
-        dt = d.element.torch_dtype
-        mk = lambda s: torch.ones(s, dtype=dt, device=device)  # noqa: E731
-        yield Malformed("dy full size", lambda: GatedBackwardArgs(mk(d.shape), mk(d.shape),
-                                                                  mk(d.shape)), InvalidProblem)
-
-
-# -- lerp with a scalar weight (the seed) ---------------------------------------------------------
-
-LERP_SMALL = [((N,), "contiguous", 0.3), ((N,), "contiguous", 0.7), ((3, 100, 4), "strided", 1.5),
-              ((6, 33), "transposed", -0.25), ((2, 0, 3), "contiguous", 0.5), ((), "contiguous",
-                                                                              0.25)]
-
-
-class LerpSpec(PlanSpec):
-    plan = BinaryParamPlan
-
-    def cases(self, scale):
-        table = LERP_SMALL if scale == "small" else [((1 << 24,), "contiguous", 0.3)]
-        for shape, layout, w in table:
-            for el in FLOATS:
-                desc = BinaryParamDescriptor(BinaryKind.LERP, shape, el, w)
-
-                def make(device, gen, shape=shape, el=el, layout=layout):
-                    a = float_input(shape, el, gen, -3.0, 3.0, device, layout)
-                    b = float_input(shape, el, gen, -3.0, 3.0, device)
-                    return BinaryArgs(a=a, b=b, y=poison(shape, el.torch_dtype, device))
-
-                def expect(args, el=el, w=w):
-                    fn = lambda a, b: ref.lerp_scalar(a, b, w)  # noqa: E731
-                    return {"y": ref.forward(fn, [args.a, args.b], el)}
-
-                yield Case(f"lerp w={w} {el.value} {shape} {layout}", desc, make, expect)
-
-    def malformed_descriptors(self):
-        yield Malformed("not lerp", lambda: BinaryParamDescriptor(BinaryKind.ADD, (4,), E.F32,
-                                                                  0.5), Unsupported)
-        yield Malformed("inf weight", lambda: BinaryParamDescriptor(BinaryKind.LERP, (4,), E.F32,
-                                                                    math.inf), InvalidProblem)
-        yield Malformed("int", lambda: BinaryParamDescriptor(BinaryKind.LERP, (4,), E.I32, 0.5),
-                        Unsupported)
-
-    def malformed_args(self, case, device):
-        d = case.desc
-        dt = d.element.torch_dtype
-        mk = lambda s=d.shape: torch.ones(s, dtype=dt, device=device)  # noqa: E731
-        yield Malformed("b wrong shape", lambda: BinaryArgs(mk(), mk((d.shape[0] + 1,)), mk()),
-                        InvalidProblem)
-        yield Malformed("y aliases a", lambda: (lambda a: BinaryArgs(a, mk(), a))(mk()),
-                        InvalidProblem)
-
-
-class LerpBackwardSpec(PlanSpec):
-    plan = BinaryParamBackwardPlan
-
-    def cases(self, scale):
-        for fw in LerpSpec().cases(scale):
-            d = fw.desc
-            desc = BinaryParamBackwardDescriptor(d.kind, d.shape, d.element, d.param)
-
-            def make(device, gen, d=d):
-                dt = d.element.torch_dtype
-                return BinaryParamBackwardArgs(dy=_rand_dy(d.shape, d.element, gen, device),
-                                               da=poison(d.shape, dt, device),
-                                               db=poison(d.shape, dt, device))
-
-            def expect(args, d=d):
-                dy = ref.to64(args.dy)
-                return {"da": ref.rounded(dy * (1 - d.param), d.element),
-                        "db": ref.rounded(dy * d.param, d.element)}
-
-            yield Case(fw.name + " bwd", desc, make, expect)
-
-    def malformed_descriptors(self):
-        yield Malformed("f8", lambda: BinaryParamBackwardDescriptor(BinaryKind.LERP, (4,), "f8",
-                                                                    0.5), InvalidProblem)
-
-    def malformed_args(self, case, device):
-        d = case.desc
-        dt = d.element.torch_dtype
-        mk = lambda s=d.shape: torch.ones(s, dtype=dt, device=device)  # noqa: E731
-        yield Malformed("da aliases db", lambda: (lambda g: BinaryParamBackwardArgs(mk(), g, g))(
-            mk()), InvalidProblem)
-
-
 for _spec in (UnarySpec(), UnaryBackwardSpec(), UnaryParamSpec(), UnaryParamBackwardSpec(),
-              CastSpec(), GatedSpec(), GatedBackwardSpec(), LerpSpec(), LerpBackwardSpec()):
+              CastSpec()):
     register_spec(_spec)
-
-from . import bench, spec_nary  # noqa: E402,F401 - benchmarks; binary/compare/ternary specs

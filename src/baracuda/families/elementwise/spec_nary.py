@@ -30,7 +30,7 @@ from .descriptors import (
 )
 from .plans import BinaryBackwardPlan, BinaryCmpPlan, BinaryPlan
 from .plans_more import TernaryBackwardPlan, TernaryPlan
-from .spec import N, _rand_dy, keeps_subnormals, poison, specials_for
+from .spec_inputs import N, keeps_subnormals, poison, rand_dy, specials_for
 from .table import BINARY, COMPARE, FLOATS, TERNARY, binary_types, ternary_types
 
 E = ElementKind
@@ -211,7 +211,7 @@ class BinaryBackwardSpec(PlanSpec):
                 fw = _make_binary(desc, "contiguous", el, backward=True)(device, gen)
                 dt = el.torch_dtype
                 return BinaryBackwardArgs(
-                    dy=_rand_dy(desc.shape, el, gen, device), a=fw.a, b=fw.b,
+                    dy=rand_dy(desc.shape, el, gen, device), a=fw.a, b=fw.b,
                     da=poison(desc.a_shape, dt, device) if desc.needs[0] else None,
                     db=poison(desc.b_shape, dt, device) if desc.needs[1] else None)
 
@@ -393,7 +393,7 @@ class TernaryBackwardSpec(PlanSpec):
                 a, b, c = _ternary_operands(desc, device, gen)
                 grads = [poison(getattr(desc, f"{n}_shape"), out.torch_dtype, device)
                          if desc.needs[i] else None for i, n in enumerate("abc")]
-                return TernaryBackwardArgs(_rand_dy(desc.shape, out, gen, device), a, b, c,
+                return TernaryBackwardArgs(rand_dy(desc.shape, out, gen, device), a, b, c,
                                            *grads)
 
             def expect(args, desc=desc, out=out):

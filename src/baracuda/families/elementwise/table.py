@@ -1,22 +1,26 @@
-"""The kind tables: one row per kind.
+"""The kind tables: one row per elementwise kind, and the dtype rules that read them.
 
-A row holds the kind's op code (its branch in `ops.py`), how it treats integer and bool
-inputs, whether it has a gradient, the float64 torch reference (the oracle) and the input
-domain the tests draw from (domain notes). Forward and derivative formulas are the `tl` code
-of the same op code in `ops.py`.
+A row names the kind (its enum member and value, generated from the row), its op code (the
+row's position, published to the kernels as a `tl.constexpr` named `<prefix>_<MEMBER>` by
+`codes.py`), how it treats integer and bool inputs, whether it has a gradient, its float64
+torch reference (the oracle), the input domain the tests draw from and how `torch_api.py`
+exposes it. Forward and derivative formulas are the `tl` code of that constant's branch in
+`ops.py` / `ops_nary.py`.
 
 dtype rules (`ints`): "exact" integer kernels (result keeps the integer type), "promote"
 (integers compute in and return float32, as torch), "float" (floating inputs only), "int"
-(integer and, where `bool_ok`, bool inputs only). `bool_ok`: bool inputs are taken (an
-"exact" kind keeps bool, a "promote" one returns float32), as torch; unary "promote" kinds take
-them unless torch's composite formula rejects bool (tanhshrink subtracts it; softsign's
-bool / (1 + |bool|) is taken as torch's CUDA does, its CPU abs has no bool). `native`: the kind
-computes in its operands' own floating type, not f32 for halves (nextafter steps in its bits).
+(integer and, where `bool_ok`, bool inputs only), "logical" (bool result). `bool_ok`: bool
+inputs are taken (an "exact" kind keeps bool, a "promote" one returns float32), as torch;
+unary "promote" kinds take them unless torch's composite formula rejects bool (tanhshrink
+subtracts it; softsign's bool / (1 + |bool|) is taken as torch's CUDA does, its CPU abs has no
+bool). `native`: the kind computes in its operands' own floating type, not f32 for halves
+(nextafter steps in its bits).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import math
 from collections.abc import Callable
@@ -26,25 +30,14 @@ import torch.nn.functional as F
 
 from ...core import validate as V
 from ...core.vocab import ElementKind
-from .descriptors import (
-    BinaryKind,
-    CompareKind,
-    GatedKind,
-    TernaryKind,
-    UnaryKind,
-    UnaryParamKind,
-    check_out,
-    promote,
-)
 
 FLOATS = (ElementKind.F32, ElementKind.F16, ElementKind.BF16, ElementKind.F64)
 INTS = (ElementKind.I8, ElementKind.I16, ElementKind.I32, ElementKind.I64, ElementKind.U8)
-IDENTITY_CODE = 54
 
 
 @dataclasses.dataclass(frozen=True)
 class Row:
-    code: int
+    name: str  # the enum value: the kind's name (torch's, where torch has the op)
     ints: str
     ref: Callable
     domain: tuple[float, float] = (-3.0, 3.0)
@@ -56,100 +49,54 @@ class Row:
     #: negates or subtracts (a bool one there makes torch's backward raise, so ours does too)
     numbers: str = "both"
     bool_in_grad: tuple[bool, bool] = (False, False)
+    #: parameter kinds: default test parameters (their count is the kind's parameter count)
+    params: tuple[float, ...] = ()
+    #: how torch_api.py exposes the kind: "torch" fn(input) (or fn(input, other)), "F" the
+    #: same for a torch.nn.functional name, "F_inplace" fn(input, inplace=False), "" written
+    #: by hand there (or internal only)
+    api: str = ""
+    #: long formulas: half the elements per thread so their backward fits the register file
+    heavy: bool = False
+    #: binary kinds: the gradient reads the inputs (add, sub, the rounding divisions and lerp
+    #: do not)
+    grad_reads: bool = True
+    member: str = ""  # the enum member name when it is not name.upper()
+    code: int = -1  # set from the row's position by _table
+
+
+def _kinds(cls_name: str, rows: list[Row], doc: str) -> type[enum.Enum]:
+    kinds = enum.Enum(cls_name, [(r.member or r.name.upper(), r.name) for r in rows],
+                      module=__name__, qualname=cls_name)
+    kinds.__doc__ = doc
+    return kinds
+
+
+def _table(kinds, rows: list[Row], base: int) -> dict:
+    """{kind: row}, each row's op code its position after `base`."""
+    return {k: dataclasses.replace(r, code=base + i) for i, (k, r) in enumerate(zip(kinds, rows))}
 
 
 def _cbrt(x):
     return torch.sign(x) * x.abs().pow(1.0 / 3.0)
 
 
-def _u(code, ints, ref, lo=-3.0, hi=3.0, diff=True, bool_ok=None):
-    return Row(code, ints, ref, (lo, hi), diff, ints == "promote" if bool_ok is None else bool_ok)
+def _u(name, ints, ref, lo=-3.0, hi=3.0, diff=True, bool_ok=None, api="", heavy=False):
+    return Row(name, ints, ref, (lo, hi), diff,
+               ints == "promote" if bool_ok is None else bool_ok, api=api, heavy=heavy)
 
 
-UNARY: dict[UnaryKind, Row] = {
-    UnaryKind.NEG: _u(0, "exact", torch.neg),
-    UnaryKind.ABS: _u(1, "exact", torch.abs),
-    UnaryKind.SIGN: _u(2, "exact", torch.sign, bool_ok=True),
-    UnaryKind.RECIPROCAL: _u(3, "promote", torch.reciprocal),
-    UnaryKind.SQUARE: _u(4, "exact", torch.square),
-    UnaryKind.SQRT: _u(5, "promote", torch.sqrt, -0.5, 4.0),
-    UnaryKind.RSQRT: _u(6, "promote", torch.rsqrt, -0.5, 4.0),
-    UnaryKind.CBRT: _u(7, "promote", _cbrt, -8.0, 8.0),
-    UnaryKind.EXP: _u(8, "promote", torch.exp, -5.0, 5.0),
-    UnaryKind.EXP2: _u(9, "promote", torch.exp2, -5.0, 5.0),
-    UnaryKind.EXPM1: _u(10, "promote", torch.expm1, -5.0, 5.0),
-    UnaryKind.LOG: _u(11, "promote", torch.log, -0.5, 5.0),
-    UnaryKind.LOG2: _u(12, "promote", torch.log2, -0.5, 5.0),
-    UnaryKind.LOG10: _u(13, "promote", torch.log10, -0.5, 5.0),
-    UnaryKind.LOG1P: _u(14, "promote", torch.log1p, -1.5, 5.0),
-    UnaryKind.SIN: _u(15, "promote", torch.sin, -6.0, 6.0),
-    UnaryKind.COS: _u(16, "promote", torch.cos, -6.0, 6.0),
-    UnaryKind.TAN: _u(17, "promote", torch.tan, -1.5, 1.5),
-    UnaryKind.ASIN: _u(18, "promote", torch.asin, -1.1, 1.1),
-    UnaryKind.ACOS: _u(19, "promote", torch.acos, -1.1, 1.1),
-    UnaryKind.ATAN: _u(20, "promote", torch.atan, -5.0, 5.0),
-    UnaryKind.SINH: _u(21, "promote", torch.sinh, -5.0, 5.0),
-    UnaryKind.COSH: _u(22, "promote", torch.cosh, -5.0, 5.0),
-    UnaryKind.TANH: _u(23, "promote", torch.tanh, -5.0, 5.0),
-    UnaryKind.ASINH: _u(24, "promote", torch.asinh, -5.0, 5.0),
-    UnaryKind.ACOSH: _u(25, "promote", torch.acosh, 0.9, 5.0),
-    UnaryKind.ATANH: _u(26, "promote", torch.atanh, -1.1, 1.1),
-    UnaryKind.FLOOR: _u(27, "exact", torch.floor, -5.0, 5.0),
-    UnaryKind.CEIL: _u(28, "exact", torch.ceil, -5.0, 5.0),
-    UnaryKind.ROUND: _u(29, "exact", torch.round, -5.0, 5.0),
-    UnaryKind.TRUNC: _u(30, "exact", torch.trunc, -5.0, 5.0),
-    UnaryKind.FRAC: _u(31, "float", torch.frac, -5.0, 5.0),
-    UnaryKind.ERF: _u(32, "promote", torch.erf),
-    UnaryKind.ERFC: _u(33, "promote", torch.erfc),
-    UnaryKind.ERFINV: _u(34, "promote", torch.erfinv, -1.0, 1.0),
-    UnaryKind.LGAMMA: _u(35, "promote", torch.lgamma, -4.5, 6.0),
-    UnaryKind.DIGAMMA: _u(36, "promote", torch.digamma, -4.5, 6.0),
-    UnaryKind.I0: _u(37, "promote", torch.i0, -6.0, 6.0),
-    UnaryKind.SIGMOID: _u(38, "promote", torch.sigmoid, -8.0, 8.0),
-    UnaryKind.LOGIT: _u(39, "promote", torch.logit, -0.1, 1.1),
-    UnaryKind.SINC: _u(40, "promote", torch.sinc),
-    UnaryKind.RELU: _u(41, "exact", torch.relu),
-    UnaryKind.RELU6: _u(42, "float", F.relu6, -2.0, 8.0),
-    UnaryKind.GELU: _u(43, "float", F.gelu, -5.0, 5.0),
-    UnaryKind.GELU_TANH: _u(44, "float", lambda x: F.gelu(x, approximate="tanh"), -5.0, 5.0),
-    UnaryKind.SILU: _u(45, "float", F.silu, -8.0, 8.0),
-    UnaryKind.MISH: _u(46, "float", F.mish, -8.0, 8.0),
-    UnaryKind.SOFTPLUS: _u(47, "float", F.softplus, -30.0, 30.0),
-    UnaryKind.SOFTSIGN: _u(48, "promote", F.softsign),
-    UnaryKind.HARDSWISH: _u(49, "float", F.hardswish, -5.0, 5.0),
-    UnaryKind.HARDSIGMOID: _u(50, "float", F.hardsigmoid, -5.0, 5.0),
-    UnaryKind.TANHSHRINK: _u(51, "promote", F.tanhshrink, bool_ok=False),
-    UnaryKind.SELU: _u(52, "float", F.selu),
-    UnaryKind.LOGSIGMOID: _u(53, "float", F.logsigmoid, -30.0, 30.0),
-}
+def _b(name, ints, ref, a=(-3.0, 3.0), diff=True, bool_ok=False, native=False, numbers="both",
+       bool_in_grad=(False, False), api="", grad_reads=True, heavy=False):
+    return Row(name, ints, ref, a, diff, bool_ok, native, numbers, bool_in_grad, api=api,
+               grad_reads=grad_reads, heavy=heavy)
+
+
+def _p(name, ints, ref, params, domain=(-3.0, 3.0), member=""):
+    return Row(name, ints, ref, domain, params=params, member=member)
 
 
 def _clamp_ref(x, lo, hi):
     return torch.clamp(x, None if lo == -math.inf else lo, None if hi == math.inf else hi)
-
-
-#: Param rows: (code, int rule, reference(x, *params), default test params, domain).
-UNARY_PARAM: dict[UnaryParamKind, tuple[Row, tuple[float, ...]]] = {
-    UnaryParamKind.THRESHOLD: (Row(60, "float", F.threshold), (0.5, -2.0)),
-    UnaryParamKind.LEAKY_RELU: (Row(61, "float", F.leaky_relu), (0.1,)),
-    UnaryParamKind.ELU: (Row(62, "float", F.elu), (1.3,)),
-    UnaryParamKind.CELU: (Row(63, "float", F.celu), (0.7,)),
-    UnaryParamKind.HARDTANH: (Row(64, "float", F.hardtanh), (-1.5, 0.75)),
-    UnaryParamKind.SOFTPLUS: (Row(65, "float", F.softplus, (-20.0, 20.0)), (2.0, 10.0)),
-    UnaryParamKind.HARDSHRINK: (Row(66, "float", F.hardshrink), (0.6,)),
-    UnaryParamKind.SOFTSHRINK: (Row(67, "float", F.softshrink), (0.6,)),
-    UnaryParamKind.POW: (Row(68, "exact", torch.pow), (3.0,)),
-    UnaryParamKind.CLAMP: (Row(69, "exact", _clamp_ref), (-1.0, 2.0)),
-    UnaryParamKind.ADD: (Row(70, "exact", torch.add), (2.5,)),
-    UnaryParamKind.MUL: (Row(71, "exact", torch.mul), (-1.5,)),
-}
-_PARAM_COUNT = {UnaryParamKind.THRESHOLD: 2, UnaryParamKind.HARDTANH: 2,
-                UnaryParamKind.SOFTPLUS: 2, UnaryParamKind.CLAMP: 2}
-
-
-def _b(code, ints, ref, a=(-3.0, 3.0), diff=True, bool_ok=False, native=False, numbers="both",
-       bool_in_grad=(False, False)):
-    return Row(code, ints, ref, a, diff, bool_ok, native, numbers, bool_in_grad)
 
 
 def _floor_div(a, b):
@@ -160,78 +107,204 @@ def _trunc_div(a, b):
     return torch.div(a, b, rounding_mode="trunc")
 
 
-BINARY: dict[BinaryKind, Row] = {
-    BinaryKind.ADD: _b(0, "exact", torch.add, bool_ok=True),
-    BinaryKind.SUB: _b(1, "exact", torch.sub),
-    BinaryKind.MUL: _b(2, "exact", torch.mul, bool_ok=True),
-    BinaryKind.DIV: _b(3, "promote", torch.div, bool_ok=True),
-    BinaryKind.DIV_TRUNC: _b(4, "exact", _trunc_div),
-    BinaryKind.DIV_FLOOR: _b(5, "exact", _floor_div),
-    BinaryKind.POW: _b(6, "exact", torch.pow, (0.0, 3.0), bool_in_grad=(False, True)),
-    BinaryKind.ATAN2: _b(7, "promote", torch.atan2, bool_ok=True, numbers="none",
-                         bool_in_grad=(True, False)),
-    BinaryKind.HYPOT: _b(8, "float", torch.hypot, numbers="none"),
-    BinaryKind.COPYSIGN: _b(9, "promote", torch.copysign, bool_ok=True, numbers="other"),
-    BinaryKind.MAXIMUM: _b(10, "exact", torch.maximum, bool_ok=True, numbers="none"),
-    BinaryKind.MINIMUM: _b(11, "exact", torch.minimum, bool_ok=True, numbers="none"),
-    BinaryKind.FMAX: _b(12, "exact", torch.fmax, bool_ok=True, numbers="none"),
-    BinaryKind.FMIN: _b(13, "exact", torch.fmin, bool_ok=True, numbers="none"),
-    BinaryKind.REMAINDER: _b(14, "exact", torch.remainder),
-    BinaryKind.FMOD: _b(15, "exact", torch.fmod, numbers="other"),
-    BinaryKind.XLOGY: _b(16, "promote", torch.xlogy, bool_ok=True),
-    BinaryKind.LOGADDEXP: _b(17, "float", torch.logaddexp, numbers="none",
-                             bool_in_grad=(True, True)),
-    BinaryKind.LOGADDEXP2: _b(18, "float", torch.logaddexp2, numbers="none",
-                              bool_in_grad=(True, True)),
-    BinaryKind.NEXTAFTER: _b(19, "float", torch.nextafter, diff=False, native=True,
-                             numbers="none"),
-    BinaryKind.BITWISE_AND: _b(20, "int", torch.bitwise_and, diff=False, bool_ok=True),
-    BinaryKind.BITWISE_OR: _b(21, "int", torch.bitwise_or, diff=False, bool_ok=True),
-    BinaryKind.BITWISE_XOR: _b(22, "int", torch.bitwise_xor, diff=False, bool_ok=True),
-    BinaryKind.BITWISE_LEFT_SHIFT: _b(23, "int", torch.bitwise_left_shift, diff=False),
-    BinaryKind.BITWISE_RIGHT_SHIFT: _b(24, "int", torch.bitwise_right_shift, diff=False),
-    BinaryKind.LOGICAL_AND: _b(25, "logical", torch.logical_and, diff=False, bool_ok=True,
-                               numbers="none"),
-    BinaryKind.LOGICAL_OR: _b(26, "logical", torch.logical_or, diff=False, bool_ok=True,
-                              numbers="none"),
-    BinaryKind.LOGICAL_XOR: _b(27, "logical", torch.logical_xor, diff=False, bool_ok=True,
-                               numbers="none"),
-    BinaryKind.LERP: _b(28, "float", torch.lerp),
-}
-
-GATED: dict[GatedKind, int] = {
-    GatedKind.GLU: 30, GatedKind.SWIGLU: 31, GatedKind.GEGLU: 32, GatedKind.GEGLU_TANH: 33,
-    GatedKind.REGLU: 34,
-}
-
-COMPARE: dict[CompareKind, Row] = {
-    CompareKind.EQ: _b(40, "exact", torch.eq, diff=False, bool_ok=True),
-    CompareKind.NE: _b(41, "exact", torch.ne, diff=False, bool_ok=True),
-    CompareKind.LT: _b(42, "exact", torch.lt, diff=False, bool_ok=True),
-    CompareKind.LE: _b(43, "exact", torch.le, diff=False, bool_ok=True),
-    CompareKind.GT: _b(44, "exact", torch.gt, diff=False, bool_ok=True),
-    CompareKind.GE: _b(45, "exact", torch.ge, diff=False, bool_ok=True),
-    CompareKind.ISCLOSE: _b(46, "exact", torch.isclose, diff=False, bool_ok=True),
-}
-
-TERNARY: dict[TernaryKind, Row] = {
-    TernaryKind.LERP: _b(0, "float", torch.lerp),
-    TernaryKind.ADDCMUL: _b(1, "float", torch.addcmul),
-    TernaryKind.ADDCDIV: _b(2, "float", torch.addcdiv),
-    TernaryKind.CLAMP: _b(3, "exact", torch.clamp),
-    TernaryKind.WHERE: _b(4, "exact", torch.where, bool_ok=True),
-}
+def _glu(a, b):
+    return a * torch.sigmoid(b)
 
 
-def _check_codes() -> None:
-    # The enum order is the op-code order of ops.py; a reordered enum must fail loudly.
-    for i, kind in enumerate(UnaryKind):
-        assert UNARY[kind].code == i, kind  # noqa: S101 - import-time table invariant
-    assert set(UNARY) == set(UnaryKind) and set(UNARY_PARAM) == set(UnaryParamKind)  # noqa: S101
-    assert set(BINARY) == set(BinaryKind) and set(TERNARY) == set(TernaryKind)  # noqa: S101
+def _gated(act):
+    return lambda a, b: act(a) * b
 
 
-_check_codes()
+_UNARY_ROWS = [
+    _u("neg", "exact", torch.neg, api="torch"),
+    _u("abs", "exact", torch.abs, api="torch"),
+    _u("sign", "exact", torch.sign, bool_ok=True, api="torch"),
+    _u("reciprocal", "promote", torch.reciprocal, api="torch"),
+    _u("square", "exact", torch.square),
+    _u("sqrt", "promote", torch.sqrt, -0.5, 4.0, api="torch"),
+    _u("rsqrt", "promote", torch.rsqrt, -0.5, 4.0, api="torch"),
+    _u("cbrt", "promote", _cbrt, -8.0, 8.0),
+    _u("exp", "promote", torch.exp, -5.0, 5.0, api="torch"),
+    _u("exp2", "promote", torch.exp2, -5.0, 5.0, api="torch"),
+    _u("expm1", "promote", torch.expm1, -5.0, 5.0, api="torch"),
+    _u("log", "promote", torch.log, -0.5, 5.0, api="torch"),
+    _u("log2", "promote", torch.log2, -0.5, 5.0, api="torch"),
+    _u("log10", "promote", torch.log10, -0.5, 5.0, api="torch"),
+    _u("log1p", "promote", torch.log1p, -1.5, 5.0, api="torch"),
+    _u("sin", "promote", torch.sin, -6.0, 6.0, api="torch"),
+    _u("cos", "promote", torch.cos, -6.0, 6.0, api="torch"),
+    _u("tan", "promote", torch.tan, -1.5, 1.5, api="torch"),
+    _u("asin", "promote", torch.asin, -1.1, 1.1, api="torch"),
+    _u("acos", "promote", torch.acos, -1.1, 1.1, api="torch"),
+    _u("atan", "promote", torch.atan, -5.0, 5.0, api="torch"),
+    _u("sinh", "promote", torch.sinh, -5.0, 5.0, api="torch"),
+    _u("cosh", "promote", torch.cosh, -5.0, 5.0, api="torch"),
+    _u("tanh", "promote", torch.tanh, -5.0, 5.0, api="torch"),
+    _u("asinh", "promote", torch.asinh, -5.0, 5.0, api="torch"),
+    _u("acosh", "promote", torch.acosh, 0.9, 5.0, api="torch"),
+    _u("atanh", "promote", torch.atanh, -1.1, 1.1, api="torch"),
+    _u("floor", "exact", torch.floor, -5.0, 5.0, api="torch"),
+    _u("ceil", "exact", torch.ceil, -5.0, 5.0, api="torch"),
+    _u("round", "exact", torch.round, -5.0, 5.0),
+    _u("trunc", "exact", torch.trunc, -5.0, 5.0, api="torch"),
+    _u("frac", "float", torch.frac, -5.0, 5.0, api="torch"),
+    _u("erf", "promote", torch.erf, api="torch"),
+    _u("erfc", "promote", torch.erfc, api="torch"),
+    _u("erfinv", "promote", torch.erfinv, -1.0, 1.0, api="torch", heavy=True),
+    _u("lgamma", "promote", torch.lgamma, -4.5, 6.0, api="torch", heavy=True),
+    _u("digamma", "promote", torch.digamma, -4.5, 6.0, api="torch", heavy=True),
+    _u("i0", "promote", torch.i0, -6.0, 6.0, api="torch", heavy=True),
+    _u("sigmoid", "promote", torch.sigmoid, -8.0, 8.0, api="torch"),
+    _u("logit", "promote", torch.logit, -0.1, 1.1),
+    _u("sinc", "promote", torch.sinc, api="torch"),
+    _u("relu", "exact", torch.relu),
+    _u("relu6", "float", F.relu6, -2.0, 8.0),
+    _u("gelu", "float", F.gelu, -5.0, 5.0),
+    _u("gelu_tanh", "float", lambda x: F.gelu(x, approximate="tanh"), -5.0, 5.0),
+    _u("silu", "float", F.silu, -8.0, 8.0, api="F_inplace"),
+    _u("mish", "float", F.mish, -8.0, 8.0, api="F_inplace"),
+    _u("softplus", "float", F.softplus, -30.0, 30.0),
+    _u("softsign", "promote", F.softsign, api="F"),
+    _u("hardswish", "float", F.hardswish, -5.0, 5.0, api="F_inplace"),
+    _u("hardsigmoid", "float", F.hardsigmoid, -5.0, 5.0, api="F_inplace"),
+    _u("tanhshrink", "promote", F.tanhshrink, bool_ok=False, api="F"),
+    _u("selu", "float", F.selu, api="F_inplace"),
+    _u("logsigmoid", "float", F.logsigmoid, -30.0, 30.0, api="F"),
+]
+UnaryKind = _kinds("UnaryKind", _UNARY_ROWS, "y = f(x): one member per row of UNARY.")
+UNARY: dict = _table(UnaryKind, _UNARY_ROWS, 0)
+
+_UNARY_PARAM_ROWS = [  # the parameters, in order, after the row
+    _p("threshold", "float", F.threshold, (0.5, -2.0)),  # (threshold, value)
+    _p("leaky_relu", "float", F.leaky_relu, (0.1,)),  # (negative_slope,)
+    _p("elu", "float", F.elu, (1.3,)),  # (alpha,)
+    _p("celu", "float", F.celu, (0.7,)),  # (alpha,)
+    _p("hardtanh", "float", F.hardtanh, (-1.5, 0.75)),  # (min_val, max_val)
+    _p("softplus", "float", F.softplus, (2.0, 10.0), (-20.0, 20.0)),  # (beta, threshold)
+    _p("hardshrink", "float", F.hardshrink, (0.6,)),  # (lambd,)
+    _p("softshrink", "float", F.softshrink, (0.6,)),  # (lambd,)
+    _p("pow", "exact", torch.pow, (3.0,)),  # (exponent,)
+    _p("clamp", "exact", _clamp_ref, (-1.0, 2.0)),  # (min or -inf, max or +inf)
+    _p("add_scalar", "exact", torch.add, (2.5,), member="ADD"),  # (other,)
+    _p("mul_scalar", "exact", torch.mul, (-1.5,), member="MUL"),  # (other,)
+]
+UnaryParamKind = _kinds("UnaryParamKind", _UNARY_PARAM_ROWS,
+                        "y = f(x; params): one member per row of UNARY_PARAM.")
+#: Unary op codes continue past the kinds with the identity (casts); parameter kinds follow.
+IDENTITY_CODE = len(UNARY)
+UNARY_PARAM: dict = _table(UnaryParamKind, _UNARY_PARAM_ROWS, 60)
+
+_BINARY_ROWS = [
+    _b("add", "exact", torch.add, bool_ok=True, grad_reads=False),
+    _b("sub", "exact", torch.sub, grad_reads=False),
+    _b("mul", "exact", torch.mul, bool_ok=True),
+    _b("div", "promote", torch.div, bool_ok=True),
+    _b("div_trunc", "exact", _trunc_div, grad_reads=False),
+    _b("div_floor", "exact", _floor_div, grad_reads=False),
+    _b("pow", "exact", torch.pow, (0.0, 3.0), bool_in_grad=(False, True)),
+    _b("atan2", "promote", torch.atan2, bool_ok=True, numbers="none", bool_in_grad=(True, False),
+       api="torch"),
+    _b("hypot", "float", torch.hypot, numbers="none", api="torch"),
+    _b("copysign", "promote", torch.copysign, bool_ok=True, numbers="other", api="torch"),
+    _b("maximum", "exact", torch.maximum, bool_ok=True, numbers="none", api="torch"),
+    _b("minimum", "exact", torch.minimum, bool_ok=True, numbers="none", api="torch"),
+    _b("fmax", "exact", torch.fmax, bool_ok=True, numbers="none", api="torch"),
+    _b("fmin", "exact", torch.fmin, bool_ok=True, numbers="none", api="torch"),
+    _b("remainder", "exact", torch.remainder, api="torch"),
+    _b("fmod", "exact", torch.fmod, numbers="other", api="torch"),
+    _b("xlogy", "promote", torch.xlogy, bool_ok=True, api="torch"),
+    _b("logaddexp", "float", torch.logaddexp, numbers="none", bool_in_grad=(True, True),
+       api="torch"),
+    _b("logaddexp2", "float", torch.logaddexp2, numbers="none", bool_in_grad=(True, True),
+       api="torch"),
+    _b("nextafter", "float", torch.nextafter, diff=False, native=True, numbers="none", api="torch"),
+    _b("bitwise_and", "int", torch.bitwise_and, diff=False, bool_ok=True, api="torch"),
+    _b("bitwise_or", "int", torch.bitwise_or, diff=False, bool_ok=True, api="torch"),
+    _b("bitwise_xor", "int", torch.bitwise_xor, diff=False, bool_ok=True, api="torch"),
+    _b("bitwise_left_shift", "int", torch.bitwise_left_shift, diff=False, api="torch"),
+    _b("bitwise_right_shift", "int", torch.bitwise_right_shift, diff=False, api="torch"),
+    _b("logical_and", "logical", torch.logical_and, diff=False, bool_ok=True, numbers="none",
+       api="torch"),
+    _b("logical_or", "logical", torch.logical_or, diff=False, bool_ok=True, numbers="none",
+       api="torch"),
+    _b("logical_xor", "logical", torch.logical_xor, diff=False, bool_ok=True, numbers="none",
+       api="torch"),
+    _b("lerp", "float", torch.lerp, grad_reads=False),
+]
+BinaryKind = _kinds("BinaryKind", _BINARY_ROWS,
+                    "y = f(a, b); DIV_FLOOR is also floor_divide; LERP runs in BinaryParamPlan "
+                    "only (a scalar weight).")
+BINARY: dict = _table(BinaryKind, _BINARY_ROWS, 0)
+
+_GATED_ROWS = [  # y = act(first half) * second half (glu: first * sigmoid(second))
+    _b("glu", "float", _glu, api="torch"),
+    _b("swiglu", "float", _gated(F.silu), api="torch"),
+    _b("geglu", "float", _gated(F.gelu), api="torch"),
+    _b("geglu_tanh", "float", _gated(lambda t: F.gelu(t, approximate="tanh")), api="torch"),
+    # heavy: reglu's launches keep the half block size they were measured with
+    _b("reglu", "float", _gated(torch.relu), api="torch", heavy=True),
+]
+GatedKind = _kinds("GatedKind", _GATED_ROWS, "y = act(first half) * second half.")
+GATED: dict = _table(GatedKind, _GATED_ROWS, 30)
+
+_COMPARE_ROWS = [
+    _b("eq", "exact", torch.eq, diff=False, bool_ok=True, api="torch"),
+    _b("ne", "exact", torch.ne, diff=False, bool_ok=True, api="torch"),
+    _b("lt", "exact", torch.lt, diff=False, bool_ok=True, api="torch"),
+    _b("le", "exact", torch.le, diff=False, bool_ok=True, api="torch"),
+    _b("gt", "exact", torch.gt, diff=False, bool_ok=True, api="torch"),
+    _b("ge", "exact", torch.ge, diff=False, bool_ok=True, api="torch"),
+    _b("isclose", "exact", torch.isclose, diff=False, bool_ok=True),
+]
+CompareKind = _kinds("CompareKind", _COMPARE_ROWS, "Boolean y = a <op> b (or isclose).")
+COMPARE: dict = _table(CompareKind, _COMPARE_ROWS, 40)
+#: isclose with equal_nan runs the op code after isclose's.
+ISCLOSE_NAN_CODE = COMPARE[CompareKind.ISCLOSE].code + 1
+
+_TERNARY_ROWS = [  # lerp(a, b, weight=c), a + value * b * c, a + value * b / c,
+    # clamp(a, min=b, max=c), where(condition=a, b, c)
+    _b("lerp", "float", torch.lerp),
+    _b("addcmul", "float", torch.addcmul),
+    _b("addcdiv", "float", torch.addcdiv),
+    _b("clamp", "exact", torch.clamp),
+    _b("where", "exact", torch.where, bool_ok=True),
+]
+TernaryKind = _kinds("TernaryKind", _TERNARY_ROWS, "y = f(a, b, c): one member per row.")
+TERNARY: dict = _table(TernaryKind, _TERNARY_ROWS, 0)
+
+
+def op_codes() -> dict[str, int]:
+    """Every op code by its kernel-side name: U_/P_/B_/G_/C_/T_ + the enum member, plus
+    U_IDENTITY and C_ISCLOSE_NAN."""
+    out = {"U_IDENTITY": IDENTITY_CODE, "C_ISCLOSE_NAN": ISCLOSE_NAN_CODE}
+    for prefix, table in (("U", UNARY), ("P", UNARY_PARAM), ("B", BINARY), ("G", GATED),
+                          ("C", COMPARE), ("T", TERNARY)):
+        out.update({f"{prefix}_{kind.name}": row.code for kind, row in table.items()})
+    return out
+
+
+def check_elem(who: str, name: str, element) -> None:
+    if not isinstance(element, ElementKind):
+        raise V.InvalidProblem(f"{who}: {name} must be an ElementKind, got {element!r}")
+
+
+def promote(*elements: ElementKind) -> ElementKind:
+    dt = elements[0].torch_dtype
+    for e in elements[1:]:
+        dt = torch.promote_types(dt, e.torch_dtype)
+    return ElementKind.of(dt)
+
+
+def check_out(who: str, result: ElementKind, out: ElementKind | None) -> ElementKind:
+    """torch's out= rule: the computed result must be castable to the requested element."""
+    if out is None:
+        return result
+    check_elem(who, "out_element", out)
+    if not torch.can_cast(result.torch_dtype, out.torch_dtype):
+        raise V.InvalidProblem(
+            f"{who}: result type {result.value} can't be cast to out_element {out.value}"
+        )
+    return out
 
 
 def _int_rule(who: str, rule: str, element: ElementKind, bool_ok: bool, what: str) -> ElementKind:
@@ -259,7 +332,7 @@ def unary_out_element(who: str, kind: UnaryKind, element: ElementKind) -> Elemen
 
 
 def check_unary_params(who: str, kind: UnaryParamKind, params) -> None:
-    want = _PARAM_COUNT.get(kind, 1)
+    want = len(UNARY_PARAM[kind].params)
     if not isinstance(params, tuple) or len(params) != want:
         raise V.InvalidProblem(f"{who}: {kind.value} takes {want} params, got {params!r}")
     for i, p in enumerate(params):
@@ -280,7 +353,7 @@ def check_unary_params(who: str, kind: UnaryParamKind, params) -> None:
 @functools.lru_cache(maxsize=4096)
 def unary_param_out_element(who: str, kind: UnaryParamKind, element: ElementKind,
                             params) -> ElementKind:
-    row = UNARY_PARAM[kind][0]
+    row = UNARY_PARAM[kind]
     out = _int_rule(who, row.ints, element, False, kind.value)
     if out.is_float:
         return out

@@ -1,578 +1,460 @@
-"""torch.* / torch.nn.functional elementwise ops on the elementwise plans, differentiable.
-
-One custom op per plan (the kind is a string argument); the public functions keep torch's
-names and signatures and turn Python scalars into the scalar parameters or 0-d tensors torch
-would promote them as.
-"""
+"""torch.* / torch.nn.functional elementwise functions on the elementwise plans, differentiable:
+torch's names and signatures. A kind whose table row sets `api` gets its function generated
+here; the others are written below."""
 
 from __future__ import annotations
 
+import math
+import numbers
+
 import torch
 
-from ...backends.torch_ops import define_op, run_plan
-from ...core.errors import ArgumentTypeError
-from .descriptors import (
-    BinaryArgs,
-    BinaryBackwardArgs,
-    BinaryBackwardDescriptor,
-    BinaryDescriptor,
-    BinaryKind,
-    BinaryParamBackwardArgs,
-    BinaryParamBackwardDescriptor,
-    BinaryParamDescriptor,
-    CastDescriptor,
-    CompareDescriptor,
-    CompareKind,
-    GatedArgs,
-    GatedBackwardArgs,
-    GatedBackwardDescriptor,
-    GatedDescriptor,
-    GatedKind,
-    TernaryArgs,
-    TernaryBackwardArgs,
-    TernaryBackwardDescriptor,
-    TernaryDescriptor,
-    TernaryKind,
-    UnaryArgs,
-    UnaryBackwardArgs,
-    UnaryBackwardDescriptor,
-    UnaryDescriptor,
-    UnaryKind,
-    UnaryParamBackwardDescriptor,
-    UnaryParamDescriptor,
-    UnaryParamKind,
+from ...backends.torch_ops import normalize_dim
+from ...core.errors import ArgumentTypeError, InvalidProblem
+from .custom_ops import (
+    _binary_call,
+    _cast,
+    _compare_call,
+    _gated,
+    _lerp_scalar,
+    _ternary,
+    _unary,
+    _uparam,
+    fail_in_backward,
+    require_tensor,
+    scalar_result,
+    torch_result,
+    unary_call,
+    zero_dims_to_result,
 )
-from .plans import (
-    BinaryBackwardPlan,
-    BinaryCmpPlan,
-    BinaryParamBackwardPlan,
-    BinaryParamPlan,
-    BinaryPlan,
-    CastPlan,
-    UnaryBackwardPlan,
-    UnaryParamBackwardPlan,
-    UnaryParamPlan,
-    UnaryPlan,
-)
-from .plans_more import (
-    GatedActivationBackwardPlan,
-    GatedActivationPlan,
-    TernaryBackwardPlan,
-    TernaryPlan,
-)
-from .table import (
-    BINARY,
-    UNARY,
-    binary_types,
-    ternary_types,
-    unary_out_element,
-    unary_param_out_element,
-)
+from .descriptors import BinaryKind, CompareKind, GatedKind, TernaryKind, UnaryKind
+from .descriptors import UnaryParamKind as P
+from .table import BINARY, COMPARE, GATED, UNARY
 
 
-def _none_if_empty(t, needed):
-    return t if needed else None
+def _make_unary(kind: UnaryKind):
+    name = kind.value
+
+    def fn(input: torch.Tensor) -> torch.Tensor:
+        return unary_call(kind, input)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"torch.{name} on UnaryPlan; differentiable through UnaryBackwardPlan."
+    return fn
 
 
-# -- unary ----------------------------------------------------------------------------------------
+def _inplace(input: torch.Tensor, out: torch.Tensor, inplace: bool) -> torch.Tensor:
+    return input.copy_(out) if inplace else out
 
 
-def _unary_fw(x: torch.Tensor, kind: str) -> torch.Tensor:
-    k = UnaryKind(kind)
-    # empty_like keeps a dense input's layout (a transposed view stays one flat pass), as torch
-    y = torch.empty_like(x, dtype=unary_out_element("unary", k, _el(x)).torch_dtype)
-    run_plan(UnaryPlan, UnaryDescriptor.cached(k, tuple(x.shape), x.dtype), UnaryArgs(x=x, y=y))
-    return y
+def _make_unary_f(kind: UnaryKind):
+    name = kind.value
+
+    def fn(input: torch.Tensor, inplace: bool = False) -> torch.Tensor:
+        return _inplace(input, unary_call(kind, input), inplace)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"torch.nn.functional.{name} on UnaryPlan; differentiable."
+    return fn
 
 
-def _unary_fake(x: torch.Tensor, kind: str) -> torch.Tensor:
-    out = unary_out_element("unary", UnaryKind(kind), _el(x)).torch_dtype
-    return torch.empty_like(x, dtype=out)
+def _bin(kind: BinaryKind):
+    def fn(input, other) -> torch.Tensor:
+        return _binary_call(kind, input, other)
+
+    fn.__name__ = fn.__qualname__ = kind.value
+    fn.__doc__ = f"torch.{kind.value} on BinaryPlan (broadcasting, type promotion)."
+    return fn
 
 
-def _unary_bw(dy: torch.Tensor, x: torch.Tensor, kind: str) -> torch.Tensor:
-    dx = torch.empty_like(x)
-    desc = UnaryBackwardDescriptor.cached(UnaryKind(kind), tuple(x.shape), x.dtype)
-    run_plan(UnaryBackwardPlan, desc, UnaryBackwardArgs(dy=dy, x=x, dx=dx))
-    return dx
+def _cmp(kind: CompareKind):
+    def fn(input: torch.Tensor, other) -> torch.Tensor:
+        return _compare_call(kind, input, other)
+
+    fn.__name__ = fn.__qualname__ = kind.value
+    fn.__doc__ = f"torch.{kind.value} on BinaryCmpPlan (bool result)."
+    return fn
 
 
-def _unary_bw_fake(dy: torch.Tensor, x: torch.Tensor, kind: str) -> torch.Tensor:
-    return torch.empty_like(x)
+def _gated_fn(kind: GatedKind):
+    def fn(input: torch.Tensor, dim: int = -1) -> torch.Tensor:
+        d = normalize_dim(dim, input.dim(), kind.value)
+        if input.dim() == 0:
+            raise RuntimeError(f"{kind.value} does not support scalars because halving size "
+                               "must be even")
+        if input.shape[d] % 2:
+            raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size "
+                               f"{input.shape[d]}")
+        return _gated(input, kind.value, d)
+
+    fn.__name__ = fn.__qualname__ = kind.value
+    fn.__doc__ = (f"{kind.value}(input, dim=-1) on GatedActivationPlan: halves a, b of `dim`; "
+                  "glu = a * sigmoid(b) (torch.nn.functional.glu), swiglu = silu(a) * b, "
+                  "geglu = gelu(a) * b, reglu = relu(a) * b.")
+    return fn
 
 
-_unary_backward = define_op("ew_unary_backward", _unary_bw, _unary_bw_fake)
+#: (table, {row.api: function maker}); "F" is a torch.nn.functional name without `inplace`
+_MAKERS = ((UNARY, {"torch": _make_unary, "F": _make_unary, "F_inplace": _make_unary_f}),
+           (BINARY, {"torch": _bin}), (COMPARE, {"torch": _cmp}), (GATED, {"torch": _gated_fn}))
+_GENERATED = []
+for _table, _makers in _MAKERS:
+    for _kind, _row in _table.items():
+        if _row.api:
+            globals()[_kind.value] = _makers[_row.api](_kind)
+            _GENERATED.append(_kind.value)
+negative = globals()["neg"]
+absolute = globals()["abs"]
+arctan2 = globals()["atan2"]
 
 
-def _unary_setup(ctx, inputs, output):
-    ctx.save_for_backward(inputs[0])
-    ctx.kind = inputs[1]
+def square(input: torch.Tensor) -> torch.Tensor:
+    """torch.square: pow(input, 2), so a bool input squares as int64 (torch's promotion)."""
+    if input.dtype == torch.bool:
+        input = _cast(input, torch.int64)
+    return _unary(input, UnaryKind.SQUARE.value)
 
 
-def _unary_grad(ctx, grad):
-    (x,) = ctx.saved_tensors
-    return _unary_backward(grad, x, ctx.kind), None
+def _int_scalar(who: str, value, dtype: torch.dtype) -> int:
+    """A Python number as an integer tensor's scalar, as torch converts it (checked: a value
+    outside the dtype's range raises; floats truncate toward zero)."""
+    info = torch.iinfo(dtype)
+    lo = info.min if isinstance(value, float) or info.min < 0 else -info.max  # ints wrap
+    if math.isnan(value) or not lo <= value <= info.max:
+        raise InvalidProblem(f"{who}: value {value} can't be converted to {dtype} without "
+                             f"overflow (expected {info.min}..{info.max})")
+    v = math.trunc(value)
+    return v % (info.max + 1) if info.min == 0 else v
 
 
-_unary = define_op("ew_unary", _unary_fw, _unary_fake, backward=_unary_grad,
-                   setup_context=_unary_setup)
+def _is_int(t: torch.Tensor) -> bool:
+    return not t.is_floating_point() and t.dtype != torch.bool
 
 
-def _el(t: torch.Tensor):
-    from ...core.vocab import ElementKind
-
-    return ElementKind.of(t.dtype)
-
-
-# -- unary with parameters ------------------------------------------------------------------------
+def relu6(input: torch.Tensor, inplace: bool = False) -> torch.Tensor:
+    """torch.nn.functional.relu6; an integer input is clamped to [0, 6] in its own dtype."""
+    if _is_int(input):
+        return _inplace(input, _param(P.CLAMP, input, 0, 6), inplace)
+    return _inplace(input, _unary(input, UnaryKind.RELU6.value), inplace)
 
 
-def _uparam_fw(x: torch.Tensor, kind: str, params: list[float]) -> torch.Tensor:
-    k, ps = UnaryParamKind(kind), tuple(float(p) for p in params)
-    out = unary_param_out_element("unary", k, _el(x), ps).torch_dtype
-    y = torch.empty_like(x, dtype=out)
-    run_plan(UnaryParamPlan, UnaryParamDescriptor.cached(k, tuple(x.shape), x.dtype, ps),
-             UnaryArgs(x=x, y=y))
-    return y
+def round(input: torch.Tensor, *, decimals: int = 0) -> torch.Tensor:  # noqa: A001
+    """torch.round (half to even); decimals != 0 scales by 10**decimals around it."""
+    if decimals == 0:
+        return _unary(input, UnaryKind.ROUND.value)
+    scale = 10.0 ** decimals
+    return mul(_unary(mul(input, scale), UnaryKind.ROUND.value), 1.0 / scale)
 
 
-def _uparam_fake(x: torch.Tensor, kind: str, params: list[float]) -> torch.Tensor:
-    k, ps = UnaryParamKind(kind), tuple(float(p) for p in params)
-    out = unary_param_out_element("unary", k, _el(x), ps).torch_dtype
-    return torch.empty_like(x, dtype=out)
+def relu(input: torch.Tensor, inplace: bool = False) -> torch.Tensor:
+    return _inplace(input, _unary(input, UnaryKind.RELU.value), inplace)
 
 
-def _uparam_bw(dy: torch.Tensor, x: torch.Tensor, kind: str, params: list[float]) -> torch.Tensor:
-    dx = torch.empty_like(x)
-    desc = UnaryParamBackwardDescriptor.cached(UnaryParamKind(kind), tuple(x.shape), x.dtype,
-                                        tuple(float(p) for p in params))
-    run_plan(UnaryParamBackwardPlan, desc, UnaryBackwardArgs(dy=dy, x=x, dx=dx))
-    return dx
+def gelu(input: torch.Tensor, approximate: str = "none") -> torch.Tensor:
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate}")
+    return _unary(input, (UnaryKind.GELU if approximate == "none" else UnaryKind.GELU_TANH).value)
 
 
-def _uparam_bw_fake(dy, x, kind: str, params: list[float]) -> torch.Tensor:
-    return torch.empty_like(x)
+def logit(input: torch.Tensor, eps: float | None = None) -> torch.Tensor:
+    if eps is not None:
+        input = clamp(input, eps, 1.0 - eps)
+    return unary_call(UnaryKind.LOGIT, input)
 
 
-_uparam_backward = define_op("ew_unary_param_backward", _uparam_bw, _uparam_bw_fake)
+def cbrt(input: torch.Tensor) -> torch.Tensor:
+    """Cube root (jax.lax.cbrt; torch has none)."""
+    return unary_call(UnaryKind.CBRT, input)
 
 
-def _uparam_setup(ctx, inputs, output):
-    ctx.save_for_backward(inputs[0])
-    ctx.kind, ctx.params = inputs[1], inputs[2]
+def _param(kind: P, input, *params):
+    return _uparam(input, kind.value, [float(p) for p in params])
 
 
-def _uparam_grad(ctx, grad):
-    (x,) = ctx.saved_tensors
-    return _uparam_backward(grad, x, ctx.kind, ctx.params), None, None
+def threshold(input: torch.Tensor, threshold: float, value: float,
+              inplace: bool = False) -> torch.Tensor:
+    if _is_int(input):
+        # torch converts both to the input's integer type (truncated, range-checked)
+        th = _int_scalar("threshold", threshold, input.dtype)
+        v = torch.full((), _int_scalar("threshold", value, input.dtype), dtype=input.dtype,
+                       device=input.device)
+        out = _ternary(_compare_call(CompareKind.GT, input, th), input, v,
+                       TernaryKind.WHERE.value, 1.0)
+        return _inplace(input, out, inplace)
+    return _inplace(input, _param(P.THRESHOLD, input, threshold, value), inplace)
 
 
-_uparam = define_op("ew_unary_param", _uparam_fw, _uparam_fake, backward=_uparam_grad,
-                    setup_context=_uparam_setup)
+def leaky_relu(input: torch.Tensor, negative_slope: float = 0.01,
+               inplace: bool = False) -> torch.Tensor:
+    return _inplace(input, _param(P.LEAKY_RELU, input, negative_slope), inplace)
+
+
+def elu(input: torch.Tensor, alpha: float = 1.0, inplace: bool = False) -> torch.Tensor:
+    return _inplace(input, _param(P.ELU, input, alpha), inplace)
+
+
+def celu(input: torch.Tensor, alpha: float = 1.0, inplace: bool = False) -> torch.Tensor:
+    return _inplace(input, _param(P.CELU, input, alpha), inplace)
+
+
+def hardtanh(input: torch.Tensor, min_val: float = -1.0, max_val: float = 1.0,
+             inplace: bool = False) -> torch.Tensor:
+    if _is_int(input):
+        # torch clamps an integer input in its own type, the bounds converted to it
+        if min_val > max_val:
+            raise InvalidProblem(f"hardtanh: min_val {min_val} > max_val {max_val}")
+        if input.dtype == torch.uint8 and min_val < 0:
+            raise InvalidProblem(f"hardtanh: an unsigned input takes limits >= 0, got "
+                                 f"min_val {min_val}")
+        lo, hi = (_int_scalar("hardtanh", v, input.dtype) for v in (min_val, max_val))
+        return _inplace(input, _param(P.CLAMP, input, lo, hi), inplace)
+    return _inplace(input, _param(P.HARDTANH, input, min_val, max_val), inplace)
+
+
+def softplus(input: torch.Tensor, beta: float = 1.0, threshold: float = 20.0) -> torch.Tensor:
+    if beta == 1.0 and threshold == 20.0:
+        return _unary(input, UnaryKind.SOFTPLUS.value)
+    return _param(P.SOFTPLUS, input, beta, threshold)
+
+
+def hardshrink(input: torch.Tensor, lambd: float = 0.5) -> torch.Tensor:
+    return _param(P.HARDSHRINK, input, lambd)
+
+
+def softshrink(input: torch.Tensor, lambd: float = 0.5) -> torch.Tensor:
+    return _param(P.SOFTSHRINK, input, lambd)
+
+
+def _is_num(v) -> bool:
+    return isinstance(v, numbers.Number) and not isinstance(v, bool)
 
 
 # -- binary ---------------------------------------------------------------------------------------
 
 
-def _bdesc(a, b, kind, alpha, out_dtype):
-    desc = BinaryDescriptor.cached(BinaryKind(kind), tuple(a.shape), tuple(b.shape), a.dtype,
-                                   b.dtype, alpha=float(alpha), out_element=out_dtype)
-    return desc.checked("BinaryPlan")  # typed errors before the output is shaped
+def add(input, other, *, alpha=1) -> torch.Tensor:
+    if isinstance(input, torch.Tensor) and _is_num(other) and input.is_floating_point():
+        return _param(P.ADD, input, alpha * other)
+    return _binary_call(BinaryKind.ADD, input, other, alpha)
 
 
-def _binary_fw(a: torch.Tensor, b: torch.Tensor, kind: str, alpha: float,
-               out_dtype: torch.dtype | None) -> torch.Tensor:
-    desc = _bdesc(a, b, kind, alpha, out_dtype)
-    y = torch.empty(desc.shape, dtype=desc.element.torch_dtype, device=a.device)
-    run_plan(BinaryPlan, desc, BinaryArgs(a=a, b=b, y=y))
-    return y
+def _is_bool(v) -> bool:
+    return isinstance(v, bool) or (isinstance(v, torch.Tensor) and v.dtype == torch.bool)
 
 
-def _binary_fake(a, b, kind: str, alpha: float, out_dtype: torch.dtype | None) -> torch.Tensor:
-    # shapes may be symbolic here: the dtype rule needs elements only
-    desc = BinaryDescriptor(BinaryKind(kind), (), (), a.dtype, b.dtype, alpha=float(alpha),
-                            out_element=out_dtype)
-    out = binary_types("BinaryPlan", desc)[0]
-    return a.new_empty(torch.broadcast_shapes(a.shape, b.shape), dtype=out.torch_dtype)
+def sub(input, other, *, alpha=1) -> torch.Tensor:
+    if _is_bool(input) or _is_bool(other):
+        # torch rejects it (a bool difference is ambiguous): ours must not return a number
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not "
+                           "supported. If you are trying to invert a mask, use the `~` or "
+                           "`logical_not()` operator instead.")
+    if isinstance(input, torch.Tensor) and _is_num(other) and input.is_floating_point():
+        return _param(P.ADD, input, -alpha * other)
+    return _binary_call(BinaryKind.SUB, input, other, alpha)
 
 
-def _binary_bw(dy: torch.Tensor, a: torch.Tensor, b: torch.Tensor, kind: str, alpha: float,
-               need_a: bool, need_b: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    desc = BinaryBackwardDescriptor.cached(
-        BinaryKind(kind), tuple(a.shape), tuple(b.shape), a.dtype, b.dtype, alpha=float(alpha),
-        out_element=dy.dtype, needs=(need_a, need_b))
-    da = torch.empty(a.shape if need_a else (0,), dtype=a.dtype, device=a.device)
-    db = torch.empty(b.shape if need_b else (0,), dtype=b.dtype, device=b.device)
-    run_plan(BinaryBackwardPlan, desc, BinaryBackwardArgs(dy=dy, a=a, b=b,
-                                                          da=_none_if_empty(da, need_a),
-                                                          db=_none_if_empty(db, need_b)))
-    return da, db
+def mul(input, other) -> torch.Tensor:
+    if isinstance(input, torch.Tensor) and _is_num(other) and input.is_floating_point():
+        return _param(P.MUL, input, other)
+    return _binary_call(BinaryKind.MUL, input, other)
 
 
-def _binary_bw_fake(dy, a, b, kind: str, alpha: float, need_a: bool, need_b: bool):
-    return (torch.empty(a.shape if need_a else (0,), dtype=a.dtype, device=a.device),
-            torch.empty(b.shape if need_b else (0,), dtype=b.dtype, device=b.device))
+def div(input, other, *, rounding_mode: str | None = None) -> torch.Tensor:
+    kinds = {None: BinaryKind.DIV, "trunc": BinaryKind.DIV_TRUNC, "floor": BinaryKind.DIV_FLOOR}
+    if rounding_mode not in kinds:
+        raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+                           f"but found '{rounding_mode}'")
+    return _binary_call(kinds[rounding_mode], input, other)
 
 
-_binary_backward = define_op("ew_binary_backward", _binary_bw, _binary_bw_fake)
+def true_divide(input, other) -> torch.Tensor:
+    return div(input, other)
 
 
-def _binary_setup(ctx, inputs, output):
-    a, b, kind, alpha, _ = inputs
-    ctx.save_for_backward(a, b)
-    ctx.kind, ctx.alpha = kind, alpha
-    ctx.out_dtype = output.dtype
+def floor_divide(input, other) -> torch.Tensor:
+    return _binary_call(BinaryKind.DIV_FLOOR, input, other)
 
 
-def _binary_grad(ctx, grad):
-    a, b = ctx.saved_tensors
-    need_a, need_b = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
-    if not (need_a or need_b):
-        return None, None, None, None, None
-    if not BINARY[BinaryKind(ctx.kind)].diff:
-        raise RuntimeError(f"the derivative for '{ctx.kind}' is not implemented.")
-    for t, quirk in zip((a, b), BINARY[BinaryKind(ctx.kind)].bool_in_grad):
-        if quirk and t.dtype == torch.bool:
-            raise RuntimeError(f"{ctx.kind} backward: torch's derivative formula subtracts or "
-                               "negates the bool operand, which torch does not support "
-                               "(expected a numeric tensor, got bool)")
-    # an integer or bool operand takes no gradient, but the other's derivative reads its
-    # values: the backward kernels take floating elements, so it is read as the gradient's
-    a = a if a.is_floating_point() else _cast(a, grad.dtype)
-    b = b if b.is_floating_point() else _cast(b, grad.dtype)
-    da, db = _binary_backward(grad, a, b, ctx.kind, ctx.alpha, need_a, need_b)
-    return (da if need_a else None), (db if need_b else None), None, None, None
+def pow(input, exponent) -> torch.Tensor:  # noqa: A001
+    if isinstance(input, torch.Tensor) and _is_num(exponent):
+        if not input.is_floating_point() and isinstance(exponent, float):
+            return _param(P.POW, input.to(torch.get_default_dtype()), exponent)
+        return _param(P.POW, input, exponent)
+    return _binary_call(BinaryKind.POW, input, exponent)
 
 
-_binary = define_op("ew_binary", _binary_fw, _binary_fake, backward=_binary_grad,
-                    setup_context=_binary_setup)
+# -- lerp, ternary --------------------------------------------------------------------------------
 
 
-def _scalar_tensor(value, like: torch.Tensor, result: torch.dtype) -> torch.Tensor:
-    """A Python number as the 0-d operand torch promotes it as; float results keep the scalar
-    in the compute type (f32 for halves), as torch's kernels do."""
-    dt = result
-    if result in (torch.float16, torch.bfloat16):
-        dt = torch.float32
-    return torch.tensor(value, dtype=dt, device=like.device)
+def _full(value, like: torch.Tensor) -> torch.Tensor:
+    return torch.full((), value, dtype=like.dtype, device=like.device)
 
 
-def scalar_result(dtype: torch.dtype, value) -> torch.dtype:
-    """torch's result type of (tensor of `dtype`, Python number) without torch.result_type
-    (which torch.compile can't trace)."""
-    if isinstance(value, bool):
-        return dtype
-    if isinstance(value, int):
-        return torch.int64 if dtype == torch.bool else dtype
-    if isinstance(value, float):
-        return dtype if dtype.is_floating_point else torch.get_default_dtype()
-    raise ArgumentTypeError("scalar operand: expected a Tensor or a Python number, got "
-                            f"{type(value).__name__}")
+def _bound(value, dtype: torch.dtype, device, low: bool) -> torch.Tensor:
+    """A clamp bound as a 0-d tensor of `dtype`; None is no bound (the dtype's extreme)."""
+    if value is None:
+        if dtype.is_floating_point:
+            value = -math.inf if low else math.inf
+        elif dtype == torch.bool:
+            value = not low
+        else:
+            value = torch.iinfo(dtype).min if low else torch.iinfo(dtype).max
+    return torch.full((), value, dtype=dtype, device=device)
 
 
-def _category(dtype: torch.dtype) -> int:
-    return 0 if dtype == torch.bool else (2 if dtype.is_floating_point else 1)
-
-
-def torch_result(*tensors: torch.Tensor) -> torch.dtype:
-    """torch.result_type of tensors, traceable: 0-d tensors take part only when of a higher
-    category (bool < integer < floating) than every dimensioned one."""
-    def promoted(ts):
-        out = ts[0].dtype
-        for t in ts[1:]:
-            out = torch.promote_types(out, t.dtype)
-        return out
-
-    dims = [t for t in tensors if t.dim() > 0]
-    zeros = [t for t in tensors if t.dim() == 0]
-    if not dims or not zeros:
-        return promoted(list(tensors))
-    d, z = promoted(dims), promoted(zeros)
-    return z if _category(z) > _category(d) else d
-
-
-def zero_dims_to_result(*tensors):
-    """The operands with each 0-d tensor cast to torch's result dtype: a 0-d tensor of the
-    same category as the dimensioned ones does not widen the result (torch's rule), while the
-    plans promote all operands alike. A bool one never widens it and stays bool (torch's
-    derivative formulas see it as bool: table.Row.bool_in_grad)."""
-    ts = [t for t in tensors if isinstance(t, torch.Tensor)]
-    if all(t.dim() == 0 for t in ts) or all(t.dim() > 0 for t in ts):
-        return tensors
-    want = torch_result(*ts)
-    return tuple(_cast(t, want) if isinstance(t, torch.Tensor) and t.dim() == 0
-                 and t.dtype not in (want, torch.bool) else t for t in tensors)
-
-
-class _FailInBackward(torch.autograd.Function):
-    """Identity whose backward raises: where torch's derivative formula rejects an operand
-    (a bool one it subtracts), the forward succeeds and the backward raises, as torch's."""
-
-    @staticmethod
-    def forward(ctx, x, message: str, error: type[Exception]):
-        ctx.message, ctx.error = message, error
-        return x.view_as(x)
-
-    @staticmethod
-    def backward(ctx, grad):
-        raise ctx.error(ctx.message)
-
-
-def fail_in_backward(t: torch.Tensor, message: str,
-                     error: type[Exception] = RuntimeError) -> torch.Tensor:
-    """t, whose gradient raises error(message) when a backward reaches it."""
-    return _FailInBackward.apply(t, message, error) if t.requires_grad else t
-
-
-def require_tensor(name: str, arg: str, position: int, value) -> None:
-    """torch's TypeError (as ArgumentTypeError) for a non-tensor where its signature takes only
-    a Tensor."""
-    if not isinstance(value, torch.Tensor):
-        raise ArgumentTypeError(f"{name}(): argument '{arg}' (position {position}) must be "
-                                f"Tensor, not {type(value).__name__}")
-
-
-def to_default_float(t: torch.Tensor) -> torch.Tensor:
-    """An integer or bool operand of a kind that promotes it (table rule "promote"): torch's
-    result is the default float dtype, which the plans know as f32 only."""
-    dt = torch.get_default_dtype()
-    return t if t.is_floating_point() or dt == torch.float32 else _cast(t, dt)
-
-
-def unary_call(kind: UnaryKind, x: torch.Tensor) -> torch.Tensor:
-    """A unary kind on x, an integer or bool x of a promoting kind in the default float."""
-    if UNARY[kind].ints == "promote":
-        x = to_default_float(x)
-    return _unary(x, kind.value)
-
-
-def _binary_call(kind: BinaryKind, input, other, alpha=1) -> torch.Tensor:
-    name = kind.value
-    numbers = BINARY[kind].numbers
-    if numbers != "both":
-        require_tensor(name, "input", 1, input)
-        if numbers == "none":
-            require_tensor(name, "other", 2, other)
-    if not isinstance(input, torch.Tensor) and not isinstance(other, torch.Tensor):
-        raise ArgumentTypeError(f"{name}(): expected at least one tensor argument, got "
-                                f"{type(input).__name__} and {type(other).__name__}")
-    like = input if isinstance(input, torch.Tensor) else other
-    out_dtype = None
-    if isinstance(input, torch.Tensor) and isinstance(other, torch.Tensor):
-        input, other = zero_dims_to_result(input, other)
+def lerp(input: torch.Tensor, end: torch.Tensor, weight) -> torch.Tensor:
+    """torch.lerp: `end` of input's dtype, and a weight tensor too unless it is 0-d (then it
+    promotes as a 0-d operand: integer start and end with a 0-d float weight compute in
+    float); a Python number weight keeps input's dtype."""
+    require_tensor("lerp", "input", 1, input)
+    require_tensor("lerp", "end", 2, end)
+    if end.dtype != input.dtype:
+        raise InvalidProblem(f"lerp: expected end of input's dtype {input.dtype}, got "
+                             f"{end.dtype}")
+    if isinstance(weight, numbers.Number):
+        if input.shape == end.shape:
+            return _lerp_scalar(input, end, float(weight))
+        weight = _full(float(weight), input)
     else:
-        result = scalar_result(like.dtype, other if like is input else input)
-        if not isinstance(input, torch.Tensor):
-            input = _scalar_tensor(input, like, result)
-        if not isinstance(other, torch.Tensor):
-            other = _scalar_tensor(other, like, result)
-        if result in (torch.float16, torch.bfloat16):
-            out_dtype = result  # the scalar was kept in f32; the result stays a half
-    if BINARY[kind].ints == "promote" and not other.is_floating_point():
-        input = to_default_float(input)
-    return _binary(input, other, kind.value, float(alpha), out_dtype)
+        require_tensor("lerp", "weight", 3, weight)
+        if weight.dim() > 0 and weight.dtype != input.dtype:
+            raise InvalidProblem(f"lerp: expected a weight of input's dtype {input.dtype} (or "
+                                 f"a 0-d weight), got {weight.dtype} of shape "
+                                 f"{tuple(weight.shape)}")
+        if weight.dtype == torch.bool:
+            # torch's derivative for input is grad * (1 - weight): it raises for a bool weight
+            input = fail_in_backward(input, "lerp backward: the derivative for input subtracts "
+                                     "the weight, which must not be bool, got a bool weight")
+        want = torch_result(input, end, weight)
+        input, end, weight = (t if t.dtype == want else _cast(t, want)
+                              for t in (input, end, weight))
+    return _ternary(input, end, weight, TernaryKind.LERP.value, 1.0)
 
 
-# -- lerp with a scalar weight --------------------------------------------------------------------
+def _require_tensors(name: str, *args) -> None:
+    for i, (arg, value) in enumerate(zip(("input", "tensor1", "tensor2"), args)):
+        require_tensor(name, arg, i + 1, value)
 
 
-def _lerp_fw(a: torch.Tensor, b: torch.Tensor, weight: float) -> torch.Tensor:
-    y = torch.empty(a.shape, dtype=a.dtype, device=a.device)
-    run_plan(BinaryParamPlan, BinaryParamDescriptor.cached(BinaryKind.LERP, tuple(a.shape), a.dtype,
-                                                    float(weight)), BinaryArgs(a=a, b=b, y=y))
-    return y
+def addcmul(input: torch.Tensor, tensor1: torch.Tensor, tensor2: torch.Tensor, *,
+            value=1) -> torch.Tensor:
+    _require_tensors("addcmul", input, tensor1, tensor2)
+    input, tensor1, tensor2 = zero_dims_to_result(input, tensor1, tensor2)
+    return _ternary(input, tensor1, tensor2, TernaryKind.ADDCMUL.value, float(value))
 
 
-def _lerp_fake(a, b, weight: float) -> torch.Tensor:
-    return torch.empty(a.shape, dtype=a.dtype, device=a.device)
+def _integer_or_bool(t: torch.Tensor) -> bool:
+    return not (t.is_floating_point() or t.is_complex())
 
 
-def _lerp_bw(dy: torch.Tensor, weight: float) -> tuple[torch.Tensor, torch.Tensor]:
-    da, db = torch.empty_like(dy), torch.empty_like(dy)
-    run_plan(BinaryParamBackwardPlan, BinaryParamBackwardDescriptor.cached(
-        BinaryKind.LERP, tuple(dy.shape), dy.dtype, float(weight)),
-        BinaryParamBackwardArgs(dy=dy, da=da, db=db))
-    return da, db
+def addcdiv(input: torch.Tensor, tensor1: torch.Tensor, tensor2: torch.Tensor, *,
+            value=1) -> torch.Tensor:
+    """torch.addcdiv. As torch's: tensor1 and tensor2 both integer or bool (whatever their
+    dims) raise (no integer division); an integer or bool tensor2 beside a floating tensor1
+    computes, but torch's derivative for tensor1, value / tensor2, is computed in tensor2's
+    dtype and raises, so a backward reaching tensor1 raises (InvalidProblem both)."""
+    _require_tensors("addcdiv", input, tensor1, tensor2)
+    if _integer_or_bool(tensor1) and _integer_or_bool(tensor2):
+        raise InvalidProblem("addcdiv: integer division is not supported (torch's rule: tensor1 "
+                             "and tensor2 not both integer or bool); expected a floating "
+                             f"tensor1 or tensor2, got {tensor1.dtype} and {tensor2.dtype}")
+    if _integer_or_bool(tensor2):
+        tensor1 = fail_in_backward(
+            tensor1, "addcdiv backward: the derivative for tensor1, value / tensor2, is computed "
+            "in tensor2's dtype (torch's rule), which fails for an integer or bool tensor2; "
+            f"expected a floating tensor2, got {tensor2.dtype}", InvalidProblem)
+    input, tensor1, tensor2 = zero_dims_to_result(input, tensor1, tensor2)
+    return _ternary(input, tensor1, tensor2, TernaryKind.ADDCDIV.value, float(value))
 
 
-def _lerp_bw_fake(dy, weight: float):
-    return torch.empty_like(dy), torch.empty_like(dy)
+def clamp(input: torch.Tensor, min=None, max=None) -> torch.Tensor:  # noqa: A002
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    tensors = [v for v in (min, max) if isinstance(v, torch.Tensor)]
+    if tensors and any(v is not None and not isinstance(v, torch.Tensor) for v in (min, max)):
+        # torch's signatures take both bounds as tensors or both as numbers; a 0-d tensor
+        # passes as a number (its value), one with dims or requiring a gradient can't
+        if any(t.dim() > 0 or t.requires_grad for t in tensors):
+            raise ArgumentTypeError("clamp(): expected min and max both tensors or both "
+                                    f"numbers, got {type(min).__name__} and "
+                                    f"{type(max).__name__}")
+        min, max = (v.item() if isinstance(v, torch.Tensor) else v for v in (min, max))
+    if not isinstance(min, torch.Tensor) and not isinstance(max, torch.Tensor):
+        # torch's result type counts the bounds given (a float bound makes an integer input
+        # float, an int bound a bool one int64); a missing bound is no bound, not a float inf
+        res = input.dtype
+        for v in (min, max):
+            if v is not None:
+                res = scalar_result(res, v)
+        if res != input.dtype:
+            input = _cast(input, res)
+        lo = -math.inf if min is None else min
+        hi = math.inf if max is None else max
+        if not input.is_floating_point() and input.dtype != torch.bool:
+            info = torch.iinfo(input.dtype)
+            lo = info.min if min is None else lo
+            hi = info.max if max is None else hi
+        return _param(P.CLAMP, input, lo, hi)
+    # a missing bound beside a tensor one: a 0-d tensor of the result dtype (torch's over the
+    # input and the bounds given) holding the dtype's widest value, no bound
+    res = torch_result(input, *tensors)
+    if res == torch.bool:
+        # one bound (clamp of bool with two has no torch kernel): torch's clamp_min /
+        # clamp_max, which are maximum / minimum for bool
+        if max is None:
+            return _binary_call(BinaryKind.MAXIMUM, input, min)
+        if min is None:
+            return _binary_call(BinaryKind.MINIMUM, input, max)
+    lo, hi = (v if isinstance(v, torch.Tensor) else _bound(v, res, input.device, low)
+              for v, low in ((min, True), (max, False)))
+    input, lo, hi = zero_dims_to_result(input, lo, hi)
+    return _ternary(input, lo, hi, TernaryKind.CLAMP.value, 1.0)
 
 
-_lerp_backward = define_op("ew_lerp_scalar_backward", _lerp_bw, _lerp_bw_fake)
+clip = clamp
 
 
-def _lerp_setup(ctx, inputs, output):
-    ctx.weight = inputs[2]
-
-
-def _lerp_grad(ctx, grad):
-    da, db = _lerp_backward(grad, ctx.weight)
-    return da, db, None
-
-
-_lerp_scalar = define_op("ew_lerp_scalar", _lerp_fw, _lerp_fake, backward=_lerp_grad,
-                         setup_context=_lerp_setup)
-
-
-# -- ternary --------------------------------------------------------------------------------------
-
-
-def _tdesc(a, b, c, kind, value, cls=TernaryDescriptor, **kw):
-    desc = cls.cached(TernaryKind(kind), tuple(a.shape), tuple(b.shape), tuple(c.shape),
-                      a.dtype, b.dtype, c.dtype, value=float(value), **kw)
-    desc = desc.checked(cls.__name__.replace("Descriptor", "Plan"))
-    return desc
-
-
-def _ternary_fw(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, kind: str,
-                value: float) -> torch.Tensor:
-    desc = _tdesc(a, b, c, kind, value)
-    y = torch.empty(desc.shape, dtype=desc.element.torch_dtype, device=b.device)
-    run_plan(TernaryPlan, desc, TernaryArgs(a=a, b=b, c=c, y=y))
-    return y
-
-
-def _ternary_fake(a, b, c, kind: str, value: float) -> torch.Tensor:
-    desc = TernaryDescriptor(TernaryKind(kind), (), (), (), a.dtype, b.dtype, c.dtype,
-                             value=float(value))
-    out = ternary_types("TernaryPlan", desc)[0]
-    return b.new_empty(torch.broadcast_shapes(a.shape, b.shape, c.shape), dtype=out.torch_dtype)
-
-
-def _ternary_bw(dy: torch.Tensor, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, kind: str,
-                value: float, need_a: bool, need_b: bool, need_c: bool) -> list[torch.Tensor]:
-    needs = (need_a, need_b, need_c)
-    desc = _tdesc(a, b, c, kind, value, TernaryBackwardDescriptor, needs=needs)
-    grads = [torch.empty(t.shape if n else (0,), dtype=t.dtype, device=t.device)
-             for t, n in zip((a, b, c), needs)]
-    run_plan(TernaryBackwardPlan, desc, TernaryBackwardArgs(
-        dy, a, b, c, *[_none_if_empty(g, n) for g, n in zip(grads, needs)]))
-    return grads
-
-
-def _ternary_bw_fake(dy, a, b, c, kind: str, value: float, need_a: bool, need_b: bool,
-                     need_c: bool) -> list[torch.Tensor]:
-    return [torch.empty(t.shape if n else (0,), dtype=t.dtype, device=t.device)
-            for t, n in zip((a, b, c), (need_a, need_b, need_c))]
-
-
-_ternary_backward = define_op("ew_ternary_backward", _ternary_bw, _ternary_bw_fake)
-
-
-def _ternary_setup(ctx, inputs, output):
-    a, b, c, kind, value = inputs
-    ctx.save_for_backward(a, b, c)
-    ctx.kind, ctx.value = kind, value
-
-
-def _ternary_grad(ctx, grad):
-    a, b, c = ctx.saved_tensors
-    needs = list(ctx.needs_input_grad[:3])
-    if ctx.kind == TernaryKind.WHERE.value:
-        needs[0] = False
-    if not any(needs):
-        return None, None, None, None, None
-    g = _ternary_backward(grad, a, b, c, ctx.kind, ctx.value, *needs)
-    return (*[gi if n else None for gi, n in zip(g, needs)], None, None)
-
-
-_ternary = define_op("ew_ternary", _ternary_fw, _ternary_fake, backward=_ternary_grad,
-                     setup_context=_ternary_setup)
-
-
-# -- comparison and cast --------------------------------------------------------------------------
-
-
-def _compare_fw(a: torch.Tensor, b: torch.Tensor, kind: str, rtol: float, atol: float,
-                equal_nan: bool) -> torch.Tensor:
-    desc = CompareDescriptor.cached(CompareKind(kind), tuple(a.shape), tuple(b.shape), a.dtype,
-                                    b.dtype, rtol=rtol, atol=atol, equal_nan=equal_nan)
-    desc = desc.checked("BinaryCmpPlan")
-    y = torch.empty(desc.shape, dtype=torch.bool, device=a.device)
-    run_plan(BinaryCmpPlan, desc, BinaryArgs(a=a, b=b, y=y))
-    return y
-
-
-def _compare_fake(a, b, kind: str, rtol: float, atol: float, equal_nan: bool) -> torch.Tensor:
-    return torch.empty(torch.broadcast_shapes(a.shape, b.shape), dtype=torch.bool,
-                       device=a.device)
-
-
-_compare = define_op("ew_compare", _compare_fw, _compare_fake)
-
-
-def _compare_call(kind: CompareKind, input, other, rtol=1e-5, atol=1e-8, equal_nan=False):
-    require_tensor(kind.value, "input", 1, input)
+def where(condition: torch.Tensor, input, other) -> torch.Tensor:
+    if not isinstance(input, torch.Tensor) and not isinstance(other, torch.Tensor):
+        # two numbers: torch's dtype of the pair alone (bool, int64 or the default float)
+        dt = (torch.get_default_dtype() if any(isinstance(v, float) for v in (input, other))
+              else torch.bool if all(isinstance(v, bool) for v in (input, other))
+              else torch.int64)
+        input = torch.tensor(input, dtype=dt, device=condition.device)
+        other = torch.tensor(other, dtype=dt, device=condition.device)
+    like = input if isinstance(input, torch.Tensor) else other
+    if not isinstance(input, torch.Tensor):
+        input = torch.tensor(input, dtype=scalar_result(like.dtype, input), device=like.device)
     if not isinstance(other, torch.Tensor):
-        other = torch.tensor(other, dtype=scalar_result(input.dtype, other), device=input.device)
-    return _compare(input, other, kind.value, float(rtol), float(atol), bool(equal_nan))
+        other = torch.tensor(other, dtype=scalar_result(like.dtype, other), device=like.device)
+    input, other = zero_dims_to_result(input, other)
+    return _ternary(condition, input, other, TernaryKind.WHERE.value, 1.0)
 
 
-def _cast_fw(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    y = torch.empty(x.shape, dtype=dtype, device=x.device)
-    run_plan(CastPlan, CastDescriptor.cached(tuple(x.shape), x.dtype, dtype), UnaryArgs(x=x, y=y))
-    return y
+# -- comparison, cast, gated ----------------------------------------------------------------------
 
 
-def _cast_fake(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    return torch.empty(x.shape, dtype=dtype, device=x.device)
+def isclose(input: torch.Tensor, other: torch.Tensor, rtol: float = 1e-05, atol: float = 1e-08,
+            equal_nan: bool = False) -> torch.Tensor:
+    require_tensor("isclose", "input", 1, input)
+    require_tensor("isclose", "other", 2, other)
+    if input.dtype != other.dtype:
+        # torch does not promote here (a tolerance is only meaningful in one dtype)
+        raise RuntimeError(f"isclose: expected input and other of one dtype, got "
+                           f"{input.dtype} and {other.dtype}")
+    return _compare_call(CompareKind.ISCLOSE, input, other, rtol, atol, equal_nan)
 
 
-def _cast_setup(ctx, inputs, output):
-    ctx.src = inputs[0].dtype
+def cast(input: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Tensor.to(dtype) on CastPlan (a copy even when the dtype is unchanged); differentiable
+    between floating types."""
+    return _cast(input, dtype)
 
 
-def _cast_grad(ctx, grad):
-    return _cast(grad, ctx.src), None
-
-
-_cast = define_op("ew_cast", _cast_fw, _cast_fake, backward=_cast_grad, setup_context=_cast_setup)
-
-
-# -- gated ----------------------------------------------------------------------------------------
-
-
-def _gated_fw(x: torch.Tensor, kind: str, dim: int) -> torch.Tensor:
-    desc = GatedDescriptor.cached(GatedKind(kind), tuple(x.shape), dim, x.dtype)
-    y = torch.empty(desc.out_shape, dtype=x.dtype, device=x.device)
-    run_plan(GatedActivationPlan, desc, GatedArgs(x=x, y=y))
-    return y
-
-
-def _gated_fake(x: torch.Tensor, kind: str, dim: int) -> torch.Tensor:
-    shape = list(x.shape)
-    shape[dim] //= 2
-    return torch.empty(shape, dtype=x.dtype, device=x.device)
-
-
-def _gated_bw(dy: torch.Tensor, x: torch.Tensor, kind: str, dim: int) -> torch.Tensor:
-    dx = torch.empty_like(x)
-    run_plan(GatedActivationBackwardPlan, GatedBackwardDescriptor.cached(
-        GatedKind(kind), tuple(x.shape), dim, x.dtype), GatedBackwardArgs(dy=dy, x=x, dx=dx))
-    return dx
-
-
-def _gated_bw_fake(dy, x, kind: str, dim: int) -> torch.Tensor:
-    return torch.empty_like(x)
-
-
-_gated_backward = define_op("ew_gated_backward", _gated_bw, _gated_bw_fake)
-
-
-def _gated_setup(ctx, inputs, output):
-    ctx.save_for_backward(inputs[0])
-    ctx.kind, ctx.dim = inputs[1], inputs[2]
-
-
-def _gated_grad(ctx, grad):
-    (x,) = ctx.saved_tensors
-    return _gated_backward(grad, x, ctx.kind, ctx.dim), None, None
-
-
-_gated = define_op("ew_gated", _gated_fw, _gated_fake, backward=_gated_grad,
-                   setup_context=_gated_setup)
-
-
-from .torch_names import *  # noqa: E402,F403 - the public torch-named functions
-from .torch_names import __all__  # noqa: E402,F401
+__all__ = sorted(
+    _GENERATED
+    + ["negative", "absolute", "arctan2", "square", "round", "relu", "relu6", "gelu", "logit",
+       "cbrt", "threshold", "leaky_relu", "elu", "celu", "hardtanh", "softplus", "hardshrink",
+       "softshrink", "add", "sub", "mul", "div", "true_divide", "floor_divide", "pow", "lerp",
+       "addcmul", "addcdiv", "clamp", "clip", "where", "isclose", "cast"]
+)

@@ -1,5 +1,6 @@
-"""Elementwise benchmarks: unary (silu), binary (add), lerp and swiglu, forward and
-forward+backward, bf16 and f32. `bytes` is the fewest bytes each op must move."""
+"""Elementwise benchmarks: unary (silu), binary (add, mul), lerp and swiglu, forward and
+forward+backward, bf16 and f32, plus a row-broadcast and a transposed layout. `bytes` is the
+fewest bytes each op must move."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import torch.nn.functional as F
 
 from ...core.registry import register_bench
 from ...core.spec import BenchCase
+from .torch_api import add, lerp, mul, silu, swiglu
 
 N28 = 1 << 28
 
@@ -22,8 +24,6 @@ def _grad(y, inputs, dy):
 
 @register_bench("elementwise")
 def elementwise_benches(quick: bool):
-    from ...torch import add, lerp, silu, swiglu  # noqa: F401 - registers ops
-
     out = []
     for dtype in (torch.bfloat16, torch.float32):
         q = dtype == torch.bfloat16
@@ -50,7 +50,7 @@ def elementwise_benches(quick: bool):
                              torch_eager=lambda a, b, dy: torch.add(a, b), bytes=3 * N28 * s,
                              quick=q))
         out.append(BenchCase("mul fwd+bwd", label, lambda d, f=two: f(d, grad=True),
-                             ours=lambda a, b, dy: _grad(torch_mul(a, b), (a, b), dy),
+                             ours=lambda a, b, dy: _grad(mul(a, b), (a, b), dy),
                              torch_eager=lambda a, b, dy: _grad(a * b, (a, b), dy),
                              bytes=7 * N28 * s, quick=False))
         out.append(BenchCase("lerp fwd", label, two, ours=lambda a, b, dy: lerp(a, b, 0.3),
@@ -61,7 +61,7 @@ def elementwise_benches(quick: bool):
                              torch_eager=lambda a, b, dy: _grad(torch.lerp(a, b, 0.3), (a, b),
                                                                 dy),
                              bytes=6 * N28 * s, quick=q))
-    # layouts: a row-broadcast operand and a transposed view (target: >= 70% of contiguous)
+    # layouts: a row-broadcast operand and a transposed view
     rows, cols = 16384, 16384
 
     def bsetup(device):
@@ -98,9 +98,3 @@ def elementwise_benches(quick: bool):
                              torch_eager=lambda x, dy: _grad(torch_swiglu(x), x, dy),
                              bytes=8 * half * 2, quick=shape == (16384, 4096)))
     return out
-
-
-def torch_mul(a, b):
-    from ...torch import mul
-
-    return mul(a, b)
