@@ -5,19 +5,20 @@ the torch frontend (deterministic)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 import torch
 import triton
 import triton.language as tl
 
-from ...backends.triton_support import INTERPRET, next_pow2
+from ...backends.triton_support import INTERPRET, acc_type, next_pow2
 from ...core import validate as V
-from ...core.plan import Args, Candidate, Descriptor, Plan
+from ...core.args import Args, operand
+from ...core.plan import Candidate, Descriptor
 from ...core.registry import register_candidate, register_plan
-from ...core.vocab import ElementKind, OpCategory, PrecisionGuarantee
-from ..segment.sort import cdiv
-from .descriptors import validate_embedding_desc
+from ...core.runtime import cdiv
+from ...core.vocab import ElementKind, PrecisionGuarantee
+from .descriptors import table_shape, tokens, validate_embedding_desc
+from .plans import EmbeddingFamilyPlan
 
 BAG_MODES = ("sum", "mean", "max")
 
@@ -51,18 +52,23 @@ class EmbeddingBagDescriptor(Descriptor):
                                    f"{self.mode!r}")
 
 
+def _bag_rows(d) -> tuple[int, int]:
+    return (d.num_bags, d.embedding_dim)
+
+
 @dataclass
 class EmbeddingBagArgs(Args):
     """bounds: [num_bags + 1] (offsets with the total appended); max_token (mode max, optional):
     int64 [num_bags, embedding_dim], the token position of each maximum (-1: empty bag)."""
 
-    weight: torch.Tensor
-    indices: torch.Tensor
-    bounds: torch.Tensor
-    out: torch.Tensor
-    per_sample_weights: torch.Tensor | None = None
-    max_token: torch.Tensor | None = None
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("out", "max_token")
+    weight: torch.Tensor = operand(table_shape, "element")
+    indices: torch.Tensor = operand(tokens, "index_element")
+    bounds: torch.Tensor = operand(lambda d: (d.num_bags + 1,), "index_element")
+    out: torch.Tensor = operand(_bag_rows, "element", output=True)
+    per_sample_weights: torch.Tensor | None = operand(tokens, "element",
+                                                      when=lambda d: d.has_weights)
+    max_token: torch.Tensor | None = operand(_bag_rows, ElementKind.I64, output=True,
+                                             optional=True)
 
 
 @triton.jit
@@ -117,7 +123,7 @@ def embedding_bag_kernel(w_ptr, idx_ptr, b_ptr, psw_ptr, out_ptr, mt_ptr, V, Dm,
 
 
 @register_plan
-class EmbeddingBagPlan(Plan):
+class EmbeddingBagPlan(EmbeddingFamilyPlan):
     """torch.nn.functional.embedding_bag forward: out[b] = sum / mean / max over the bag's
     tokens of weight[indices[t]] (times per_sample_weights[t], sum mode only); padding_idx
     tokens are skipped (and not counted by mean); an empty bag gives 0.
@@ -128,7 +134,6 @@ class EmbeddingBagPlan(Plan):
     first token on ties (NaN wins).
     """
 
-    category = OpCategory.EMBEDDING
     descriptor_type = EmbeddingBagDescriptor
     args_type = EmbeddingBagArgs
 
@@ -137,22 +142,10 @@ class EmbeddingBagPlan(Plan):
         return "embedding_bag_" + desc.mode
 
     def check_args(self, args) -> None:
+        super().check_args(args)
         who, d = type(self).__name__, self.desc
-        V.check_tensor(who, "weight", args.weight, (d.num_embeddings, d.embedding_dim),
-                       d.element)
-        V.check_tensor(who, "indices", args.indices, (d.num_tokens,), d.index_element)
-        V.check_tensor(who, "bounds", args.bounds, (d.num_bags + 1,), d.index_element)
-        V.check_tensor(who, "out", args.out, (d.num_bags, d.embedding_dim), d.element)
-        if d.has_weights:
-            V.check_tensor(who, "per_sample_weights", args.per_sample_weights,
-                           (d.num_tokens,), d.element)
-        elif args.per_sample_weights is not None:
-            raise V.InvalidProblem(f"{who}: per_sample_weights given but has_weights is False")
-        if args.max_token is not None:
-            if d.mode != "max":
-                raise V.InvalidProblem(f"{who}: max_token is an output of mode 'max' only")
-            V.check_tensor(who, "max_token", args.max_token, (d.num_bags, d.embedding_dim),
-                           ElementKind.I64)
+        if args.max_token is not None and d.mode != "max":
+            raise V.InvalidProblem(f"{who}: max_token is an output of mode 'max' only")
         for name in ("indices", "bounds", "per_sample_weights"):
             t = getattr(args, name)
             if t is not None and t.numel() > 1 and t.stride(0) != 1:
@@ -182,5 +175,5 @@ class TritonEmbeddingBag(Candidate):
             w.stride(1), args.out.stride(0), mt.stride(0) if mt is not None else 0,
             -1 if desc.padding_idx is None else desc.padding_idx,
             MODE=BAG_MODES.index(desc.mode), HAS_W=desc.has_weights, STORE_MT=mt is not None,
-            ACC=tl.float64 if desc.element is ElementKind.F64 else tl.float32,
+            ACC=acc_type(desc.element),
             BLOCK_T=4 if INTERPRET else 8, BLOCK_D=block_d, num_warps=1 if INTERPRET else 4)

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 import torch
 
+from ...backends.grouping import MAX_ROWS
 from ...core import validate as V
-from ...core.plan import Args, Descriptor
+from ...core.args import Args, operand
+from ...core.plan import Descriptor
 from ...core.vocab import FLOAT_KINDS, INDEX_KINDS, ElementKind
-from ..segment.descriptors import MAX_ROWS
 
 
 def _int(who: str, name: str, value, lo: int = 0) -> int:
@@ -37,6 +37,20 @@ def validate_embedding_desc(desc, who: str) -> None:
     V.check_element(who, "element", desc.element, sorted(FLOAT_KINDS, key=lambda k: k.value))
     V.check_element(who, "index_element", desc.index_element,
                     sorted(INDEX_KINDS, key=lambda k: k.value))
+
+
+def table_shape(d) -> tuple[int, int]:
+    """[num_embeddings, embedding_dim]: the weight (and its gradient)."""
+    return (d.num_embeddings, d.embedding_dim)
+
+
+def token_rows(d) -> tuple[int, int]:
+    """[num_tokens, embedding_dim]: one row per token (the lookup's output)."""
+    return (d.num_tokens, d.embedding_dim)
+
+
+def tokens(d) -> tuple[int]:
+    return (d.num_tokens,)
 
 
 @dataclass(frozen=True)
@@ -73,18 +87,16 @@ class EmbeddingBackwardDescriptor(EmbeddingDescriptor):
 
 @dataclass
 class EmbeddingArgs(Args):
-    weight: torch.Tensor
-    indices: torch.Tensor
-    out: torch.Tensor
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("out",)
+    weight: torch.Tensor = operand(table_shape, "element")
+    indices: torch.Tensor = operand(tokens, "index_element")
+    out: torch.Tensor = operand(token_rows, "element", output=True)
 
 
 @dataclass
 class EmbeddingBackwardArgs(Args):
-    grad_out: torch.Tensor
-    indices: torch.Tensor
-    grad_weight: torch.Tensor
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("grad_weight",)
+    grad_out: torch.Tensor = operand(token_rows, "element")
+    indices: torch.Tensor = operand(tokens, "index_element")
+    grad_weight: torch.Tensor = operand(table_shape, "element", output=True)
 
 
 @dataclass(frozen=True)
@@ -114,6 +126,5 @@ class EmbeddingRenormDescriptor(Descriptor):
 class EmbeddingRenormArgs(Args):
     """weight is updated in place (it is the output)."""
 
-    indices: torch.Tensor
-    weight: torch.Tensor
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("weight",)
+    indices: torch.Tensor = operand(tokens, "index_element")
+    weight: torch.Tensor = operand(table_shape, "element", output=True)

@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import ClassVar
 
 import torch
 
+from ...backends.grouping import MAX_ROWS
 from ...core import validate as V
-from ...core.plan import Args, Descriptor
+from ...core.args import Args, operand
+from ...core.plan import Descriptor
 from ...core.vocab import FLOAT_KINDS, INDEX_KINDS, ElementKind
-
-#: Row positions and permutations are int32 in the workspace.
-MAX_ROWS = 2**31 - 2
 
 
 class SegmentKind(enum.Enum):
@@ -97,11 +95,11 @@ class SegmentArgs(Args):
     """`argmax` (max / min plans only, optional): int64 [num_segments, D...], the row each
     output came from (first index on ties, NaN wins), -1 for an empty segment."""
 
-    data: torch.Tensor
-    segment_ids: torch.Tensor
-    out: torch.Tensor
-    argmax: torch.Tensor | None = None
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("out", "argmax")
+    data: torch.Tensor = operand("data_shape", "element")
+    segment_ids: torch.Tensor = operand(lambda d: (d.num_rows,), "index_element")
+    out: torch.Tensor = operand("out_shape", "element", output=True)
+    argmax: torch.Tensor | None = operand("out_shape", ElementKind.I64, output=True,
+                                          optional=True)
 
 
 @dataclass
@@ -111,9 +109,8 @@ class SegmentBackwardArgs(Args):
     max / min need the forward's `argmax`; prod needs the forward's `data`.
     """
 
-    grad_out: torch.Tensor
-    segment_ids: torch.Tensor
-    grad_data: torch.Tensor
-    argmax: torch.Tensor | None = None
-    data: torch.Tensor | None = None
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("grad_data",)
+    grad_out: torch.Tensor = operand("out_shape", "element")
+    segment_ids: torch.Tensor = operand(lambda d: (d.num_rows,), "index_element")
+    grad_data: torch.Tensor = operand("data_shape", "element", output=True)
+    argmax: torch.Tensor | None = operand("out_shape", ElementKind.I64, optional=True)
+    data: torch.Tensor | None = operand("data_shape", "element", optional=True)

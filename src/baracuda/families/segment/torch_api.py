@@ -20,6 +20,7 @@ import operator
 
 import torch
 
+from ...backends.rows import MAX_INNER_DIMS, collapses
 from ...backends.torch_ops import define_op, run_plan
 from ...core.errors import ArgumentTypeError, InvalidProblem, Unsupported
 from .descriptors import (
@@ -30,7 +31,7 @@ from .descriptors import (
     SegmentDescriptor,
     SegmentKind,
 )
-from .plans import BACKWARD_PLANS, FORWARD_PLANS, MAX_INNER_DIMS, collapses
+from .plans import BACKWARD_PLANS, FORWARD_PLANS
 
 __all__ = ["segment_sum", "segment_mean", "segment_max", "segment_min", "segment_prod"]
 
