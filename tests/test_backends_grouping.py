@@ -12,6 +12,7 @@ from baracuda.backends.grouping import (
     bucket_sections,
     count_shape,
     radix_sections,
+    radix_sort,
     segment_counts,
     segment_offsets,
     sort_layout,
@@ -76,18 +77,19 @@ def test_unsorted_ids_give_the_stable_sort(n, s, drop, device):
                        torch.searchsorted(order.values, torch.arange(s + 2)))
 
 
-def test_radix_path_when_keys_are_too_many_for_the_counting_sort(device):
-    """Past COUNT_MAX_KEYS the sections are the radix sort's, and it is still the stable
-    sort."""
-    n, s = 300, 1 << 19
-    assert count_shape(n, s) is None
-    names = [name for name, *_ in sort_sections(n, s, True)]
-    assert names == ["offsets"] + [name for name, *_ in radix_sections(n)]
+def test_radix_sort_is_the_stable_sort(device):
+    """The radix sort (the path past the counting sort's limits), run directly on its own
+    sections: the same stable permutation and offsets."""
+    n, s, drop = 300, 70, 5
+    assert count_shape(1 << 19, 1 << 19) is None  # such problems take the radix path
     gen = torch.Generator().manual_seed(5)
-    ids = torch.randint(0, s, (n,), generator=gen)
-    views = _views(sort_layout(n, s, True), device)
-    perm = segment_offsets(ids.to(device), s, views, True)
-    assert torch.equal(perm[:n].cpu().long(), torch.sort(ids, stable=True).indices)
+    ids = torch.randint(-1, s + 1, (n,), generator=gen)
+    views = _views(Layout.build([("offsets", s + 2, torch.int32)] + radix_sections(n)), device)
+    perm = radix_sort(ids.to(device), s, views, drop=drop)
+    order = torch.sort(_keys(ids, s, drop), stable=True)
+    assert torch.equal(perm[:n].cpu().long(), order.indices)
+    assert torch.equal(views["offsets"].cpu().long(),
+                       torch.searchsorted(order.values, torch.arange(s + 2)))
 
 
 def test_bucket_offsets_group_every_row_once(device):
