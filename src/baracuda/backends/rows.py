@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import math
 from dataclasses import dataclass
 
 from ..core.errors import Unsupported
@@ -95,13 +96,8 @@ class ReduceKind(enum.IntEnum):
 EXTREMAL = (ReduceKind.MAX, ReduceKind.MIN)
 
 
-@dataclass(frozen=True)
-class RowGroups:
-    """data [num_rows, D...] reduced into num_segments groups of rows."""
-
-    data_shape: tuple[int, ...]
-    num_segments: int
-    element: ElementKind
+class GroupedRowsShape:
+    """Shapes of data [num_rows, D...] (`data_shape`) reduced into `num_segments` groups."""
 
     @property
     def num_rows(self) -> int:
@@ -112,11 +108,21 @@ class RowGroups:
         return self.data_shape[1:]
 
     @property
+    def out_shape(self) -> tuple[int, ...]:
+        return (self.num_segments, *self.data_shape[1:])
+
+    @property
     def row_numel(self) -> int:
-        n = 1
-        for d in self.data_shape[1:]:
-            n *= d
-        return n
+        return math.prod(self.data_shape[1:])
+
+
+@dataclass(frozen=True)
+class RowGroups(GroupedRowsShape):
+    """The problem `run_reduce` needs: data [num_rows, D...] into num_segments groups."""
+
+    data_shape: tuple[int, ...]
+    num_segments: int
+    element: ElementKind
 
 
 #: (groups, rows, columns) per program of the grouped reduction: long groups, and short ones

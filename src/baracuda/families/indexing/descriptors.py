@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import math
 from dataclasses import dataclass
 
 import torch
@@ -56,8 +57,20 @@ def _kinds(who, desc, allowed):
                     sorted(INDEX_KINDS, key=lambda k: k.value))
 
 
+class _AlongDim:
+    """Shared by the descriptors of ops along one `dim` of `input_shape`."""
+
+    def allowed(self):
+        """Data kinds the op takes: copies move every kind, reductions (overrides) floats."""
+        return COPY_KINDS
+
+    @property
+    def axis(self) -> int:
+        return self.dim % len(self.input_shape)
+
+
 @dataclass(frozen=True)
-class IndexSelectDescriptor(Descriptor):
+class IndexSelectDescriptor(_AlongDim, Descriptor):
     """out = input.index_select(dim, index): input_shape with extent num_indices at dim."""
 
     input_shape: tuple[int, ...]
@@ -75,13 +88,6 @@ class IndexSelectDescriptor(Descriptor):
             raise V.InvalidProblem(f"{who}: num_indices must be an int >= 0, "
                                    f"got {self.num_indices!r}")
         _kinds(who, self, self.allowed())
-
-    def allowed(self):
-        return COPY_KINDS
-
-    @property
-    def axis(self) -> int:
-        return self.dim % len(self.input_shape)
 
     @property
     def out_shape(self) -> tuple[int, ...]:
@@ -113,7 +119,7 @@ class IndexSelectBackwardArgs(Args):
 
 
 @dataclass(frozen=True)
-class GatherDescriptor(Descriptor):
+class GatherDescriptor(_AlongDim, Descriptor):
     """out = torch.gather(input, dim, index): out and index share index_shape; input_shape may
     be larger than index_shape in every dim."""
 
@@ -136,13 +142,6 @@ class GatherDescriptor(Descriptor):
                 raise V.InvalidProblem(f"{who}: index_shape[{d}] = {b} exceeds "
                                        f"input_shape[{d}] = {a}")
         _kinds(who, self, self.allowed())
-
-    def allowed(self):
-        return COPY_KINDS
-
-    @property
-    def axis(self) -> int:
-        return self.dim % len(self.input_shape)
 
 
 @dataclass(frozen=True)
@@ -276,10 +275,7 @@ class CompactDescriptor(Descriptor):
 
     @property
     def numel(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+        return math.prod(self.shape)
 
 
 @dataclass(frozen=True)

@@ -57,8 +57,14 @@ WARPS = 1 if INTERPRET else 4
 INDEX_GATHER_TILE = (8192, 1024, 4)
 
 
-def _exact(desc) -> PrecisionGuarantee:
-    return PrecisionGuarantee.for_element(ElementKind.I64)  # a copy: exact
+EXACT = PrecisionGuarantee.for_element(ElementKind.I64)
+
+
+class ExactCandidate(Candidate):
+    """A candidate that only moves values: exact."""
+
+    def guarantee(self, desc, pref):
+        return EXACT
 
 
 class IndexingPlan(Plan):
@@ -127,12 +133,9 @@ def _check_rows(who: str, axis: int, args, rows, others) -> None:
 
 
 @register_candidate(IndexSelectPlan)
-class TritonIndexSelect(Candidate):
+class TritonIndexSelect(ExactCandidate):
     replayable = True  # only Triton launches (backends/launch_replay.py)
     name = "triton_row_gather"
-
-    def guarantee(self, desc, pref):
-        return _exact(desc)
 
     def can_implement(self, desc, args) -> None:
         _check_rows(type(self).__name__, desc.axis, args, ("out", "input"), ("index",))
@@ -273,12 +276,9 @@ def _strided_lines(index_shape, tensors, axis):
 
 
 @register_candidate(GatherPlan)
-class TritonGather(Candidate):
+class TritonGather(ExactCandidate):
     replayable = True  # only Triton launches (backends/launch_replay.py)
     name = "triton_line_gather"
-
-    def guarantee(self, desc, pref):
-        return _exact(desc)
 
     def can_implement(self, desc, args) -> None:
         check_strides(type(self).__name__, args, ("input", "index", "out"))

@@ -14,10 +14,8 @@ from ...backends.triton_support import INTERPRET, next_pow2, outer_launch_groups
 from ...core import validate as V
 from ...core.errors import Unsupported
 from ...core.layout import AxisView, collapse_dims
-from ...core.plan import Candidate
 from ...core.registry import register_candidate, register_plan
 from ...core.runtime import cdiv
-from ...core.vocab import ElementKind, PrecisionGuarantee
 from .descriptors import (
     CompactDescriptor,
     MaskedDataDescriptor,
@@ -36,18 +34,10 @@ from .kernels_mask import (
     masked_fill_kernel,
     one_hot_kernel,
 )
-from .plans import IndexingPlan, check_strides
+from .plans import ExactCandidate, IndexingPlan, check_strides
 
 WARPS = 1 if INTERPRET else 4
 BLOCK = 1024
-EXACT = PrecisionGuarantee.for_element(ElementKind.I64)
-
-
-class _ExactCandidate(Candidate):
-    def guarantee(self, desc, pref):
-        return EXACT
-
-
 def _check_contiguous(who: str, name: str, t) -> None:
     if t.numel() > 1 and not t.is_contiguous():
         raise Unsupported(f"{who}: {name} must be contiguous, got strides {t.stride()}")
@@ -71,7 +61,7 @@ class MaskedFillPlan(IndexingPlan):
 
 
 @register_candidate(MaskedFillPlan)
-class TritonMaskedFill(_ExactCandidate):
+class TritonMaskedFill(ExactCandidate):
     replayable = True  # only Triton launches (backends/launch_replay.py)
     name = "triton_masked_fill"
 
@@ -113,7 +103,7 @@ class OneHotPlan(IndexingPlan):
 
 
 @register_candidate(OneHotPlan)
-class TritonOneHot(_ExactCandidate):
+class TritonOneHot(ExactCandidate):
     replayable = True  # only Triton launches (backends/launch_replay.py)
     name = "triton_one_hot"
 
@@ -133,7 +123,7 @@ def _dims8(shape, t: torch.Tensor | None):
     return dims, st
 
 
-class _CompactCandidate(_ExactCandidate):
+class _CompactCandidate(ExactCandidate):
     MODE = 0
 
     def _layout(self, desc) -> Layout:

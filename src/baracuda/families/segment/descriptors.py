@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from ...backends.grouping import MAX_ROWS
+from ...backends.rows import GroupedRowsShape
 from ...core import validate as V
 from ...core.args import Args, operand
 from ...core.plan import Descriptor
@@ -51,7 +52,7 @@ def validate_segment_desc(desc, who: str) -> None:
 
 
 @dataclass(frozen=True)
-class SegmentDescriptor(Descriptor):
+class SegmentDescriptor(GroupedRowsShape, Descriptor):
     """out[s] = reduce(data[i] for i with segment_ids[i] == s), s in [0, num_segments).
 
     The reduction (sum, mean, max, min, prod) and whether ids are sorted are the plan's.
@@ -64,25 +65,6 @@ class SegmentDescriptor(Descriptor):
 
     def validate(self, who: str) -> None:
         validate_segment_desc(self, who)
-
-    @property
-    def num_rows(self) -> int:
-        return self.data_shape[0]
-
-    @property
-    def row_shape(self) -> tuple[int, ...]:
-        return self.data_shape[1:]
-
-    @property
-    def out_shape(self) -> tuple[int, ...]:
-        return (self.num_segments, *self.data_shape[1:])
-
-    @property
-    def row_numel(self) -> int:
-        n = 1
-        for d in self.data_shape[1:]:
-            n *= d
-        return n
 
 
 @dataclass(frozen=True)

@@ -87,18 +87,19 @@ class _SegmentBackward(_SegmentPlan):
             raise InvalidProblem(f"{who}: data (the forward's input) is required, got None")
 
 
-def _guarantee(desc) -> PrecisionGuarantee:
-    return PrecisionGuarantee.for_element(desc.element)
-
-
-class _ForwardCandidate(Candidate):
+class _SegmentCandidate(Candidate):
     replayable = True  # only Triton launches (backends/launch_replay.py)
     KIND: ClassVar[SegmentKind]
     SORTED: ClassVar[bool]
 
     def guarantee(self, desc, pref):
-        return _guarantee(desc)
+        return PrecisionGuarantee.for_element(desc.element)
 
+    def workspace_size(self, desc) -> int:
+        return self._layout(desc).nbytes
+
+
+class _ForwardCandidate(_SegmentCandidate):
     @property
     def _bucketed(self) -> bool:
         # max / min pick their winner by value, then row number: unsorted ids only need
@@ -109,9 +110,6 @@ class _ForwardCandidate(Candidate):
         if self._bucketed:
             return Layout.build(bucket_sections(desc.num_rows, desc.num_segments))
         return sort_layout(desc.num_rows, desc.num_segments, not self.SORTED)
-
-    def workspace_size(self, desc) -> int:
-        return self._layout(desc).nbytes
 
     def can_implement(self, desc, args) -> None:
         who = type(self).__name__
@@ -130,14 +128,7 @@ class _ForwardCandidate(Candidate):
                    args.argmax)
 
 
-class _BackwardCandidate(Candidate):
-    replayable = True  # only Triton launches (backends/launch_replay.py)
-    KIND: ClassVar[SegmentKind]
-    SORTED: ClassVar[bool]
-
-    def guarantee(self, desc, pref):
-        return _guarantee(desc)
-
+class _BackwardCandidate(_SegmentCandidate):
     def _layout(self, desc) -> Layout:
         n, s = desc.num_rows, desc.num_segments
         if self.KIND is SegmentKind.MEAN:  # one count at least: no segments, no workspace
@@ -147,9 +138,6 @@ class _BackwardCandidate(Candidate):
             return Layout.build(sort_sections(n, s, not self.SORTED) + [
                 ("stats", s * desc.row_numel, acc), ("zeros", s * desc.row_numel, torch.int32)])
         return Layout.build([])
-
-    def workspace_size(self, desc) -> int:
-        return self._layout(desc).nbytes
 
     def _tensors(self, args):
         return [args.grad_out, args.argmax, args.data, args.grad_data]
