@@ -128,3 +128,54 @@ class EmbeddingRenormArgs(Args):
 
     indices: torch.Tensor = operand(tokens, "index_element")
     weight: torch.Tensor = operand(table_shape, "element", output=True)
+
+
+BAG_MODES = ("sum", "mean", "max")
+
+
+@dataclass(frozen=True)
+class EmbeddingBagDescriptor(Descriptor):
+    """out[b] = reduce over tokens t in [bounds[b], bounds[b+1]) of weight[indices[t]]
+    (times per_sample_weights[t] when has_weights); padding_idx tokens are skipped."""
+
+    num_embeddings: int
+    embedding_dim: int
+    num_tokens: int
+    num_bags: int
+    mode: str
+    element: ElementKind
+    index_element: ElementKind = ElementKind.I64
+    has_weights: bool = False
+    padding_idx: int | None = None
+
+    def validate(self, who: str) -> None:
+        validate_embedding_desc(self, who)
+        V.check_in(who, "mode", self.mode, BAG_MODES)
+        nb = self.num_bags
+        if isinstance(nb, bool) or not isinstance(nb, int) or nb < 0:
+            raise V.InvalidProblem(f"{who}: num_bags must be an int >= 0, got {nb!r}")
+        if not isinstance(self.has_weights, bool):
+            raise V.InvalidProblem(f"{who}: has_weights must be a bool, "
+                                   f"got {self.has_weights!r}")
+        if self.has_weights and self.mode != "sum":
+            raise V.InvalidProblem(f"{who}: per_sample_weights need mode 'sum' (as torch), got "
+                                   f"{self.mode!r}")
+
+
+def _bag_rows(d) -> tuple[int, int]:
+    return (d.num_bags, d.embedding_dim)
+
+
+@dataclass
+class EmbeddingBagArgs(Args):
+    """bounds: [num_bags + 1] (offsets with the total appended); max_token (mode max, optional):
+    int64 [num_bags, embedding_dim], the token position of each maximum (-1: empty bag)."""
+
+    weight: torch.Tensor = operand(table_shape, "element")
+    indices: torch.Tensor = operand(tokens, "index_element")
+    bounds: torch.Tensor = operand(lambda d: (d.num_bags + 1,), "index_element")
+    out: torch.Tensor = operand(_bag_rows, "element", output=True)
+    per_sample_weights: torch.Tensor | None = operand(tokens, "element",
+                                                      when=lambda d: d.has_weights)
+    max_token: torch.Tensor | None = operand(_bag_rows, ElementKind.I64, output=True,
+                                             optional=True)
