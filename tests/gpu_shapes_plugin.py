@@ -7,12 +7,13 @@ from __future__ import annotations
 
 
 def pytest_configure(config):
+    import baracuda.families.segment.sort as so
+
     import baracuda.families.embedding.bag as bag
     import baracuda.families.embedding.plans as ep
     import baracuda.families.indexing.plans as ip
     import baracuda.families.indexing.plans_mask as im
     import baracuda.families.segment.plans as sp
-    import baracuda.families.segment.sort as so
 
     for m in (bag, ep, ip, im, sp, so):
         m.INTERPRET = False

@@ -196,7 +196,7 @@ def test_compile_fullgraph(device):
 def test_counting_sort_is_the_stable_sort(n, s, drop, device):
     """The one-pass counting sort (several chunks, several key blocks, dropped ids) gives
     torch's stable-sort permutation and the segment offsets, whatever the chunking."""
-    from baracuda.families.segment.sort import count_shape, segment_offsets, sort_layout
+    from baracuda.backends.grouping import count_shape, segment_offsets, sort_layout
 
     assert count_shape(n, s) is not None
     gen = torch.Generator().manual_seed(n + s)
@@ -216,7 +216,7 @@ def test_counting_sort_is_the_stable_sort(n, s, drop, device):
 def test_counting_and_radix_sorts_agree(n, s, drop, device):
     """Both sorts are the stable sort: the same permutation and offsets, so the reduction adds
     each segment's rows in the same (ascending row) order and the sums agree bit for bit."""
-    from baracuda.families.segment.sort import (
+    from baracuda.backends.grouping import (
         Layout,
         count_shape,
         radix_sections,

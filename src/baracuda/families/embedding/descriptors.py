@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 import torch
 
+from ...backends.grouping import MAX_ROWS
 from ...core import validate as V
-from ...core.plan import Args, Descriptor
+from ...core.args import Args, operand
+from ...core.plan import Descriptor
 from ...core.vocab import FLOAT_KINDS, INDEX_KINDS, ElementKind
-from ..segment.descriptors import MAX_ROWS
 
 
 def _int(who: str, name: str, value, lo: int = 0) -> int:
@@ -37,6 +37,20 @@ def validate_embedding_desc(desc, who: str) -> None:
     V.check_element(who, "element", desc.element, sorted(FLOAT_KINDS, key=lambda k: k.value))
     V.check_element(who, "index_element", desc.index_element,
                     sorted(INDEX_KINDS, key=lambda k: k.value))
+
+
+def table_shape(d) -> tuple[int, int]:
+    """[num_embeddings, embedding_dim]: the weight (and its gradient)."""
+    return (d.num_embeddings, d.embedding_dim)
+
+
+def token_rows(d) -> tuple[int, int]:
+    """[num_tokens, embedding_dim]: one row per token (the lookup's output)."""
+    return (d.num_tokens, d.embedding_dim)
+
+
+def tokens(d) -> tuple[int]:
+    return (d.num_tokens,)
 
 
 @dataclass(frozen=True)
@@ -73,18 +87,16 @@ class EmbeddingBackwardDescriptor(EmbeddingDescriptor):
 
 @dataclass
 class EmbeddingArgs(Args):
-    weight: torch.Tensor
-    indices: torch.Tensor
-    out: torch.Tensor
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("out",)
+    weight: torch.Tensor = operand(table_shape, "element")
+    indices: torch.Tensor = operand(tokens, "index_element")
+    out: torch.Tensor = operand(token_rows, "element", output=True)
 
 
 @dataclass
 class EmbeddingBackwardArgs(Args):
-    grad_out: torch.Tensor
-    indices: torch.Tensor
-    grad_weight: torch.Tensor
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("grad_weight",)
+    grad_out: torch.Tensor = operand(token_rows, "element")
+    indices: torch.Tensor = operand(tokens, "index_element")
+    grad_weight: torch.Tensor = operand(table_shape, "element", output=True)
 
 
 @dataclass(frozen=True)
@@ -114,6 +126,56 @@ class EmbeddingRenormDescriptor(Descriptor):
 class EmbeddingRenormArgs(Args):
     """weight is updated in place (it is the output)."""
 
-    indices: torch.Tensor
-    weight: torch.Tensor
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("weight",)
+    indices: torch.Tensor = operand(tokens, "index_element")
+    weight: torch.Tensor = operand(table_shape, "element", output=True)
+
+
+BAG_MODES = ("sum", "mean", "max")
+
+
+@dataclass(frozen=True)
+class EmbeddingBagDescriptor(Descriptor):
+    """out[b] = reduce over tokens t in [bounds[b], bounds[b+1]) of weight[indices[t]]
+    (times per_sample_weights[t] when has_weights); padding_idx tokens are skipped."""
+
+    num_embeddings: int
+    embedding_dim: int
+    num_tokens: int
+    num_bags: int
+    mode: str
+    element: ElementKind
+    index_element: ElementKind = ElementKind.I64
+    has_weights: bool = False
+    padding_idx: int | None = None
+
+    def validate(self, who: str) -> None:
+        validate_embedding_desc(self, who)
+        V.check_in(who, "mode", self.mode, BAG_MODES)
+        nb = self.num_bags
+        if isinstance(nb, bool) or not isinstance(nb, int) or nb < 0:
+            raise V.InvalidProblem(f"{who}: num_bags must be an int >= 0, got {nb!r}")
+        if not isinstance(self.has_weights, bool):
+            raise V.InvalidProblem(f"{who}: has_weights must be a bool, "
+                                   f"got {self.has_weights!r}")
+        if self.has_weights and self.mode != "sum":
+            raise V.InvalidProblem(f"{who}: per_sample_weights need mode 'sum' (as torch), got "
+                                   f"{self.mode!r}")
+
+
+def _bag_rows(d) -> tuple[int, int]:
+    return (d.num_bags, d.embedding_dim)
+
+
+@dataclass
+class EmbeddingBagArgs(Args):
+    """bounds: [num_bags + 1] (offsets with the total appended); max_token (mode max, optional):
+    int64 [num_bags, embedding_dim], the token position of each maximum (-1: empty bag)."""
+
+    weight: torch.Tensor = operand(table_shape, "element")
+    indices: torch.Tensor = operand(tokens, "index_element")
+    bounds: torch.Tensor = operand(lambda d: (d.num_bags + 1,), "index_element")
+    out: torch.Tensor = operand(_bag_rows, "element", output=True)
+    per_sample_weights: torch.Tensor | None = operand(tokens, "element",
+                                                      when=lambda d: d.has_weights)
+    max_token: torch.Tensor | None = operand(_bag_rows, ElementKind.I64, output=True,
+                                             optional=True)

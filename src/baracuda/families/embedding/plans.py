@@ -3,26 +3,19 @@ EmbeddingRenormPlan (max_norm)."""
 
 from __future__ import annotations
 
-import torch
-import triton.language as tl
+from typing import ClassVar
 
-from ...backends.triton_support import INTERPRET, next_pow2
+import torch
+
+from ...backends.grouping import Layout, segment_counts, segment_offsets, sort_sections
+from ...backends.rows import ASSERT_LAUNCH, ReduceKind, RowGroups, gather_tile, run_reduce
+from ...backends.triton_rows import row_gather_kernel
+from ...backends.triton_support import INTERPRET, acc_type, next_pow2
 from ...core import validate as V
 from ...core.plan import Candidate, Plan
 from ...core.registry import register_candidate, register_plan
-from ...core.vocab import ElementKind, OpCategory
-from ..indexing.kernels import row_gather_kernel
-from ..segment.descriptors import SegmentDescriptor, SegmentKind
-from ..segment.plans import KIND_ID, run_reduce
-from ..segment.sort import (
-    ASSERT_LAUNCH,
-    Layout,
-    cdiv,
-    gather_tile,
-    segment_counts,
-    segment_offsets,
-    sort_sections,
-)
+from ...core.runtime import cdiv
+from ...core.vocab import OpCategory
 from .descriptors import (
     EmbeddingArgs,
     EmbeddingBackwardArgs,
@@ -34,8 +27,29 @@ from .descriptors import (
 from .kernels import embedding_renorm_kernel
 
 
+class EmbeddingFamilyPlan(Plan):
+    """Base of the embedding plans: the torch op name is a class constant."""
+
+    category = OpCategory.EMBEDDING
+    OP: ClassVar[str]
+
+    @classmethod
+    def op_name(cls, desc) -> str:
+        return cls.OP
+
+
+class _TritonCandidate(Candidate):
+    replayable = True  # only Triton launches (backends/launch_replay.py)
+    #: operands whose strides must be non-negative
+    STRIDED: ClassVar[tuple[str, ...]] = ()
+
+    def can_implement(self, desc, args) -> None:
+        for n in self.STRIDED:
+            V.check_nonnegative_strides(type(self).__name__, n, getattr(args, n))
+
+
 @register_plan
-class EmbeddingPlan(Plan):
+class EmbeddingPlan(EmbeddingFamilyPlan):
     """Embedding lookup: out[t] = weight[indices[t]].
 
     Shapes: weight [V, Dm] (any strides), indices [T] int32/int64, out [T, Dm].
@@ -45,24 +59,14 @@ class EmbeddingPlan(Plan):
     Precision: exact (a copy); deterministic.
     """
 
-    category = OpCategory.EMBEDDING
+    OP = "embedding"
     descriptor_type = EmbeddingDescriptor
     args_type = EmbeddingArgs
     partner = "EmbeddingBackwardPlan"
 
-    @classmethod
-    def op_name(cls, desc) -> str:
-        return "embedding"
-
-    def check_args(self, args) -> None:
-        who, d = type(self).__name__, self.desc
-        V.check_tensor(who, "weight", args.weight, (d.num_embeddings, d.embedding_dim), d.element)
-        V.check_tensor(who, "indices", args.indices, (d.num_tokens,), d.index_element)
-        V.check_tensor(who, "out", args.out, (d.num_tokens, d.embedding_dim), d.element)
-
 
 @register_plan
-class EmbeddingBackwardPlan(Plan):
+class EmbeddingBackwardPlan(EmbeddingFamilyPlan):
     """Embedding gradient: grad_weight[v] = sum of grad_out[t] over indices[t] == v, divided by
     the count of v when scale_grad_by_freq; the padding_idx row and rows of unused ids are 0.
 
@@ -73,33 +77,17 @@ class EmbeddingBackwardPlan(Plan):
     atomics. Out-of-range indices are dropped.
     """
 
-    category = OpCategory.EMBEDDING
+    OP = "embedding_backward"
     descriptor_type = EmbeddingBackwardDescriptor
     args_type = EmbeddingBackwardArgs
     partner = "EmbeddingPlan"
     is_backward = True
 
-    @classmethod
-    def op_name(cls, desc) -> str:
-        return "embedding_backward"
-
-    def check_args(self, args) -> None:
-        who, d = type(self).__name__, self.desc
-        V.check_tensor(who, "grad_out", args.grad_out, (d.num_tokens, d.embedding_dim),
-                       d.element)
-        V.check_tensor(who, "indices", args.indices, (d.num_tokens,), d.index_element)
-        V.check_tensor(who, "grad_weight", args.grad_weight,
-                       (d.num_embeddings, d.embedding_dim), d.element)
-
 
 @register_candidate(EmbeddingPlan)
-class TritonEmbeddingGather(Candidate):
-    replayable = True  # only Triton launches (backends/launch_replay.py)
+class TritonEmbeddingGather(_TritonCandidate):
     name = "triton_embedding_gather"
-
-    def can_implement(self, desc, args) -> None:
-        for n in ("weight", "indices", "out"):
-            V.check_nonnegative_strides(type(self).__name__, n, getattr(args, n))
+    STRIDED = ("weight", "indices", "out")
 
     def launch(self, desc, args, workspace) -> None:
         t, dm = desc.num_tokens, desc.embedding_dim
@@ -113,15 +101,10 @@ class TritonEmbeddingGather(Candidate):
             BLOCK_K=block_t, BLOCK_D=block_d, FLAT=True, **ASSERT_LAUNCH, num_warps=warps)
 
 
-def _segment_desc(desc) -> SegmentDescriptor:
-    return SegmentDescriptor((desc.num_tokens, desc.embedding_dim), desc.num_embeddings,
-                             desc.element, desc.index_element)
-
-
 @register_candidate(EmbeddingBackwardPlan)
-class TritonEmbeddingBackward(Candidate):
-    replayable = True  # only Triton launches (backends/launch_replay.py)
+class TritonEmbeddingBackward(_TritonCandidate):
     name = "triton_radix_sorted_segment_sum"
+    STRIDED = ("grad_out", "indices", "grad_weight")
 
     def _layout(self, desc) -> Layout:
         return Layout.build(sort_sections(desc.num_tokens, desc.num_embeddings, True))
@@ -129,25 +112,18 @@ class TritonEmbeddingBackward(Candidate):
     def workspace_size(self, desc) -> int:
         return self._layout(desc).nbytes
 
-    def can_implement(self, desc, args) -> None:
-        for n in ("grad_out", "indices", "grad_weight"):
-            V.check_nonnegative_strides(type(self).__name__, n, getattr(args, n))
-
     def launch(self, desc, args, workspace) -> None:
         views = self._layout(desc).views(workspace)
         drop = -1 if desc.padding_idx is None else desc.padding_idx
         perm = segment_offsets(args.indices, desc.num_embeddings, views, True, drop=drop)
-        kind = KIND_ID[_mean_or_sum(desc)]
-        run_reduce(_segment_desc(desc), kind, False, args.grad_out, perm, views["offsets"],
-                   args.grad_weight, None)
-
-
-def _mean_or_sum(desc) -> SegmentKind:
-    return SegmentKind.MEAN if desc.scale_grad_by_freq else SegmentKind.SUM
+        kind = ReduceKind.MEAN if desc.scale_grad_by_freq else ReduceKind.SUM
+        groups = RowGroups((desc.num_tokens, desc.embedding_dim), desc.num_embeddings,
+                           desc.element)
+        run_reduce(groups, kind, args.grad_out, perm, views["offsets"], args.grad_weight, None)
 
 
 @register_plan
-class EmbeddingRenormPlan(Plan):
+class EmbeddingRenormPlan(EmbeddingFamilyPlan):
     """In-place max_norm renormalization of the weight rows an embedding call reads
     (torch.embedding_renorm_, run by F.embedding(max_norm=...) before the lookup).
 
@@ -156,38 +132,27 @@ class EmbeddingRenormPlan(Plan):
     program, whatever the duplicates).
     """
 
-    category = OpCategory.EMBEDDING
+    OP = "embedding_renorm"
     descriptor_type = EmbeddingRenormDescriptor
     args_type = EmbeddingRenormArgs
-
-    @classmethod
-    def op_name(cls, desc) -> str:
-        return "embedding_renorm"
-
-    def check_args(self, args) -> None:
-        who, d = type(self).__name__, self.desc
-        V.check_tensor(who, "indices", args.indices, (d.num_tokens,), d.index_element)
-        V.check_tensor(who, "weight", args.weight, (d.num_embeddings, d.embedding_dim),
-                       d.element)
 
     def is_empty(self, args) -> bool:
         return args.weight.numel() == 0 or args.indices.numel() == 0
 
 
 @register_candidate(EmbeddingRenormPlan)
-class TritonEmbeddingRenorm(Candidate):
-    replayable = True  # only Triton launches (backends/launch_replay.py)
+class TritonEmbeddingRenorm(_TritonCandidate):
     name = "triton_embedding_renorm"
+    STRIDED = ("weight",)
+
+    def _layout(self, desc) -> Layout:
+        return Layout.build([("counts", desc.num_embeddings, torch.int32)])
 
     def workspace_size(self, desc) -> int:
-        return Layout.build([("counts", desc.num_embeddings, torch.int32)]).nbytes
-
-    def can_implement(self, desc, args) -> None:
-        V.check_nonnegative_strides(type(self).__name__, "weight", args.weight)
+        return self._layout(desc).nbytes
 
     def launch(self, desc, args, workspace) -> None:
-        counts = Layout.build([("counts", desc.num_embeddings, torch.int32)]).views(
-            workspace)["counts"]
+        counts = self._layout(desc).views(workspace)["counts"]
         segment_counts(args.indices, desc.num_embeddings, counts)
         nt = float(desc.norm_type)
         p = 1 if nt == 1.0 else 2 if nt == 2.0 else 0 if nt == float("inf") else -1
@@ -195,5 +160,5 @@ class TritonEmbeddingRenorm(Candidate):
         embedding_renorm_kernel[(desc.num_embeddings,)](
             w, counts, desc.num_embeddings, desc.embedding_dim, w.stride(0), w.stride(1),
             float(desc.max_norm), nt if p == -1 else 1.0, P=p,
-            ACC=tl.float64 if desc.element is ElementKind.F64 else tl.float32,
+            ACC=acc_type(desc.element),
             BLOCK_D=min(next_pow2(desc.embedding_dim), 1024), num_warps=1 if INTERPRET else 4)

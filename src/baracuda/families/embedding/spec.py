@@ -5,26 +5,28 @@ from __future__ import annotations
 import torch
 import triton.language as tl
 
+from ...backends.rows import gather_tile
+from ...backends.triton_rows import row_gather_kernel
 from ...backends.triton_support import triton_dtype
 from ...core.errors import InvalidProblem, Unsupported
 from ...core.registry import register_bench, register_spec
 from ...core.spec import AotVariant, BenchCase, Case, Malformed, PlanSpec
 from ...core.testing import poisoned, randn, with_layout
 from ...core.vocab import ElementKind
-from ..indexing.kernels import row_gather_kernel
-from ..segment.sort import gather_tile
 from . import reference as ref
-from .bag import EmbeddingBagArgs, EmbeddingBagDescriptor, EmbeddingBagPlan, embedding_bag_kernel
 from .descriptors import (
     EmbeddingArgs,
     EmbeddingBackwardArgs,
     EmbeddingBackwardDescriptor,
+    EmbeddingBagArgs,
+    EmbeddingBagDescriptor,
     EmbeddingDescriptor,
     EmbeddingRenormArgs,
     EmbeddingRenormDescriptor,
 )
-from .kernels import embedding_renorm_kernel
+from .kernels import embedding_bag_kernel, embedding_renorm_kernel
 from .plans import EmbeddingBackwardPlan, EmbeddingPlan, EmbeddingRenormPlan
+from .plans_bag import EmbeddingBagPlan
 
 E = ElementKind
 # (V, Dm, T, element, index element, padding_idx, weight layout, scale_grad_by_freq)

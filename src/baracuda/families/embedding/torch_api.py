@@ -5,16 +5,18 @@ from __future__ import annotations
 import torch
 
 from ...backends.torch_ops import define_op, run_plan
-from .bag import EmbeddingBagArgs, EmbeddingBagDescriptor, EmbeddingBagPlan
 from .descriptors import (
     EmbeddingArgs,
     EmbeddingBackwardArgs,
     EmbeddingBackwardDescriptor,
+    EmbeddingBagArgs,
+    EmbeddingBagDescriptor,
     EmbeddingDescriptor,
     EmbeddingRenormArgs,
     EmbeddingRenormDescriptor,
 )
 from .plans import EmbeddingBackwardPlan, EmbeddingPlan, EmbeddingRenormPlan
+from .plans_bag import EmbeddingBagPlan
 
 __all__ = ["embedding", "embedding_bag"]
 

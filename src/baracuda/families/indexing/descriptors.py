@@ -5,20 +5,37 @@ Conventions: `dim` is normalized by the frontend; data dims other than `dim` may
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+import math
 from dataclasses import dataclass
-from typing import ClassVar
 
 import torch
 
 from ...core import validate as V
-from ...core.plan import Args, Descriptor
+from ...core.args import Args, Operand, operand
+from ...core.plan import Descriptor
 from ...core.vocab import FLOAT_KINDS, INDEX_KINDS, ElementKind
 
 #: Data kinds the copy-style plans move (exact); reductions take floats only.
 COPY_KINDS = sorted(FLOAT_KINDS | INDEX_KINDS | {ElementKind.I16, ElementKind.I8, ElementKind.U8},
                     key=lambda k: k.value)
 FLOATS = sorted(FLOAT_KINDS, key=lambda k: k.value)
+BOOL, I64 = ElementKind.BOOL, ElementKind.I64
+
+
+def _indices(d) -> tuple[int, ...]:
+    return (d.num_indices,)
+
+
+def _one(d) -> tuple[int, ...]:
+    return (1,)
+
+
+def check_number(who: str, name: str, value) -> None:
+    """A Python int or float scalar argument (alpha, a fill value)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise V.InvalidProblem(f"{who}: {name} must be a number, got {value!r}")
 
 
 class ScatterKind(enum.Enum):
@@ -40,8 +57,20 @@ def _kinds(who, desc, allowed):
                     sorted(INDEX_KINDS, key=lambda k: k.value))
 
 
+class _AlongDim:
+    """Shared by the descriptors of ops along one `dim` of `input_shape`."""
+
+    def allowed(self):
+        """Data kinds the op takes: copies move every kind, reductions (overrides) floats."""
+        return COPY_KINDS
+
+    @property
+    def axis(self) -> int:
+        return self.dim % len(self.input_shape)
+
+
 @dataclass(frozen=True)
-class IndexSelectDescriptor(Descriptor):
+class IndexSelectDescriptor(_AlongDim, Descriptor):
     """out = input.index_select(dim, index): input_shape with extent num_indices at dim."""
 
     input_shape: tuple[int, ...]
@@ -60,13 +89,6 @@ class IndexSelectDescriptor(Descriptor):
                                    f"got {self.num_indices!r}")
         _kinds(who, self, self.allowed())
 
-    def allowed(self):
-        return COPY_KINDS
-
-    @property
-    def axis(self) -> int:
-        return self.dim % len(self.input_shape)
-
     @property
     def out_shape(self) -> tuple[int, ...]:
         s = list(self.input_shape)
@@ -84,22 +106,20 @@ class IndexSelectBackwardDescriptor(IndexSelectDescriptor):
 
 @dataclass
 class IndexSelectArgs(Args):
-    input: torch.Tensor
-    index: torch.Tensor
-    out: torch.Tensor
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("out",)
+    input: torch.Tensor = operand("input_shape", "element")
+    index: torch.Tensor = operand(_indices, "index_element")
+    out: torch.Tensor = operand("out_shape", "element", output=True)
 
 
 @dataclass
 class IndexSelectBackwardArgs(Args):
-    grad_out: torch.Tensor
-    index: torch.Tensor
-    grad_input: torch.Tensor
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("grad_input",)
+    grad_out: torch.Tensor = operand("out_shape", "element")
+    index: torch.Tensor = operand(_indices, "index_element")
+    grad_input: torch.Tensor = operand("input_shape", "element", output=True)
 
 
 @dataclass(frozen=True)
-class GatherDescriptor(Descriptor):
+class GatherDescriptor(_AlongDim, Descriptor):
     """out = torch.gather(input, dim, index): out and index share index_shape; input_shape may
     be larger than index_shape in every dim."""
 
@@ -122,13 +142,6 @@ class GatherDescriptor(Descriptor):
                 raise V.InvalidProblem(f"{who}: index_shape[{d}] = {b} exceeds "
                                        f"input_shape[{d}] = {a}")
         _kinds(who, self, self.allowed())
-
-    def allowed(self):
-        return COPY_KINDS
-
-    @property
-    def axis(self) -> int:
-        return self.dim % len(self.input_shape)
 
 
 @dataclass(frozen=True)
@@ -158,22 +171,23 @@ class ScatterDescriptor(GatherDescriptor):
 
 @dataclass
 class GatherArgs(Args):
-    input: torch.Tensor
-    index: torch.Tensor
-    out: torch.Tensor
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("out",)
+    input: torch.Tensor = operand("input_shape", "element")
+    index: torch.Tensor = operand("index_shape", "index_element")
+    out: torch.Tensor = operand("index_shape", "element", output=True)
 
 
 @dataclass
 class ScatterArgs(Args):
     """`self_` is None when the descriptor's has_self is False; `alpha` scales src (index_add)."""
 
-    self_: torch.Tensor | None
-    index: torch.Tensor
-    src: torch.Tensor
-    out: torch.Tensor
+    # positional and without a default (the fields after it have none): `operand` would give
+    # it one, so the rule is spelled out
+    self_: torch.Tensor | None = dataclasses.field(metadata={"operand": Operand(
+        "input_shape", "element", when=lambda d: d.has_self)})
+    index: torch.Tensor = operand("index_shape", "index_element")
+    src: torch.Tensor = operand(None, "element")  # at least index_shape (the plan checks)
+    out: torch.Tensor = operand("input_shape", "element", output=True)
     alpha: float = 1.0
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("out",)
 
 
 @dataclass(frozen=True)
@@ -187,12 +201,11 @@ class IndexUpdateDescriptor(IndexSelectDescriptor):
 
 @dataclass
 class IndexUpdateArgs(Args):
-    input: torch.Tensor
-    index: torch.Tensor
-    source: torch.Tensor
-    out: torch.Tensor
+    input: torch.Tensor = operand("input_shape", "element")
+    index: torch.Tensor = operand(_indices, "index_element")
+    source: torch.Tensor = operand("out_shape", "element")
+    out: torch.Tensor = operand("input_shape", "element", output=True)
     alpha: float = 1.0
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("out",)
 
 
 def _shape(who, name, shape, lo=0):
@@ -216,11 +229,10 @@ class MaskedFillDescriptor(Descriptor):
 
 @dataclass
 class MaskedFillArgs(Args):
-    input: torch.Tensor
-    mask: torch.Tensor
-    out: torch.Tensor
+    input: torch.Tensor = operand("shape", "element")
+    mask: torch.Tensor = operand("shape", BOOL)
+    out: torch.Tensor = operand("shape", "element", output=True)
     value: float = 0.0
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("out",)
 
 
 @dataclass(frozen=True)
@@ -241,9 +253,8 @@ class OneHotDescriptor(Descriptor):
 
 @dataclass
 class OneHotArgs(Args):
-    input: torch.Tensor
-    out: torch.Tensor
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("out",)
+    input: torch.Tensor = operand(lambda d: (d.num_rows,), "element")
+    out: torch.Tensor = operand(lambda d: (d.num_rows, d.num_classes), I64, output=True)
 
 
 @dataclass(frozen=True)
@@ -264,10 +275,7 @@ class CompactDescriptor(Descriptor):
 
     @property
     def numel(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+        return math.prod(self.shape)
 
 
 @dataclass(frozen=True)
@@ -283,21 +291,19 @@ class NonzeroArgs(Args):
     """out: int64 [numel, rank] (capacity: the first `count` rows are written); count: int64
     [1], the number of nonzero elements."""
 
-    input: torch.Tensor
-    out: torch.Tensor
-    count: torch.Tensor
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("out", "count")
+    input: torch.Tensor = operand("shape", "element")
+    out: torch.Tensor = operand(lambda d: (d.numel, max(len(d.shape), 1)), I64, output=True)
+    count: torch.Tensor = operand(_one, I64, output=True)
 
 
 @dataclass
 class MaskedSelectArgs(Args):
     """out: [numel] capacity, the first `count` written; count: int64 [1]."""
 
-    input: torch.Tensor
-    mask: torch.Tensor
-    out: torch.Tensor
-    count: torch.Tensor
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("out", "count")
+    input: torch.Tensor = operand("shape", "element")
+    mask: torch.Tensor = operand("shape", BOOL)
+    out: torch.Tensor = operand(lambda d: (d.numel,), "element", output=True)
+    count: torch.Tensor = operand(_one, I64, output=True)
 
 
 @dataclass
@@ -305,8 +311,7 @@ class MaskedScatterArgs(Args):
     """out = input with its masked elements replaced, in row-major order, by source[0..];
     source is 1-D with at least count(mask) elements."""
 
-    input: torch.Tensor
-    mask: torch.Tensor
-    source: torch.Tensor
-    out: torch.Tensor
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("out",)
+    input: torch.Tensor = operand("shape", "element")
+    mask: torch.Tensor = operand("shape", BOOL)
+    source: torch.Tensor = operand(None, "element")  # 1-D (the plan checks)
+    out: torch.Tensor = operand("shape", "element", output=True)

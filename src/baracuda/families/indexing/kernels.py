@@ -1,13 +1,11 @@
 """Indexing kernels.
 
-- `row_gather_kernel`: index_select with `dim` moved to the front (a view): out row k is input
-  row index[k]; the remaining dims are collapsed to at most 4 and addressed by `line_offset`.
 - `line_gather_kernel`: torch.gather along one axis; a tile of [lines, positions].
 - `line_scatter_kernel`: scatter / scatter_reduce owned by the destination: one program owns a
   block of destination positions of one line and scans that line's indices in order, so every
   reduction (and the last-writer rule of plain scatter) is deterministic without atomics.
   Cost is O(extent x index length) per line: the right trade for the short lines gather
-  backward and scatter usually see; long reductions go through the segment family's sort.
+  backward and scatter usually see; long reductions go through backends/grouping.py's sort.
 """
 
 from __future__ import annotations
@@ -16,7 +14,6 @@ import triton
 import triton.language as tl
 
 from ...backends.triton_support import line_offset
-from ..segment.kernels import col_offset
 
 S_ASSIGN: tl.constexpr = tl.constexpr(0)
 S_SUM: tl.constexpr = tl.constexpr(1)
@@ -24,28 +21,6 @@ S_PROD: tl.constexpr = tl.constexpr(2)
 S_MEAN: tl.constexpr = tl.constexpr(3)
 S_AMAX: tl.constexpr = tl.constexpr(4)
 S_AMIN: tl.constexpr = tl.constexpr(5)
-
-
-@triton.jit
-def row_gather_kernel(src_ptr, idx_ptr, dst_ptr, K, n, D, idx_stride,
-                      S1, S2, S3,
-                      sr, ss0, ss1, ss2, ss3,
-                      dr, ds0, ds1, ds2, ds3,
-                      BLOCK_K: tl.constexpr, BLOCK_D: tl.constexpr, FLAT: tl.constexpr,
-                      CHECK: tl.constexpr):
-    ks = tl.program_id(0).to(tl.int64) * BLOCK_K + tl.arange(0, BLOCK_K)
-    cols = tl.program_id(1).to(tl.int64) * BLOCK_D + tl.arange(0, BLOCK_D)
-    km = ks < K
-    cm = cols < D
-    i = tl.load(idx_ptr + ks * idx_stride, mask=km, other=0).to(tl.int64)
-    ok = km & (i >= 0) & (i < n)  # out of range reads nothing
-    if CHECK:  # CUDA: torch's device-side assert instead of a host sync (see ASSERT_LAUNCH)
-        tl.device_assert(ok | ~km, "index out of range in self")
-    s_off = col_offset(cols, S1, S2, S3, ss0, ss1, ss2, ss3, FLAT)
-    v = tl.load(src_ptr + tl.where(ok, i, 0)[:, None] * sr + s_off[None, :],
-                mask=ok[:, None] & cm[None, :], other=0)
-    d_off = col_offset(cols, S1, S2, S3, ds0, ds1, ds2, ds3, FLAT)
-    tl.store(dst_ptr + ks[:, None] * dr + d_off[None, :], v, mask=km[:, None] & cm[None, :])
 
 
 @triton.jit

@@ -2,27 +2,36 @@
 
 from __future__ import annotations
 
-import torch
-import triton.language as tl
+import math
+from typing import ClassVar
 
-from ...backends.triton_support import INTERPRET, RecipeCache, next_pow2, outer_launch_groups
+import torch
+
+from ...backends.grouping import MAX_ROWS, Layout, segment_offsets, sort_sections
+from ...backends.rows import (
+    ASSERT_LAUNCH,
+    ReduceKind,
+    RowGroups,
+    gather_tile,
+    inner_layout,
+    is_flat,
+    run_reduce,
+)
+from ...backends.triton_rows import row_gather_kernel
+from ...backends.triton_support import (
+    INTERPRET,
+    RecipeCache,
+    acc_type,
+    next_pow2,
+    outer_launch_groups,
+)
 from ...core import validate as V
 from ...core.errors import InvalidProblem
 from ...core.layout import axis_view
 from ...core.plan import Candidate, Plan
 from ...core.registry import register_candidate, register_plan
+from ...core.runtime import cdiv
 from ...core.vocab import ElementKind, OpCategory, PrecisionGuarantee
-from ..segment.descriptors import SegmentDescriptor, SegmentKind
-from ..segment.plans import KIND_ID, inner_layout, is_flat, run_reduce
-from ..segment.sort import (
-    ASSERT_LAUNCH,
-    INDEX_GATHER_TILE,
-    Layout,
-    cdiv,
-    gather_tile,
-    segment_offsets,
-    sort_sections,
-)
 from .descriptors import (
     GatherArgs,
     GatherDescriptor,
@@ -35,21 +44,50 @@ from .descriptors import (
     ScatterArgs,
     ScatterDescriptor,
     ScatterKind,
+    check_number,
 )
-from .kernels import line_gather_kernel, line_scatter_kernel, row_gather_kernel
+from .kernels import line_gather_kernel, line_scatter_kernel
 from .kernels_mask import scatter_keys_kernel
 
 SCATTER_ID = {ScatterKind.ASSIGN: 0, ScatterKind.SUM: 1, ScatterKind.PROD: 2,
               ScatterKind.MEAN: 3, ScatterKind.AMAX: 4, ScatterKind.AMIN: 5}
 WARPS = 1 if INTERPRET else 4
+#: (bytes per program, bytes per row chunk, warps) of index_select's row gather: 1 KiB row
+#: chunks (the embedding lookup keeps the wider default)
+INDEX_GATHER_TILE = (8192, 1024, 4)
 
 
-def _exact(desc) -> PrecisionGuarantee:
-    return PrecisionGuarantee.for_element(ElementKind.I64)  # a copy: exact
+EXACT = PrecisionGuarantee.for_element(ElementKind.I64)
+
+
+class ExactCandidate(Candidate):
+    """A candidate that only moves values: exact."""
+
+    def guarantee(self, desc, pref):
+        return EXACT
+
+
+class IndexingPlan(Plan):
+    """Base of the indexing plans: the torch op name is a class constant."""
+
+    category = OpCategory.INDEXING
+    OP: ClassVar[str]
+
+    @classmethod
+    def op_name(cls, desc) -> str:
+        return cls.OP
+
+
+def check_strides(who: str, args, names) -> None:
+    """Non-negative strides on every named tensor of `args` that is present."""
+    for n in names:
+        t = getattr(args, n)
+        if t is not None:
+            V.check_nonnegative_strides(who, n, t)
 
 
 @register_plan
-class IndexSelectPlan(Plan):
+class IndexSelectPlan(IndexingPlan):
     """out = input.index_select(dim, index).
 
     Shapes: input any rank (strided), index [K] int32/int64, out = input's shape with K at dim.
@@ -59,24 +97,14 @@ class IndexSelectPlan(Plan):
     Precision: exact (a copy); deterministic.
     """
 
-    category = OpCategory.INDEXING
+    OP = "index_select"
     descriptor_type = IndexSelectDescriptor
     args_type = IndexSelectArgs
     partner = "IndexSelectBackwardPlan"
 
-    @classmethod
-    def op_name(cls, desc) -> str:
-        return "index_select"
-
-    def check_args(self, args) -> None:
-        who, d = type(self).__name__, self.desc
-        V.check_tensor(who, "input", args.input, d.input_shape, d.element)
-        V.check_tensor(who, "index", args.index, (d.num_indices,), d.index_element)
-        V.check_tensor(who, "out", args.out, d.out_shape, d.element)
-
 
 @register_plan
-class IndexSelectBackwardPlan(Plan):
+class IndexSelectBackwardPlan(IndexingPlan):
     """grad_input = zeros(input_shape).index_add(dim, index, grad_out), deterministically.
 
     Workspace: a stable radix sort of index (about 16 K + 4 n bytes).
@@ -85,42 +113,32 @@ class IndexSelectBackwardPlan(Plan):
     atomics. Rows nothing selected are 0.
     """
 
-    category = OpCategory.INDEXING
+    OP = "index_select_backward"
     descriptor_type = IndexSelectBackwardDescriptor
     args_type = IndexSelectBackwardArgs
     partner = "IndexSelectPlan"
     is_backward = True
-
-    @classmethod
-    def op_name(cls, desc) -> str:
-        return "index_select_backward"
-
-    def check_args(self, args) -> None:
-        who, d = type(self).__name__, self.desc
-        V.check_tensor(who, "grad_out", args.grad_out, d.out_shape, d.element)
-        V.check_tensor(who, "index", args.index, (d.num_indices,), d.index_element)
-        V.check_tensor(who, "grad_input", args.grad_input, d.input_shape, d.element)
 
 
 def _rows_first(t: torch.Tensor, axis: int) -> torch.Tensor:
     return t.movedim(axis, 0)
 
 
+def _check_rows(who: str, axis: int, args, rows, others) -> None:
+    """Strides of every operand, and the inner dims of the `rows` operands (`dim` moved to the
+    front; the first one's shape) collapse to the kernels' limit."""
+    check_strides(who, args, rows + others)
+    views = [_rows_first(getattr(args, n), axis) for n in rows]
+    inner_layout(who, views[0].shape[1:], views)
+
+
 @register_candidate(IndexSelectPlan)
-class TritonIndexSelect(Candidate):
+class TritonIndexSelect(ExactCandidate):
     replayable = True  # only Triton launches (backends/launch_replay.py)
     name = "triton_row_gather"
 
-    def guarantee(self, desc, pref):
-        return _exact(desc)
-
     def can_implement(self, desc, args) -> None:
-        who = type(self).__name__
-        for n in ("input", "index", "out"):
-            V.check_nonnegative_strides(who, n, getattr(args, n))
-        a = desc.axis
-        inner_layout(who, _rows_first(args.out, a).shape[1:],
-                     [_rows_first(args.input, a), _rows_first(args.out, a)])
+        _check_rows(type(self).__name__, desc.axis, args, ("out", "input"), ("index",))
 
     def launch(self, desc, args, workspace) -> None:
         a = desc.axis
@@ -152,16 +170,11 @@ def _gather_recipe(desc, src, dst, idx):
     return (cdiv(k, block_k), cdiv(d, block_d)), ints, const
 
 
-@register_candidate(IndexSelectBackwardPlan)
-class TritonIndexSelectBackward(Candidate):
-    replayable = True  # only Triton launches (backends/launch_replay.py)
-    name = "triton_radix_sorted_segment_sum"
+class _SortedRowsCandidate(Candidate):
+    """Rows of a source summed (or last-one-kept) into the destination rows the index names,
+    through a stable sort of the index: deterministic, no float atomics."""
 
-    def _seg(self, desc) -> SegmentDescriptor:
-        a = desc.axis
-        rest = tuple(e for i, e in enumerate(desc.input_shape) if i != a)
-        return SegmentDescriptor((desc.num_indices, *rest), desc.input_shape[a], desc.element,
-                                 desc.index_element)
+    replayable = True  # only Triton launches (backends/launch_replay.py)
 
     def _layout(self, desc) -> Layout:
         return Layout.build(sort_sections(desc.num_indices, desc.input_shape[desc.axis], True))
@@ -169,21 +182,29 @@ class TritonIndexSelectBackward(Candidate):
     def workspace_size(self, desc) -> int:
         return self._layout(desc).nbytes
 
-    def can_implement(self, desc, args) -> None:
-        who = type(self).__name__
-        for n in ("grad_out", "index", "grad_input"):
-            V.check_nonnegative_strides(who, n, getattr(args, n))
-        a = desc.axis
-        inner_layout(who, _rows_first(args.grad_out, a).shape[1:],
-                     [_rows_first(args.grad_out, a), _rows_first(args.grad_input, a)])
-
-    def launch(self, desc, args, workspace) -> None:
+    def _reduce(self, desc, workspace, index, src, out, kind: ReduceKind, base=None,
+                alpha: float = 1.0) -> None:
         a = desc.axis
         views = self._layout(desc).views(workspace)
-        seg = self._seg(desc)
-        perm = segment_offsets(args.index, seg.num_segments, views, True)
-        run_reduce(seg, KIND_ID[SegmentKind.SUM], False, _rows_first(args.grad_out, a), perm,
-                   views["offsets"], _rows_first(args.grad_input, a), None)
+        rest = tuple(e for i, e in enumerate(desc.input_shape) if i != a)
+        groups = RowGroups((desc.num_indices, *rest), desc.input_shape[a], desc.element)
+        perm = segment_offsets(index, groups.num_segments, views, True)
+        run_reduce(groups, kind, _rows_first(src, a), perm, views["offsets"],
+                   _rows_first(out, a), None,
+                   base=None if base is None else _rows_first(base, a), alpha=alpha)
+
+
+@register_candidate(IndexSelectBackwardPlan)
+class TritonIndexSelectBackward(_SortedRowsCandidate):
+    name = "triton_radix_sorted_segment_sum"
+
+    def can_implement(self, desc, args) -> None:
+        _check_rows(type(self).__name__, desc.axis, args, ("grad_out", "grad_input"),
+                    ("index",))
+
+    def launch(self, desc, args, workspace) -> None:
+        self._reduce(desc, workspace, args.index, args.grad_out, args.grad_input,
+                     ReduceKind.SUM)
 
 
 def _narrow_to(t: torch.Tensor, shape, axis: int) -> torch.Tensor:
@@ -195,7 +216,7 @@ def _narrow_to(t: torch.Tensor, shape, axis: int) -> torch.Tensor:
 
 
 @register_plan
-class GatherPlan(Plan):
+class GatherPlan(IndexingPlan):
     """out = torch.gather(input, dim, index).
 
     Shapes: index and out share index_shape; input_shape >= index_shape in dims other than dim.
@@ -204,24 +225,14 @@ class GatherPlan(Plan):
     frontend raises first.
     """
 
-    category = OpCategory.INDEXING
+    OP = "gather"
     descriptor_type = GatherDescriptor
     args_type = GatherArgs
     partner = "ScatterReducePlan"
 
-    @classmethod
-    def op_name(cls, desc) -> str:
-        return "gather"
-
-    def check_args(self, args) -> None:
-        who, d = type(self).__name__, self.desc
-        V.check_tensor(who, "input", args.input, d.input_shape, d.element)
-        V.check_tensor(who, "index", args.index, d.index_shape, d.index_element)
-        V.check_tensor(who, "out", args.out, d.index_shape, d.element)
-
 
 @register_plan
-class ScatterReducePlan(Plan):
+class ScatterReducePlan(IndexingPlan):
     """out = self.scatter_reduce(dim, index, src, reduce, include_self) for reduce in sum,
     prod, mean, amax, amin; ASSIGN is torch.scatter (the last duplicate wins, deterministic);
     has_self=False scatters into zeros (gather's backward); `alpha` scales src (index_add).
@@ -232,7 +243,6 @@ class ScatterReducePlan(Plan):
     that scans its line's indices in order (O(extent x index length) per line); no atomics.
     """
 
-    category = OpCategory.INDEXING
     descriptor_type = ScatterDescriptor
     args_type = ScatterArgs
     partner = "GatherPlan"
@@ -243,54 +253,44 @@ class ScatterReducePlan(Plan):
         return "scatter_" + desc.kind.value
 
     def check_args(self, args) -> None:
+        super().check_args(args)
         who, d = type(self).__name__, self.desc
-        if d.has_self:
-            V.check_tensor(who, "self_", args.self_, d.input_shape, d.element)
-        elif args.self_ is not None:
-            raise InvalidProblem(f"{who}: self_ must be None when has_self is False")
-        V.check_tensor(who, "index", args.index, d.index_shape, d.index_element)
-        V.check_tensor(who, "src", args.src, None, d.element)
-        V.check_tensor(who, "out", args.out, d.input_shape, d.element)
         if args.src.dim() != len(d.index_shape) or any(
                 a < b for a, b in zip(args.src.shape, d.index_shape)):
             raise InvalidProblem(f"{who}: src.shape {tuple(args.src.shape)} must be >= "
                                  f"index_shape {d.index_shape} in every dim")
-        if isinstance(args.alpha, bool) or not isinstance(args.alpha, (int, float)):
-            raise InvalidProblem(f"{who}: alpha must be a number, got {args.alpha!r}")
+        check_number(who, "alpha", args.alpha)
 
 
 def _strided_lines(index_shape, tensors, axis):
+    """(extent along axis, [(tensors, outer shape, lines, per-tensor strides + axis stride)])
+    of the lines of `tensors` along `axis`."""
     view = axis_view(index_shape, tensors, axis)
-    return view, list(outer_launch_groups(view, tensors))
+    launches = []
+    for group, shape, strides in outer_launch_groups(view, tensors):
+        st = []
+        for t_i, s in enumerate(strides):
+            st += [*s, view.axis_strides[t_i]]
+        launches.append((group, shape, math.prod(shape), st))
+    return view.extent, launches
 
 
 @register_candidate(GatherPlan)
-class TritonGather(Candidate):
+class TritonGather(ExactCandidate):
     replayable = True  # only Triton launches (backends/launch_replay.py)
     name = "triton_line_gather"
 
-    def guarantee(self, desc, pref):
-        return _exact(desc)
-
     def can_implement(self, desc, args) -> None:
-        for n in ("input", "index", "out"):
-            V.check_nonnegative_strides(type(self).__name__, n, getattr(args, n))
+        check_strides(type(self).__name__, args, ("input", "index", "out"))
 
     def launch(self, desc, args, workspace) -> None:
         a = desc.axis
         x = _narrow_to(args.input, desc.index_shape, a)
-        tensors = [x, args.index, args.out]
-        view, groups = _strided_lines(desc.index_shape, tensors, a)
-        k, n = view.extent, desc.input_shape[a]
+        k, launches = _strided_lines(desc.index_shape, [x, args.index, args.out], a)
+        n = desc.input_shape[a]
         block_j = min(next_pow2(k), 256)
         block_l = 16 if INTERPRET else max(1, 2048 // block_j)
-        for group, shape, strides in groups:
-            n_lines = 1
-            for e in shape:
-                n_lines *= e
-            st = []
-            for t_i, s in enumerate(strides):
-                st += [*s, view.axis_strides[t_i]]
+        for group, shape, n_lines, st in launches:
             line_gather_kernel[(cdiv(n_lines, block_l), cdiv(k, block_j))](
                 *group, n_lines, k, n, *shape[1:], *st, BLOCK_L=block_l, BLOCK_J=block_j,
                 num_warps=WARPS)
@@ -302,10 +302,7 @@ class TritonScatterReduce(Candidate):
     name = "triton_owner_scatter"
 
     def can_implement(self, desc, args) -> None:
-        for n in ("self_", "index", "src", "out"):
-            t = getattr(args, n)
-            if t is not None:
-                V.check_nonnegative_strides(type(self).__name__, n, t)
+        check_strides(type(self).__name__, args, ("self_", "index", "src", "out"))
 
     def launch(self, desc, args, workspace) -> None:
         a = desc.axis
@@ -322,21 +319,14 @@ class TritonScatterReduce(Candidate):
         for d, e in enumerate(ishape):
             if src.shape[d] != e:
                 src = src.narrow(d, 0, e)
-        tensors = [selfv, args.index, src, out]
-        view, groups = _strided_lines(ishape, tensors, a)
-        k, n = view.extent, desc.input_shape[a]
+        k, launches = _strided_lines(ishape, [selfv, args.index, src, out], a)
+        n = desc.input_shape[a]
         if n == 0:
             return
         block_s = min(next_pow2(n), 64)
         block_j = min(next_pow2(k), 32)
-        acc = tl.float64 if desc.element is ElementKind.F64 else tl.float32
-        for group, shape, strides in groups:
-            n_lines = 1
-            for e in shape:
-                n_lines *= e
-            st = []
-            for t_i, s in enumerate(strides):
-                st += [*s, view.axis_strides[t_i]]
+        acc = acc_type(desc.element)
+        for group, shape, n_lines, st in launches:
             line_scatter_kernel[(n_lines, cdiv(n, block_s))](
                 *group, k, n, float(args.alpha), *shape[1:], *st,
                 KIND=SCATTER_ID[desc.kind], HAS_SELF=desc.has_self,
@@ -344,19 +334,13 @@ class TritonScatterReduce(Candidate):
                 BLOCK_J=block_j, num_warps=WARPS)
 
 
-class _IndexUpdatePlan(Plan):
-    category = OpCategory.INDEXING
+class _IndexUpdatePlan(IndexingPlan):
     descriptor_type = IndexUpdateDescriptor
     args_type = IndexUpdateArgs
 
     def check_args(self, args) -> None:
-        who, d = type(self).__name__, self.desc
-        V.check_tensor(who, "input", args.input, d.input_shape, d.element)
-        V.check_tensor(who, "index", args.index, (d.num_indices,), d.index_element)
-        V.check_tensor(who, "source", args.source, d.out_shape, d.element)
-        V.check_tensor(who, "out", args.out, d.input_shape, d.element)
-        if isinstance(args.alpha, bool) or not isinstance(args.alpha, (int, float)):
-            raise InvalidProblem(f"{who}: alpha must be a number, got {args.alpha!r}")
+        super().check_args(args)
+        check_number(type(self).__name__, "alpha", args.alpha)
 
 
 @register_plan
@@ -369,9 +353,7 @@ class IndexAddPlan(_IndexUpdatePlan):
     index order (f32, f64 for f64), then adds input once; no float atomics.
     """
 
-    @classmethod
-    def op_name(cls, desc) -> str:
-        return "index_add"
+    OP = "index_add"
 
 
 @register_plan
@@ -383,55 +365,31 @@ class IndexCopyPlan(_IndexUpdatePlan):
     f32 / f64, exact for every float input); deterministic.
     """
 
-    @classmethod
-    def op_name(cls, desc) -> str:
-        return "index_copy"
+    OP = "index_copy"
 
 
-class _IndexUpdateCandidate(Candidate):
-    replayable = True  # only Triton launches (backends/launch_replay.py)
-    KIND = SegmentKind.SUM
-
-    def _layout(self, desc) -> Layout:
-        return Layout.build(sort_sections(desc.num_indices, desc.input_shape[desc.axis], True))
-
-    def workspace_size(self, desc) -> int:
-        return self._layout(desc).nbytes
+class _IndexUpdateCandidate(_SortedRowsCandidate):
+    KIND: ClassVar[ReduceKind]
 
     def can_implement(self, desc, args) -> None:
-        who = type(self).__name__
-        for n in ("input", "index", "source", "out"):
-            V.check_nonnegative_strides(who, n, getattr(args, n))
-        a = desc.axis
-        inner_layout(who, _rows_first(args.source, a).shape[1:],
-                     [_rows_first(t, a) for t in (args.source, args.out, args.input)])
+        _check_rows(type(self).__name__, desc.axis, args, ("source", "out", "input"),
+                    ("index",))
 
     def launch(self, desc, args, workspace) -> None:
-        a = desc.axis
-        views = self._layout(desc).views(workspace)
-        rest = tuple(e for i, e in enumerate(desc.input_shape) if i != a)
-        seg = SegmentDescriptor((desc.num_indices, *rest), desc.input_shape[a], desc.element,
-                                desc.index_element)
-        perm = segment_offsets(args.index, seg.num_segments, views, True)
-        kind = PROD_LAST if self.KIND is None else KIND_ID[self.KIND]
-        run_reduce(seg, kind, False, _rows_first(args.source, a), perm, views["offsets"],
-                   _rows_first(args.out, a), None, base=_rows_first(args.input, a),
-                   alpha=float(args.alpha))
-
-
-PROD_LAST = 6  # segment kernel's K_LAST
+        self._reduce(desc, workspace, args.index, args.source, args.out, self.KIND,
+                     base=args.input, alpha=float(args.alpha))
 
 
 @register_candidate(IndexAddPlan)
 class TritonIndexAdd(_IndexUpdateCandidate):
     name = "triton_radix_sorted_index_add"
-    KIND = SegmentKind.SUM
+    KIND = ReduceKind.SUM
 
 
 @register_candidate(IndexCopyPlan)
 class TritonIndexCopy(_IndexUpdateCandidate):
     name = "triton_radix_sorted_index_copy"
-    KIND = None
+    KIND = ReduceKind.LAST
 
 
 def _row_major(shape) -> list[int]:
@@ -455,22 +413,13 @@ class TritonSortedScatter(TritonScatterReduce):
     def supports(self, desc, pref, arch):
         if desc.kind is ScatterKind.ASSIGN or (desc.kind is ScatterKind.SUM and (
                 desc.include_self or not desc.has_self)):
-            n_out = 1
-            for e in desc.input_shape:
-                n_out *= e
-            if n_out <= 2**31 - 2:
+            if math.prod(desc.input_shape) <= MAX_ROWS:
                 return None
             return "more than 2^31 - 2 destination elements"
         return "only sum (include_self, or without self) and assign go through the sort"
 
-    def _numel(self, shape):
-        n = 1
-        for e in shape:
-            n *= e
-        return n
-
     def _layout(self, desc) -> Layout:
-        p, s = self._numel(desc.index_shape), self._numel(desc.input_shape)
+        p, s = math.prod(desc.index_shape), math.prod(desc.input_shape)
         return Layout.build([("keys", max(p, 1), torch.int32)] + sort_sections(p, s, True))
 
     def workspace_size(self, desc) -> int:
@@ -484,7 +433,7 @@ class TritonSortedScatter(TritonScatterReduce):
             super().launch(desc, args, workspace)
             return
         views = self._layout(desc).views(workspace)
-        p, s = self._numel(desc.index_shape), self._numel(desc.input_shape)
+        p, s = math.prod(desc.index_shape), math.prod(desc.input_shape)
         keys = views["keys"][:p]
         if p:
             rank = len(desc.index_shape)
@@ -497,8 +446,8 @@ class TritonSortedScatter(TritonScatterReduce):
                 args.index, keys, p, desc.input_shape[desc.axis], s, *dims[1:], *cs,
                 dim_stride, BLOCK=1024, num_warps=WARPS)
         perm = segment_offsets(keys, s, views, True)
-        seg = SegmentDescriptor((p,), s, desc.element, ElementKind.I32)
-        kind = KIND_ID[SegmentKind.SUM] if desc.kind is ScatterKind.SUM else PROD_LAST
+        groups = RowGroups((p,), s, desc.element)
+        kind = ReduceKind.SUM if desc.kind is ScatterKind.SUM else ReduceKind.LAST
         base = args.self_.reshape(-1) if desc.has_self else None
-        run_reduce(seg, kind, False, args.src.reshape(-1), perm, views["offsets"],
+        run_reduce(groups, kind, args.src.reshape(-1), perm, views["offsets"],
                    args.out.view(-1), None, base=base, alpha=float(args.alpha))

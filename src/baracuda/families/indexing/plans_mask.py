@@ -8,15 +8,14 @@ import struct
 
 import torch
 
+from ...backends.grouping import Layout
+from ...backends.triton_grouping import exclusive_scan_kernel
 from ...backends.triton_support import INTERPRET, next_pow2, outer_launch_groups
 from ...core import validate as V
 from ...core.errors import Unsupported
 from ...core.layout import AxisView, collapse_dims
-from ...core.plan import Candidate, Plan
 from ...core.registry import register_candidate, register_plan
-from ...core.vocab import ElementKind, OpCategory, PrecisionGuarantee
-from ..segment.kernels_sort import exclusive_scan_kernel
-from ..segment.sort import Layout, cdiv
+from ...core.runtime import cdiv
 from .descriptors import (
     CompactDescriptor,
     MaskedDataDescriptor,
@@ -27,6 +26,7 @@ from .descriptors import (
     NonzeroArgs,
     OneHotArgs,
     OneHotDescriptor,
+    check_number,
 )
 from .kernels_mask import (
     compact_count_kernel,
@@ -34,54 +34,39 @@ from .kernels_mask import (
     masked_fill_kernel,
     one_hot_kernel,
 )
+from .plans import ExactCandidate, IndexingPlan, check_strides
 
 WARPS = 1 if INTERPRET else 4
 BLOCK = 1024
-EXACT = PrecisionGuarantee.for_element(ElementKind.I64)
-
-
-class _ExactCandidate(Candidate):
-    def guarantee(self, desc, pref):
-        return EXACT
-
-
-def _mask_check(who, name, t, shape):
-    V.check_tensor(who, name, t, shape, ElementKind.BOOL)
+def _check_contiguous(who: str, name: str, t) -> None:
+    if t.numel() > 1 and not t.is_contiguous():
+        raise Unsupported(f"{who}: {name} must be contiguous, got strides {t.stride()}")
 
 
 @register_plan
-class MaskedFillPlan(Plan):
+class MaskedFillPlan(IndexingPlan):
     """out = input.masked_fill(mask, value) (also masked_fill's backward, with value 0).
 
     Shapes: input, mask (bool; broadcast views welcome) and out share `shape`; any strides.
     Workspace: none. Precision: exact; deterministic.
     """
 
-    category = OpCategory.INDEXING
+    OP = "masked_fill"
     descriptor_type = MaskedFillDescriptor
     args_type = MaskedFillArgs
 
-    @classmethod
-    def op_name(cls, desc) -> str:
-        return "masked_fill"
-
     def check_args(self, args) -> None:
-        who, d = type(self).__name__, self.desc
-        V.check_tensor(who, "input", args.input, d.shape, d.element)
-        _mask_check(who, "mask", args.mask, d.shape)
-        V.check_tensor(who, "out", args.out, d.shape, d.element)
-        if isinstance(args.value, bool) or not isinstance(args.value, (int, float)):
-            raise V.InvalidProblem(f"{who}: value must be a number, got {args.value!r}")
+        super().check_args(args)
+        check_number(type(self).__name__, "value", args.value)
 
 
 @register_candidate(MaskedFillPlan)
-class TritonMaskedFill(_ExactCandidate):
+class TritonMaskedFill(ExactCandidate):
     replayable = True  # only Triton launches (backends/launch_replay.py)
     name = "triton_masked_fill"
 
     def can_implement(self, desc, args) -> None:
-        for n in ("input", "mask", "out"):
-            V.check_nonnegative_strides(type(self).__name__, n, getattr(args, n))
+        check_strides(type(self).__name__, args, ("input", "mask", "out"))
 
     def launch(self, desc, args, workspace) -> None:
         ts = [args.input, args.mask, args.out]
@@ -102,30 +87,23 @@ class TritonMaskedFill(_ExactCandidate):
 
 
 @register_plan
-class OneHotPlan(Plan):
+class OneHotPlan(IndexingPlan):
     """out = torch.nn.functional.one_hot(input, num_classes): input [N] int32/int64, out
     [N, num_classes] int64 contiguous. Values outside [0, num_classes) give zero rows here; the
     torch frontend raises first. Workspace: none. Precision: exact; deterministic.
     """
 
-    category = OpCategory.INDEXING
+    OP = "one_hot"
     descriptor_type = OneHotDescriptor
     args_type = OneHotArgs
 
-    @classmethod
-    def op_name(cls, desc) -> str:
-        return "one_hot"
-
     def check_args(self, args) -> None:
-        who, d = type(self).__name__, self.desc
-        V.check_tensor(who, "input", args.input, (d.num_rows,), d.element)
-        V.check_tensor(who, "out", args.out, (d.num_rows, d.num_classes), ElementKind.I64)
-        if args.out.numel() and not args.out.is_contiguous():
-            raise Unsupported(f"{who}: out must be contiguous, got strides {args.out.stride()}")
+        super().check_args(args)
+        _check_contiguous(type(self).__name__, "out", args.out)
 
 
 @register_candidate(OneHotPlan)
-class TritonOneHot(_ExactCandidate):
+class TritonOneHot(ExactCandidate):
     replayable = True  # only Triton launches (backends/launch_replay.py)
     name = "triton_one_hot"
 
@@ -145,7 +123,7 @@ def _dims8(shape, t: torch.Tensor | None):
     return dims, st
 
 
-class _CompactCandidate(_ExactCandidate):
+class _CompactCandidate(ExactCandidate):
     MODE = 0
 
     def _layout(self, desc) -> Layout:
@@ -177,7 +155,7 @@ class _CompactCandidate(_ExactCandidate):
 
 
 @register_plan
-class NonzeroPlan(Plan):
+class NonzeroPlan(IndexingPlan):
     """torch.nonzero: the coordinates of every nonzero element in row-major order.
 
     out: int64 [numel, rank] capacity (the first `count` rows are written; a rank-0 input is
@@ -185,21 +163,13 @@ class NonzeroPlan(Plan):
     per 1024 elements. Precision: exact; deterministic (the order is row-major).
     """
 
-    category = OpCategory.INDEXING
+    OP = "nonzero"
     descriptor_type = CompactDescriptor
     args_type = NonzeroArgs
 
-    @classmethod
-    def op_name(cls, desc) -> str:
-        return "nonzero"
-
     def check_args(self, args) -> None:
-        who, d = type(self).__name__, self.desc
-        V.check_tensor(who, "input", args.input, d.shape, d.element)
-        V.check_tensor(who, "out", args.out, (d.numel, max(len(d.shape), 1)), ElementKind.I64)
-        V.check_tensor(who, "count", args.count, (1,), ElementKind.I64)
-        if args.out.numel() and not args.out.is_contiguous():
-            raise Unsupported(f"{who}: out must be contiguous, got strides {args.out.stride()}")
+        super().check_args(args)
+        _check_contiguous(type(self).__name__, "out", args.out)
 
     def is_empty(self, args) -> bool:
         return False  # count is always written
@@ -215,29 +185,20 @@ class TritonNonzero(_CompactCandidate):
 
 
 @register_plan
-class MaskedSelectPlan(Plan):
+class MaskedSelectPlan(IndexingPlan):
     """torch.masked_select with mask already broadcast to the input's shape (views).
 
     out: [numel] capacity, the first `count` written in row-major order; count: int64 [1].
     Workspace: one int32 per 1024 elements. Precision: exact; deterministic.
     """
 
-    category = OpCategory.INDEXING
+    OP = "masked_select"
     descriptor_type = MaskedDataDescriptor
     args_type = MaskedSelectArgs
 
-    @classmethod
-    def op_name(cls, desc) -> str:
-        return "masked_select"
-
     def check_args(self, args) -> None:
-        who, d = type(self).__name__, self.desc
-        V.check_tensor(who, "input", args.input, d.shape, d.element)
-        _mask_check(who, "mask", args.mask, d.shape)
-        V.check_tensor(who, "out", args.out, (d.numel,), d.element)
-        V.check_tensor(who, "count", args.count, (1,), ElementKind.I64)
-        if args.out.numel() > 1 and args.out.stride(0) != 1:
-            raise Unsupported(f"{who}: out must be contiguous, got stride {args.out.stride()}")
+        super().check_args(args)
+        _check_contiguous(type(self).__name__, "out", args.out)
 
     def is_empty(self, args) -> bool:
         return False
@@ -253,7 +214,7 @@ class TritonMaskedSelect(_CompactCandidate):
 
 
 @register_plan
-class MaskedScatterPlan(Plan):
+class MaskedScatterPlan(IndexingPlan):
     """torch.masked_scatter (out of place): out = input, with the masked elements replaced in
     row-major order by source[0], source[1], ... (source 1-D). A too-short source reads no
     memory out of bounds (those elements keep garbage-free zeros is not promised: the torch
@@ -262,23 +223,15 @@ class MaskedScatterPlan(Plan):
     Workspace: one int32 per 1024 elements. Precision: exact; deterministic.
     """
 
-    category = OpCategory.INDEXING
+    OP = "masked_scatter"
     descriptor_type = MaskedDataDescriptor
     args_type = MaskedScatterArgs
 
-    @classmethod
-    def op_name(cls, desc) -> str:
-        return "masked_scatter"
-
     def check_args(self, args) -> None:
-        who, d = type(self).__name__, self.desc
-        V.check_tensor(who, "input", args.input, d.shape, d.element)
-        _mask_check(who, "mask", args.mask, d.shape)
-        V.check_tensor(who, "source", args.source, None, d.element)
+        super().check_args(args)
         if args.source.dim() != 1:
-            raise V.InvalidProblem(f"{who}: source must be 1-D, got shape "
+            raise V.InvalidProblem(f"{type(self).__name__}: source must be 1-D, got shape "
                                    f"{tuple(args.source.shape)}")
-        V.check_tensor(who, "out", args.out, d.shape, d.element)
 
 
 @register_candidate(MaskedScatterPlan)

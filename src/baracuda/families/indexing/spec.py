@@ -5,12 +5,13 @@ from __future__ import annotations
 import torch
 import triton.language as tl
 
+from ...backends.rows import gather_tile
+from ...backends.triton_rows import row_gather_kernel
 from ...core.errors import InvalidProblem, Unsupported
 from ...core.registry import register_bench, register_spec
 from ...core.spec import AotVariant, BenchCase, Case, Malformed, PlanSpec
 from ...core.testing import poisoned, randn, with_layout
 from ...core.vocab import ElementKind
-from ..segment.sort import INDEX_GATHER_TILE, gather_tile
 from . import reference as ref
 from .descriptors import (
     GatherArgs,
@@ -25,8 +26,9 @@ from .descriptors import (
     ScatterDescriptor,
     ScatterKind,
 )
-from .kernels import line_gather_kernel, line_scatter_kernel, row_gather_kernel
+from .kernels import line_gather_kernel, line_scatter_kernel
 from .plans import (
+    INDEX_GATHER_TILE,
     SCATTER_ID,
     GatherPlan,
     IndexAddPlan,
@@ -104,9 +106,8 @@ class IndexSelectSpec(PlanSpec):
         const = dict(BLOCK_K=block_k, BLOCK_D=block_d, S1=1, S2=1, ss3=1, ds3=1, FLAT=True,
                      CHECK=True)
         ptr = {"src_ptr": "*bf16", "dst_ptr": "*bf16", "idx_ptr": "*i64"}
-        # this tile spills 40 B in the sm_90a compile (the AOT table used to check a 1024-wide
-        # tile the runtime never launches); it gathers at torch's speed on the H100 (0.093 ms
-        # at [131072, 1024] bf16, K = 65536; segment/sort.py INDEX_GATHER_TILE)
+        # this tile spills 40 B in the sm_90a compile and still gathers at torch's speed
+        # (plans.INDEX_GATHER_TILE)
         yield AotVariant("row_gather bf16", k, _sig(k, ptr, const), const, num_warps=warps,
                          max_spill_bytes=40)
 

@@ -94,7 +94,8 @@ def _is_bwd_fake(grad, dim, index, shape):
 _index_select_backward = define_op("index_select_backward", _is_bwd, _is_bwd_fake)
 
 
-def _is_setup(ctx, inputs, output):
+def _save_index(ctx, inputs, output):
+    """index_select and gather: the backward needs the index, dim and the input's shape."""
     x, dim, index = inputs
     ctx.save_for_backward(index)
     ctx.dim, ctx.shape = dim, list(x.shape)
@@ -106,7 +107,7 @@ def _is_autograd(ctx, grad):
 
 
 _index_select = define_op("index_select", _is_fwd, _is_fake, backward=_is_autograd,
-                          setup_context=_is_setup)
+                          setup_context=_save_index)
 
 
 def index_select(input: torch.Tensor, dim: int, index: torch.Tensor) -> torch.Tensor:
@@ -172,12 +173,6 @@ def _pad_to(t: torch.Tensor, shape) -> torch.Tensor:
     return out
 
 
-def _g_setup(ctx, inputs, output):
-    x, dim, index = inputs
-    ctx.save_for_backward(index)
-    ctx.dim, ctx.shape = dim, list(x.shape)
-
-
 def _g_autograd(ctx, grad):
     (index,) = ctx.saved_tensors
     # scatter-add into zeros, owned per destination: deterministic
@@ -185,7 +180,7 @@ def _g_autograd(ctx, grad):
     return gi, None, None
 
 
-_gather = define_op("gather", _g_fwd, _g_fake, backward=_g_autograd, setup_context=_g_setup)
+_gather = define_op("gather", _g_fwd, _g_fake, backward=_g_autograd, setup_context=_save_index)
 
 
 def _check_gather_shapes(input, dim, index, who):

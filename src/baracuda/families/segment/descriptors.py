@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import ClassVar
 
 import torch
 
+from ...backends.grouping import MAX_ROWS
+from ...backends.rows import GroupedRowsShape
 from ...core import validate as V
-from ...core.plan import Args, Descriptor
+from ...core.args import Args, operand
+from ...core.plan import Descriptor
 from ...core.vocab import FLOAT_KINDS, INDEX_KINDS, ElementKind
-
-#: Row positions and permutations are int32 in the workspace.
-MAX_ROWS = 2**31 - 2
 
 
 class SegmentKind(enum.Enum):
@@ -53,7 +52,7 @@ def validate_segment_desc(desc, who: str) -> None:
 
 
 @dataclass(frozen=True)
-class SegmentDescriptor(Descriptor):
+class SegmentDescriptor(GroupedRowsShape, Descriptor):
     """out[s] = reduce(data[i] for i with segment_ids[i] == s), s in [0, num_segments).
 
     The reduction (sum, mean, max, min, prod) and whether ids are sorted are the plan's.
@@ -67,25 +66,6 @@ class SegmentDescriptor(Descriptor):
     def validate(self, who: str) -> None:
         validate_segment_desc(self, who)
 
-    @property
-    def num_rows(self) -> int:
-        return self.data_shape[0]
-
-    @property
-    def row_shape(self) -> tuple[int, ...]:
-        return self.data_shape[1:]
-
-    @property
-    def out_shape(self) -> tuple[int, ...]:
-        return (self.num_segments, *self.data_shape[1:])
-
-    @property
-    def row_numel(self) -> int:
-        n = 1
-        for d in self.data_shape[1:]:
-            n *= d
-        return n
-
 
 @dataclass(frozen=True)
 class SegmentBackwardDescriptor(SegmentDescriptor):
@@ -97,11 +77,11 @@ class SegmentArgs(Args):
     """`argmax` (max / min plans only, optional): int64 [num_segments, D...], the row each
     output came from (first index on ties, NaN wins), -1 for an empty segment."""
 
-    data: torch.Tensor
-    segment_ids: torch.Tensor
-    out: torch.Tensor
-    argmax: torch.Tensor | None = None
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("out", "argmax")
+    data: torch.Tensor = operand("data_shape", "element")
+    segment_ids: torch.Tensor = operand(lambda d: (d.num_rows,), "index_element")
+    out: torch.Tensor = operand("out_shape", "element", output=True)
+    argmax: torch.Tensor | None = operand("out_shape", ElementKind.I64, output=True,
+                                          optional=True)
 
 
 @dataclass
@@ -111,9 +91,8 @@ class SegmentBackwardArgs(Args):
     max / min need the forward's `argmax`; prod needs the forward's `data`.
     """
 
-    grad_out: torch.Tensor
-    segment_ids: torch.Tensor
-    grad_data: torch.Tensor
-    argmax: torch.Tensor | None = None
-    data: torch.Tensor | None = None
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("grad_data",)
+    grad_out: torch.Tensor = operand("out_shape", "element")
+    segment_ids: torch.Tensor = operand(lambda d: (d.num_rows,), "index_element")
+    grad_data: torch.Tensor = operand("data_shape", "element", output=True)
+    argmax: torch.Tensor | None = operand("out_shape", ElementKind.I64, optional=True)
+    data: torch.Tensor | None = operand("data_shape", "element", optional=True)

@@ -3,19 +3,36 @@ backward, all deterministic (no float atomics)."""
 
 from __future__ import annotations
 
-import functools
 from typing import ClassVar
 
 import torch
-import triton.language as tl
 
-from ...backends.triton_support import INTERPRET, RecipeCache, next_pow2
+from ...backends.grouping import (
+    Layout,
+    bucket_offsets,
+    bucket_sections,
+    segment_counts,
+    segment_offsets,
+    sort_layout,
+    sort_sections,
+)
+from ...backends.rows import (
+    EXTREMAL,
+    MAX_INNER_DIMS,
+    WARPS,
+    ReduceKind,
+    inner_layout,
+    is_flat,
+    run_reduce,
+)
+from ...backends.triton_exchange import zero
+from ...backends.triton_support import INTERPRET, acc_type, next_pow2
 from ...core import validate as V
-from ...core.errors import InvalidProblem, Unsupported
-from ...core.layout import collapse_dims
+from ...core.errors import InvalidProblem
 from ...core.plan import Candidate, Plan
 from ...core.registry import register_candidate, register_plan
-from ...core.vocab import ElementKind, OpCategory, PrecisionGuarantee
+from ...core.runtime import cdiv
+from ...core.vocab import OpCategory, PrecisionGuarantee
 from .descriptors import (
     SegmentArgs,
     SegmentBackwardArgs,
@@ -23,79 +40,15 @@ from .descriptors import (
     SegmentDescriptor,
     SegmentKind,
 )
-from .kernels import (
-    segment_argmax_scatter_kernel,
-    segment_backward_kernel,
-    segment_reduce_kernel,
-)
-from .sort import (
-    Layout,
-    bucket_offsets,
-    bucket_sections,
-    cdiv,
-    segment_counts,
-    segment_offsets,
-    sort_layout,
-    sort_sections,
-    zero,
-)
+from .kernels import segment_argmax_scatter_kernel, segment_backward_kernel
 
-KIND_ID = {SegmentKind.SUM: 0, SegmentKind.MEAN: 1, SegmentKind.MAX: 2, SegmentKind.MIN: 3,
-           SegmentKind.PROD: 4}
-PROD_STATS = 5
-MAX_INNER_DIMS = 4
-WARPS = 1 if INTERPRET else 4
+KIND_ID = {k: ReduceKind[k.name] for k in SegmentKind}
 #: max / min backward: "rows" writes every row of grad_data once (zeros included: one launch);
-#: "scatter" zero-fills grad_data, then stores grad_out at the argmax rows (two launches)
-MAX_BACKWARD = "scatter"  # measured 1.01 vs 1.47 ms fwd+bwd at [2^20, 128] f32
-#: (segments, rows, columns) per program of the segment-owned reduction: long segments, and
-#: short ones (< 4 rows on average, e.g. an embedding gradient: most rows empty, written as 0)
-REDUCE_TILE = (1, 16, 128)
-REDUCE_TILE_SHORT = (8, 4, 1024)
-#: max / min carry value + row lanes: 8 rows (16 spill), and 64 columns measured 1.7x faster
-#: than 128 at data [2^20, 128] f32 (more programs in flight for the gathered rows)
-REDUCE_TILE_EXTREMAL = (1, 8, 64)
+#: "scatter" zero-fills grad_data, then stores grad_out at the argmax rows (two launches,
+#: faster fwd+bwd)
+MAX_BACKWARD = "scatter"
 #: (rows, columns) per program of the row-parallel backward on the GPU
 BACKWARD_TILE = (8, 128)
-
-
-def acc_type(element: ElementKind):
-    return tl.float64 if element is ElementKind.F64 else tl.float32
-
-
-@functools.lru_cache(maxsize=4096)
-def _collapsed(row_shape: tuple, strides: tuple):
-    shape, st = collapse_dims(list(row_shape), [list(x) for x in strides])
-    if len(shape) > MAX_INNER_DIMS:
-        return len(shape)
-    pad = MAX_INNER_DIMS - len(shape)
-    return tuple([1] * pad + list(shape)), tuple(tuple([0] * pad + list(x)) for x in st)
-
-
-def inner_layout(who: str, row_shape, tensors) -> tuple[list[int], list[list[int]]]:
-    """Collapse the inner dims [D...] shared by `tensors` (each [rows, D...]) to 4 dims
-    (cached per layout: eager calls repeat a few)."""
-    got = _collapsed(tuple(row_shape), tuple(tuple(t.stride()[1:]) for t in tensors))
-    if isinstance(got, int):
-        raise Unsupported(f"{who}: inner dims {tuple(row_shape)} collapse to {got} "
-                          f"strided dims; at most {MAX_INNER_DIMS} are supported")
-    return list(got[0]), [list(x) for x in got[1]]
-
-
-def collapses(row_shape, tensors) -> bool:
-    """Whether the inner dims [D...] of `tensors` (each [rows, D...]), together with those of
-    a dense output, collapse to at most MAX_INNER_DIMS strided dims (the kernels' limit)."""
-    dense, n = [], 1
-    for d in reversed(tuple(row_shape)):
-        dense.append(n)
-        n *= d
-    strides = tuple(tuple(t.stride()[1:]) for t in tensors) + (tuple(reversed(dense)),)
-    return not isinstance(_collapsed(tuple(row_shape), strides), int)
-
-
-def is_flat(shape) -> bool:
-    """One collapsed inner dim: kernels index columns without div/mod."""
-    return list(shape[:3]) == [1, 1, 1]
 
 
 class _SegmentPlan(Plan):
@@ -114,15 +67,10 @@ class _SegmentForward(_SegmentPlan):
     args_type = SegmentArgs
 
     def check_args(self, args: SegmentArgs) -> None:
-        who, d = type(self).__name__, self.desc
-        V.check_tensor(who, "data", args.data, d.data_shape, d.element)
-        V.check_tensor(who, "segment_ids", args.segment_ids, (d.num_rows,), d.index_element)
-        V.check_tensor(who, "out", args.out, d.out_shape, d.element)
-        if args.argmax is not None:
-            if self.KIND not in (SegmentKind.MAX, SegmentKind.MIN):
-                raise InvalidProblem(f"{who}: argmax is an output of max / min plans only; "
-                                     "expected None")
-            V.check_tensor(who, "argmax", args.argmax, d.out_shape, ElementKind.I64)
+        super().check_args(args)
+        if args.argmax is not None and KIND_ID[self.KIND] not in EXTREMAL:
+            raise InvalidProblem(f"{type(self).__name__}: argmax is an output of max / min "
+                                 "plans only; expected None")
 
 
 class _SegmentBackward(_SegmentPlan):
@@ -131,47 +79,37 @@ class _SegmentBackward(_SegmentPlan):
     is_backward = True
 
     def check_args(self, args: SegmentBackwardArgs) -> None:
-        who, d = type(self).__name__, self.desc
-        V.check_tensor(who, "grad_out", args.grad_out, d.out_shape, d.element)
-        V.check_tensor(who, "segment_ids", args.segment_ids, (d.num_rows,), d.index_element)
-        V.check_tensor(who, "grad_data", args.grad_data, d.data_shape, d.element)
-        need_arg = self.KIND in (SegmentKind.MAX, SegmentKind.MIN)
-        need_data = self.KIND is SegmentKind.PROD
-        if need_arg:
-            if args.argmax is None:
-                raise InvalidProblem(f"{who}: argmax (the forward's) is required, got None")
-            V.check_tensor(who, "argmax", args.argmax, d.out_shape, ElementKind.I64)
-        if need_data:
-            if args.data is None:
-                raise InvalidProblem(f"{who}: data (the forward's input) is required, got None")
-            V.check_tensor(who, "data", args.data, d.data_shape, d.element)
+        super().check_args(args)
+        who = type(self).__name__
+        if args.argmax is None and KIND_ID[self.KIND] in EXTREMAL:
+            raise InvalidProblem(f"{who}: argmax (the forward's) is required, got None")
+        if args.data is None and self.KIND is SegmentKind.PROD:
+            raise InvalidProblem(f"{who}: data (the forward's input) is required, got None")
 
 
-def _guarantee(desc) -> PrecisionGuarantee:
-    return PrecisionGuarantee.for_element(desc.element)
-
-
-class _ForwardCandidate(Candidate):
+class _SegmentCandidate(Candidate):
     replayable = True  # only Triton launches (backends/launch_replay.py)
     KIND: ClassVar[SegmentKind]
     SORTED: ClassVar[bool]
 
     def guarantee(self, desc, pref):
-        return _guarantee(desc)
+        return PrecisionGuarantee.for_element(desc.element)
 
+    def workspace_size(self, desc) -> int:
+        return self._layout(desc).nbytes
+
+
+class _ForwardCandidate(_SegmentCandidate):
     @property
     def _bucketed(self) -> bool:
         # max / min pick their winner by value, then row number: unsorted ids only need
         # grouping, not the stable radix sort that sums need for a fixed summation order
-        return not self.SORTED and self.KIND in (SegmentKind.MAX, SegmentKind.MIN)
+        return not self.SORTED and KIND_ID[self.KIND] in EXTREMAL
 
     def _layout(self, desc) -> Layout:
         if self._bucketed:
             return Layout.build(bucket_sections(desc.num_rows, desc.num_segments))
         return sort_layout(desc.num_rows, desc.num_segments, not self.SORTED)
-
-    def workspace_size(self, desc) -> int:
-        return self._layout(desc).nbytes
 
     def can_implement(self, desc, args) -> None:
         who = type(self).__name__
@@ -186,88 +124,20 @@ class _ForwardCandidate(Candidate):
             perm = bucket_offsets(args.segment_ids, desc.num_segments, views)
         else:
             perm = segment_offsets(args.segment_ids, desc.num_segments, views, not self.SORTED)
-        run_reduce(desc, self.KIND_ID, self.SORTED, args.data, perm, views["offsets"],
-                   args.out, args.argmax)
-
-    @property
-    def KIND_ID(self) -> int:
-        return KIND_ID[self.KIND]
+        run_reduce(desc, KIND_ID[self.KIND], args.data, perm, views["offsets"], args.out,
+                   args.argmax)
 
 
-def run_reduce(desc, kind_id: int, sorted_ids: bool, data, perm, offsets, out, arg,
-               dense_stats: bool = False, base=None, alpha: float = 1.0) -> None:
-    """Launch the segment-owned reduction (also used for prod-backward statistics, the
-    embedding gradient and index_add / index_copy, whose `base` rows are added to / kept).
-    `desc` needs num_rows, num_segments, row_shape, row_numel, element."""
-    key = (desc, kind_id, perm is None, dense_stats, arg is not None, base is not None,
-           data.shape[0] > 1, *(t.stride() for t in (data, out, arg, base) if t is not None))
-    grid, ints, b_ints, const = _REDUCE_RECIPES.get(key, lambda: _reduce_recipe(
-        desc, kind_id, data, perm, out, arg, dense_stats, base))
-    segment_reduce_kernel[grid](
-        data, perm if perm is not None else offsets, offsets, out,
-        arg if arg is not None else out, *ints,
-        base if base is not None else out, *b_ints, float(alpha), **const)
-
-
-_REDUCE_RECIPES = RecipeCache()
-
-
-def _reduce_recipe(desc, kind_id, data, perm, out, arg, dense_stats, base):
-    """(grid, integer arguments, base's integer arguments, constexprs) of `run_reduce`."""
-    tensors = [data] if dense_stats else [data, out] + ([arg] if arg is not None else [])
-    if base is not None:
-        tensors.append(base)
-    shape, strides = inner_layout("segment_reduce", desc.row_shape, tensors)
-    zero = [0] * MAX_INNER_DIMS
-    it = iter(strides)
-    x_st = next(it)
-    o_st = zero if dense_stats else next(it)
-    a_st = next(it) if (arg is not None and not dense_stats) else zero
-    b_st = next(it) if base is not None else zero
-    d = desc.row_numel
-    n_seg = desc.num_segments
-    # short segments (< 4 rows on average, e.g. an embedding gradient): several segments per
-    # program, fewer rows and more columns per tile
-    short = desc.num_rows < 4 * n_seg
-    segs, block_r, block_d = REDUCE_TILE_SHORT if short else REDUCE_TILE
-    if kind_id in (KIND_ID[SegmentKind.MAX], KIND_ID[SegmentKind.MIN]):
-        segs, block_r, block_d = (segs, min(block_r, 8), block_d) if short else \
-            REDUCE_TILE_EXTREMAL
-    if INTERPRET:
-        segs, block_d = min(segs, 4), min(block_d, 512)
-    block_d = min(next_pow2(d), block_d // (2 if desc.element is ElementKind.F64 else 1))
-    grid = (cdiv(n_seg, segs), cdiv(d, block_d))
-    x_r = data.stride(0) if data.shape[0] > 1 else d
-    o_r = 0 if dense_stats else out.stride(0)
-    a_r = arg.stride(0) if (arg is not None and not dense_stats) else 0
-    b_r = base.stride(0) if base is not None else 0
-    ints = (d, n_seg, *shape[1:], x_r, *x_st, o_r, *o_st, a_r, *a_st)
-    const = dict(KIND=kind_id, SORTED=perm is None, STORE_ARG=arg is not None and not dense_stats,
-                 ACC=acc_type(desc.element), BLOCK_R=block_r, BLOCK_D=block_d, SEGS=segs,
-                 FLAT=is_flat(shape), HAS_BASE=base is not None, num_warps=WARPS)
-    return grid, ints, (b_r, *b_st), const
-
-
-class _BackwardCandidate(Candidate):
-    replayable = True  # only Triton launches (backends/launch_replay.py)
-    KIND: ClassVar[SegmentKind]
-    SORTED: ClassVar[bool]
-
-    def guarantee(self, desc, pref):
-        return _guarantee(desc)
-
+class _BackwardCandidate(_SegmentCandidate):
     def _layout(self, desc) -> Layout:
         n, s = desc.num_rows, desc.num_segments
         if self.KIND is SegmentKind.MEAN:  # one count at least: no segments, no workspace
             return Layout.build([("counts", max(s, 1), torch.int32)])
         if self.KIND is SegmentKind.PROD:
-            acc = torch.float64 if desc.element is ElementKind.F64 else torch.float32
+            acc = desc.element.compute_kind.torch_dtype
             return Layout.build(sort_sections(n, s, not self.SORTED) + [
                 ("stats", s * desc.row_numel, acc), ("zeros", s * desc.row_numel, torch.int32)])
         return Layout.build([])
-
-    def workspace_size(self, desc) -> int:
-        return self._layout(desc).nbytes
 
     def _tensors(self, args):
         return [args.grad_out, args.argmax, args.data, args.grad_data]
@@ -292,9 +162,9 @@ class _BackwardCandidate(Candidate):
         if self.KIND is SegmentKind.PROD:
             perm = segment_offsets(ids, s, views, not self.SORTED)
             st, zc = views["stats"], views["zeros"]
-            run_reduce(desc, PROD_STATS, self.SORTED, x, perm, views["offsets"], st, zc,
+            run_reduce(desc, ReduceKind.PROD_STATS, x, perm, views["offsets"], st, zc,
                        dense_stats=True)
-        if self.KIND in (SegmentKind.MAX, SegmentKind.MIN) and MAX_BACKWARD == "scatter":
+        if KIND_ID[self.KIND] in EXTREMAL and MAX_BACKWARD == "scatter":
             # zero grad_data, then one store per (segment, column) at the forward's argmax
             zero(dx)
             shape, (gst, ast, dst) = inner_layout(type(self).__name__, desc.row_shape,
@@ -323,7 +193,7 @@ class _BackwardCandidate(Candidate):
             g, ids, a if a is not None else dummy, x if x is not None else dummy, st, zc, cnt,
             dx, n, s, d, ids.stride(0) if n else 1, *shape[1:],
             *per["g"], *per["a"], *per["x"], *per["dx"],
-            KIND=KIND_ID[self.KIND], ACC=acc_type(desc.element), BLOCK_R=block_r,
+            KIND=int(KIND_ID[self.KIND]), ACC=acc_type(desc.element), BLOCK_R=block_r,
             BLOCK_D=block_d, FLAT=is_flat(shape), num_warps=WARPS,
         )
 

@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 import torch
-import triton.language as tl
 
-from ...backends.triton_support import triton_dtype
+from ...backends.grouping import COUNT_WARPS, FUSED_SCAN_MAX
+from ...backends.triton_grouping import (
+    bucket_place_kernel,
+    count_place_kernel,
+    count_scan_kernel,
+    count_sort_chunk_kernel,
+    exclusive_scan_kernel,
+    radix_hist_kernel,
+    radix_scatter_kernel,
+)
+from ...backends.triton_rows import grouped_reduce_kernel
+from ...backends.triton_support import acc_type, triton_dtype
 from ...core.errors import InvalidProblem, Unsupported
 from ...core.registry import register_bench, register_spec
 from ...core.spec import AotVariant, BenchCase, Case, Malformed, PlanSpec
@@ -19,22 +29,8 @@ from .descriptors import (
     SegmentDescriptor,
     SegmentKind,
 )
-from .kernels import (
-    segment_argmax_scatter_kernel,
-    segment_backward_kernel,
-    segment_reduce_kernel,
-)
-from .kernels_sort import (
-    bucket_place_kernel,
-    count_place_kernel,
-    count_scan_kernel,
-    count_sort_chunk_kernel,
-    exclusive_scan_kernel,
-    radix_hist_kernel,
-    radix_scatter_kernel,
-)
+from .kernels import segment_argmax_scatter_kernel, segment_backward_kernel
 from .plans import BACKWARD_PLANS, FORWARD_PLANS, KIND_ID
-from .sort import COUNT_WARPS, FUSED_SCAN_MAX
 
 E = ElementKind
 # (data_shape, num_segments, element, index element, layout, id pattern)
@@ -146,7 +142,7 @@ class SegmentSpec(PlanSpec):
 
     def aot_variants(self):
         for el in (E.F32, E.BF16):
-            yield _reduce_variant(KIND_ID[self.kind], self.sorted, el,
+            yield _reduce_variant(int(KIND_ID[self.kind]), self.sorted, el,
                                   self.kind in (SegmentKind.MAX, SegmentKind.MIN))
         if not self.sorted and self.kind is SegmentKind.SUM:
             for bits, chunk, fused in ((4, 512, False), (5, 256, True), (6, 128, True)):
@@ -176,19 +172,15 @@ def _sig(kernel, ptrs: dict[str, str], const: dict) -> dict[str, str]:
     return sig
 
 
-def _acc(el):
-    return tl.float64 if el is E.F64 else tl.float32
-
-
 def _reduce_variant(kind_id, sorted_ids, el, store_arg):
     t = "*" + triton_dtype(el.torch_dtype)
     ptrs = {"data_ptr": t, "perm_ptr": "*i32", "off_ptr": "*i32", "out_ptr": t,
             "arg_ptr": "*i64", "base_ptr": t, "alpha": "fp32"}
-    const = dict(KIND=kind_id, SORTED=sorted_ids, STORE_ARG=store_arg, ACC=_acc(el),
+    const = dict(KIND=kind_id, SORTED=sorted_ids, STORE_ARG=store_arg, ACC=acc_type(el),
                  BLOCK_R=8 if store_arg else 16, BLOCK_D=128, SEGS=1, FLAT=True,
                  HAS_BASE=False)
     return AotVariant(f"segment_reduce k{kind_id} sorted={sorted_ids} {el.value}",
-                      segment_reduce_kernel, _sig(segment_reduce_kernel, ptrs, const), const)
+                      grouped_reduce_kernel, _sig(grouped_reduce_kernel, ptrs, const), const)
 
 
 def _bwd_variants(kind_id, el):
@@ -200,7 +192,7 @@ def _bwd_variants(kind_id, el):
         yield AotVariant(f"segment_argmax_scatter {el.value}", k, _sig(k, ptrs, const), const)
     ptrs = {"g_ptr": t, "ids_ptr": "*i64", "arg_ptr": "*i64", "x_ptr": t, "st_ptr": "*fp32",
             "zc_ptr": "*i32", "cnt_ptr": "*i32", "dx_ptr": t}
-    const = dict(KIND=kind_id, ACC=_acc(el), BLOCK_R=8, BLOCK_D=128, FLAT=True)
+    const = dict(KIND=kind_id, ACC=acc_type(el), BLOCK_R=8, BLOCK_D=128, FLAT=True)
     yield AotVariant(f"segment_backward k{kind_id} {el.value}", segment_backward_kernel,
                      _sig(segment_backward_kernel, ptrs, const), const)
 
@@ -290,7 +282,7 @@ class SegmentBackwardSpec(PlanSpec):
 
     def aot_variants(self):
         for el in (E.F32, E.BF16):
-            yield from _bwd_variants(KIND_ID[self.kind], el)
+            yield from _bwd_variants(int(KIND_ID[self.kind]), el)
 
 
 for _plan in FORWARD_PLANS.values():

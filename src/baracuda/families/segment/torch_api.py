@@ -20,6 +20,7 @@ import operator
 
 import torch
 
+from ...backends.rows import MAX_INNER_DIMS, collapses
 from ...backends.torch_ops import define_op, run_plan
 from ...core.errors import ArgumentTypeError, InvalidProblem, Unsupported
 from .descriptors import (
@@ -30,7 +31,7 @@ from .descriptors import (
     SegmentDescriptor,
     SegmentKind,
 )
-from .plans import BACKWARD_PLANS, FORWARD_PLANS, MAX_INNER_DIMS, collapses
+from .plans import BACKWARD_PLANS, FORWARD_PLANS
 
 __all__ = ["segment_sum", "segment_mean", "segment_max", "segment_min", "segment_prod"]
 
@@ -158,36 +159,28 @@ def _call(kind: str, data, segment_ids, num_segments, indices_are_sorted):
     return out
 
 
-def segment_sum(data: torch.Tensor, segment_ids: torch.Tensor, num_segments: int | None = None,
-                indices_are_sorted: bool = False, unique_indices: bool = False,
-                bucket_size: int | None = None) -> torch.Tensor:
-    """jax.ops.segment_sum: out[s] = sum of data[i] with segment_ids[i] == s."""
-    return _call("sum", data, segment_ids, num_segments, indices_are_sorted)
+def _jax_segment_op(kind: str, doc: str):
+    """The public jax.ops-signature function of one reduction (unique_indices and bucket_size
+    are accepted and ignored, as hints)."""
+
+    def op(data: torch.Tensor, segment_ids: torch.Tensor, num_segments: int | None = None,
+           indices_are_sorted: bool = False, unique_indices: bool = False,
+           bucket_size: int | None = None) -> torch.Tensor:
+        return _call(kind, data, segment_ids, num_segments, indices_are_sorted)
+
+    op.__name__ = op.__qualname__ = f"segment_{kind}"
+    op.__doc__ = doc
+    return op
 
 
-def segment_mean(data: torch.Tensor, segment_ids: torch.Tensor, num_segments: int | None = None,
-                 indices_are_sorted: bool = False, unique_indices: bool = False,
-                 bucket_size: int | None = None) -> torch.Tensor:
-    """Mean per segment (0 for an empty segment), with jax.ops' segment signature."""
-    return _call("mean", data, segment_ids, num_segments, indices_are_sorted)
-
-
-def segment_max(data: torch.Tensor, segment_ids: torch.Tensor, num_segments: int | None = None,
-                indices_are_sorted: bool = False, unique_indices: bool = False,
-                bucket_size: int | None = None) -> torch.Tensor:
-    """jax.ops.segment_max (-inf for an empty segment); gradient to the first maximal row."""
-    return _call("max", data, segment_ids, num_segments, indices_are_sorted)
-
-
-def segment_min(data: torch.Tensor, segment_ids: torch.Tensor, num_segments: int | None = None,
-                indices_are_sorted: bool = False, unique_indices: bool = False,
-                bucket_size: int | None = None) -> torch.Tensor:
-    """jax.ops.segment_min (+inf for an empty segment); gradient to the first minimal row."""
-    return _call("min", data, segment_ids, num_segments, indices_are_sorted)
-
-
-def segment_prod(data: torch.Tensor, segment_ids: torch.Tensor, num_segments: int | None = None,
-                 indices_are_sorted: bool = False, unique_indices: bool = False,
-                 bucket_size: int | None = None) -> torch.Tensor:
-    """jax.ops.segment_prod (1 for an empty segment); zeros handled exactly in the gradient."""
-    return _call("prod", data, segment_ids, num_segments, indices_are_sorted)
+segment_sum = _jax_segment_op(
+    "sum", "jax.ops.segment_sum: out[s] = sum of data[i] with segment_ids[i] == s.")
+segment_mean = _jax_segment_op(
+    "mean", "Mean per segment (0 for an empty segment), with jax.ops' segment signature.")
+segment_max = _jax_segment_op(
+    "max", "jax.ops.segment_max (-inf for an empty segment); gradient to the first maximal row.")
+segment_min = _jax_segment_op(
+    "min", "jax.ops.segment_min (+inf for an empty segment); gradient to the first minimal row.")
+segment_prod = _jax_segment_op(
+    "prod", "jax.ops.segment_prod (1 for an empty segment); zeros handled exactly in the "
+    "gradient.")

@@ -1,12 +1,12 @@
-"""Deterministic, allocation-free stable sort of segment ids (LSD radix sort in workspace).
+"""Deterministic, allocation-free stable grouping of rows by an integer key, in workspace.
 
-Keys are ids mapped into [0, num_segments]: out-of-range ids, and ids equal to DROP (an
-embedding's padding_idx), become num_segments, a bucket that sorts last and is dropped. Values
-are row numbers. Every pass is a stable counting sort on DIGIT_BITS bits: per-chunk digit
-histograms, one exclusive scan, then each chunk places its rows at (scanned offset + stable
-rank inside the chunk). Integer counts only, so every run places every row at the same
-position: the permutation, and every float reduction over it, is bit-identical run to run.
-`lower_bound_kernel` then turns sorted keys into segment offsets.
+Keys are ids mapped into [0, S]: out-of-range ids, and ids equal to DROP (a caller's padding
+id), become S, a bucket that sorts last and is dropped. Values are row numbers. The LSD radix
+sort makes every pass a stable counting sort on a few bits: per-chunk digit histograms, one
+exclusive scan, then each chunk places its rows at (scanned offset + stable rank inside the
+chunk). Integer counts only, so every run places every row at the same position: the
+permutation, and every float reduction over it, is bit-identical run to run.
+`lower_bound_kernel` then turns sorted keys into group offsets.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""Host side of the workspace sort: layout of the scratch buffers and the launch sequence.
+"""Host side of grouping rows by an integer key: layout of the workspace buffers and the
+launch sequences of the stable sorts (counting, radix) and the unordered bucketing.
 
-Shared helper: the embedding and indexing families reuse it (embedding backward is an unsorted
-segment sum of gradient rows keyed by token id).
+A "segment" here is the run of sorted positions holding one key: `segment_offsets` gives each
+key's first position, and the permutation gives the row at each position.
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ from dataclasses import dataclass
 
 import torch
 
-from ...backends.triton_exchange import zero
-from ...backends.triton_support import INTERPRET, next_pow2
-from .kernels_sort import (
+from ..core.runtime import cdiv
+from .triton_exchange import zero
+from .triton_grouping import (
     bucket_place_kernel,
     count_place_kernel,
     count_scan_kernel,
@@ -24,42 +25,15 @@ from .kernels_sort import (
     radix_hist_kernel,
     radix_scatter_kernel,
 )
+from .triton_support import INTERPRET, next_pow2
+
+#: Row positions and permutations are int32 in the workspace.
+MAX_ROWS = 2**31 - 2
 
 DIGIT_BITS = 4
 CHUNK = 512  # rows per radix program: [CHUNK, 2**DIGIT_BITS] one-hot tile in registers
 ALIGN = 256
 SEARCH_BLOCK = 128
-
-
-#: On CUDA the gather checks indices with a device-side assert, as torch's CUDA kernels do
-#: (no host sync per call); `debug` compiles the assert in, and only the assert: integer
-#: overflow sanitizing stays off. The interpreter never fires asserts: the frontend checks
-#: CPU tensors on the host instead.
-ASSERT_LAUNCH = ({"CHECK": False} if INTERPRET else
-                 {"CHECK": True, "debug": True, "sanitize_overflow": False})
-
-
-#: (bytes per program, bytes per row chunk, warps) of the row gathers; tuned on an H100
-GATHER_TILE = (8192, 2048, 4)
-
-
-#: index_select's gather: 1 KiB row chunks measured 0.093 ms vs 0.099 ms (2 KiB) at
-#: [131072, 1024] bf16, K=65536 (torch 0.094); GATHER_TILE stays the embedding's
-INDEX_GATHER_TILE = (8192, 1024, 4)
-
-
-def gather_tile(d: int, itemsize: int, tile: tuple[int, int, int] | None = None
-                ) -> tuple[int, int, int]:
-    """(rows, columns, warps) per program of a row gather of rows with d elements."""
-    if INTERPRET:
-        return 16, min(next_pow2(d), 512), 1
-    tile_bytes, chunk_bytes, warps = tile or GATHER_TILE
-    block_d = min(next_pow2(d), max(1, chunk_bytes // itemsize))
-    return max(1, tile_bytes // (block_d * itemsize)), block_d, warps
-
-
-def cdiv(a: int, b: int) -> int:
-    return (a + b - 1) // b
 
 
 def _align(n: int) -> int:
@@ -121,7 +95,7 @@ COUNT_CHUNK = 128 if INTERPRET else 2048
 COUNT_TILE = 64 if INTERPRET else 4096  # 8192 spills in step 2 (512 x 16 tile)
 COUNT_MAX_KEYS = 1 << 18
 COUNT_MAX_HIST = 1 << 23
-COUNT_WARPS = 1 if INTERPRET else 8  # H100: 0.283 vs 0.306 ms (4 warps) per unsorted sum
+COUNT_WARPS = 1 if INTERPRET else 8  # 8 warps beat 4 on the unsorted sum
 
 
 @dataclass(frozen=True)
@@ -194,7 +168,7 @@ def _count_recipe(cs: CountShape, keys: int) -> tuple[dict, dict, dict]:
 
 def count_sort(ids: torch.Tensor, n_seg: int, views: dict[str, torch.Tensor], drop: int,
                cs: CountShape) -> torch.Tensor:
-    """Stable counting sort of the ids (see kernels_sort): fills views["offsets"], returns the
+    """Stable counting sort of the ids (see triton_grouping): fills views["offsets"], returns the
     permutation."""
     n, keys = ids.shape[0], n_seg + 1
     k1, k2, k3 = _count_recipe(cs, keys)
@@ -217,7 +191,7 @@ def segment_offsets(ids: torch.Tensor, n_seg: int, views: dict[str, torch.Tensor
 
     Unsorted ids are stable-sorted first; the permutation (row of each sorted position) is
     returned. Sorted ids need no permutation (None): segment s is rows [off[s], off[s+1]).
-    `drop` (unsorted only): rows with this id are dropped too (an embedding's padding_idx).
+    `drop` (unsorted only): rows with this id are dropped too (a padding id).
     """
     n = ids.shape[0]
     offsets = views["offsets"]
