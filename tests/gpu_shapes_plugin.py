@@ -7,20 +7,20 @@ from __future__ import annotations
 
 
 def pytest_configure(config):
-    import baracuda.families.segment.sort as so
-
-    import baracuda.families.embedding.bag as bag
+    import baracuda.backends.grouping as grouping
+    import baracuda.backends.rows as rows
     import baracuda.families.embedding.plans as ep
+    import baracuda.families.embedding.plans_bag as bag
     import baracuda.families.indexing.plans as ip
     import baracuda.families.indexing.plans_mask as im
     import baracuda.families.segment.plans as sp
 
-    for m in (bag, ep, ip, im, sp, so):
+    for m in (bag, ep, ip, im, sp, grouping, rows):
         m.INTERPRET = False
-    so.COUNT_CHUNK, so.COUNT_TILE = 2048, 4096
+    grouping.COUNT_CHUNK, grouping.COUNT_TILE = 2048, 4096
     # the device asserts stay off: the interpreter's CPU path checks bounds on the host
-    so.ASSERT_LAUNCH = {"CHECK": False}
-    ep.ASSERT_LAUNCH = ip.ASSERT_LAUNCH = so.ASSERT_LAUNCH
+    rows.ASSERT_LAUNCH = {"CHECK": False}
+    ep.ASSERT_LAUNCH = ip.ASSERT_LAUNCH = rows.ASSERT_LAUNCH
 
 
 def pytest_collection_modifyitems(config, items):

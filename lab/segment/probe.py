@@ -14,7 +14,7 @@ import torch
 
 from baracuda.tools.bench import time_fn
 from baracuda.families.segment import plans as seg_plans
-from baracuda.families.segment import sort as seg_sort
+from baracuda.backends import grouping as seg_sort
 
 #: (bytes per program, bytes per row chunk, warps) of the row gathers, swept by the probe
 TILES = [(8192, 2048, 4), (16384, 2048, 4), (16384, 2048, 8), (32768, 2048, 8),
