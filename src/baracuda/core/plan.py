@@ -146,6 +146,8 @@ class Plan:
     #: Name of the partner plan: the backward of a forward plan, or the forward of a backward.
     partner: ClassVar[str | None] = None
     is_backward: ClassVar[bool] = False
+    #: The op name in the SKU when it does not follow from the descriptor's kind.
+    OP_NAME: ClassVar[str | None] = None
     candidates: ClassVar[list[Candidate]]
 
     def __init__(self, desc: Descriptor, candidate: Candidate, preference: PlanPreference,
@@ -172,6 +174,9 @@ class Plan:
     # -- selection ---------------------------------------------------------------------------
     @classmethod
     def op_name(cls, desc: Descriptor) -> str:
+        """The SKU's op: the class's `OP_NAME` when set, else the descriptor's kind."""
+        if cls.OP_NAME:
+            return cls.OP_NAME
         kind = getattr(desc, "kind", None)
         return kind.value if hasattr(kind, "value") else cls.__name__
 

@@ -31,7 +31,6 @@ exactly.
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
 
 import torch
 import triton.language as tl
@@ -162,11 +161,6 @@ class AttentionPlan(Plan):
     `STRIDED` non-negative strides)."""
 
     category = OpCategory.ATTENTION
-    OP_NAME: ClassVar[str] = ""
-
-    @classmethod
-    def op_name(cls, desc) -> str:
-        return cls.OP_NAME
 
     def check_args(self, args) -> None:
         super().check_args(args)

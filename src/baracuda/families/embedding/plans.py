@@ -28,14 +28,9 @@ from .kernels import embedding_renorm_kernel
 
 
 class EmbeddingFamilyPlan(Plan):
-    """Base of the embedding plans: the torch op name is a class constant."""
+    """Base of the embedding plans (each names its op with `OP_NAME`)."""
 
     category = OpCategory.EMBEDDING
-    OP: ClassVar[str]
-
-    @classmethod
-    def op_name(cls, desc) -> str:
-        return cls.OP
 
 
 class _TritonCandidate(Candidate):
@@ -59,7 +54,7 @@ class EmbeddingPlan(EmbeddingFamilyPlan):
     Precision: exact (a copy); deterministic.
     """
 
-    OP = "embedding"
+    OP_NAME = "embedding"
     descriptor_type = EmbeddingDescriptor
     args_type = EmbeddingArgs
     partner = "EmbeddingBackwardPlan"
@@ -77,7 +72,7 @@ class EmbeddingBackwardPlan(EmbeddingFamilyPlan):
     atomics. Out-of-range indices are dropped.
     """
 
-    OP = "embedding_backward"
+    OP_NAME = "embedding_backward"
     descriptor_type = EmbeddingBackwardDescriptor
     args_type = EmbeddingBackwardArgs
     partner = "EmbeddingPlan"
@@ -132,7 +127,7 @@ class EmbeddingRenormPlan(EmbeddingFamilyPlan):
     program, whatever the duplicates).
     """
 
-    OP = "embedding_renorm"
+    OP_NAME = "embedding_renorm"
     descriptor_type = EmbeddingRenormDescriptor
     args_type = EmbeddingRenormArgs
 

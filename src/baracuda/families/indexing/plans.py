@@ -68,14 +68,9 @@ class ExactCandidate(Candidate):
 
 
 class IndexingPlan(Plan):
-    """Base of the indexing plans: the torch op name is a class constant."""
+    """Base of the indexing plans (each names its op with `OP_NAME`)."""
 
     category = OpCategory.INDEXING
-    OP: ClassVar[str]
-
-    @classmethod
-    def op_name(cls, desc) -> str:
-        return cls.OP
 
 
 def check_strides(who: str, args, names) -> None:
@@ -97,7 +92,7 @@ class IndexSelectPlan(IndexingPlan):
     Precision: exact (a copy); deterministic.
     """
 
-    OP = "index_select"
+    OP_NAME = "index_select"
     descriptor_type = IndexSelectDescriptor
     args_type = IndexSelectArgs
     partner = "IndexSelectBackwardPlan"
@@ -113,7 +108,7 @@ class IndexSelectBackwardPlan(IndexingPlan):
     atomics. Rows nothing selected are 0.
     """
 
-    OP = "index_select_backward"
+    OP_NAME = "index_select_backward"
     descriptor_type = IndexSelectBackwardDescriptor
     args_type = IndexSelectBackwardArgs
     partner = "IndexSelectPlan"
@@ -225,7 +220,7 @@ class GatherPlan(IndexingPlan):
     frontend raises first.
     """
 
-    OP = "gather"
+    OP_NAME = "gather"
     descriptor_type = GatherDescriptor
     args_type = GatherArgs
     partner = "ScatterReducePlan"
@@ -353,7 +348,7 @@ class IndexAddPlan(_IndexUpdatePlan):
     index order (f32, f64 for f64), then adds input once; no float atomics.
     """
 
-    OP = "index_add"
+    OP_NAME = "index_add"
 
 
 @register_plan
@@ -365,7 +360,7 @@ class IndexCopyPlan(_IndexUpdatePlan):
     f32 / f64, exact for every float input); deterministic.
     """
 
-    OP = "index_copy"
+    OP_NAME = "index_copy"
 
 
 class _IndexUpdateCandidate(_SortedRowsCandidate):

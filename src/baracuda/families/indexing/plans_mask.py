@@ -51,7 +51,7 @@ class MaskedFillPlan(IndexingPlan):
     Workspace: none. Precision: exact; deterministic.
     """
 
-    OP = "masked_fill"
+    OP_NAME = "masked_fill"
     descriptor_type = MaskedFillDescriptor
     args_type = MaskedFillArgs
 
@@ -93,7 +93,7 @@ class OneHotPlan(IndexingPlan):
     torch frontend raises first. Workspace: none. Precision: exact; deterministic.
     """
 
-    OP = "one_hot"
+    OP_NAME = "one_hot"
     descriptor_type = OneHotDescriptor
     args_type = OneHotArgs
 
@@ -163,7 +163,7 @@ class NonzeroPlan(IndexingPlan):
     per 1024 elements. Precision: exact; deterministic (the order is row-major).
     """
 
-    OP = "nonzero"
+    OP_NAME = "nonzero"
     descriptor_type = CompactDescriptor
     args_type = NonzeroArgs
 
@@ -192,7 +192,7 @@ class MaskedSelectPlan(IndexingPlan):
     Workspace: one int32 per 1024 elements. Precision: exact; deterministic.
     """
 
-    OP = "masked_select"
+    OP_NAME = "masked_select"
     descriptor_type = MaskedDataDescriptor
     args_type = MaskedSelectArgs
 
@@ -223,7 +223,7 @@ class MaskedScatterPlan(IndexingPlan):
     Workspace: one int32 per 1024 elements. Precision: exact; deterministic.
     """
 
-    OP = "masked_scatter"
+    OP_NAME = "masked_scatter"
     descriptor_type = MaskedDataDescriptor
     args_type = MaskedScatterArgs
 
