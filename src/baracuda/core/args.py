@@ -37,6 +37,7 @@ class Operand:
     output: bool = False
     optional: bool = False
     when: Callable[[Any], bool] | None = None
+    strides: str | None = None
 
     def expected_shape(self, desc) -> tuple[int, ...] | None:
         rule = self.shape
@@ -55,8 +56,14 @@ class Operand:
         return tuple(rule)
 
 
+#: `operand(strides=...)`: any non-negative strides / those and a unit-stride last dim.
+NON_NEGATIVE = "non_negative"
+UNIT_LAST = "unit_last"
+
+
 def operand(shape: ShapeRule = None, element: ElementRule = None, *, output: bool = False,
-            optional: bool = False, when: Callable[[Any], bool] | None = None) -> Any:
+            optional: bool = False, when: Callable[[Any], bool] | None = None,
+            strides: str | None = None) -> Any:
     """Declare a tensor field and its rule.
 
     - `shape`: a descriptor attribute holding the expected shape (``"input_shape"``), or a
@@ -67,8 +74,13 @@ def operand(shape: ShapeRule = None, element: ElementRule = None, *, output: boo
     - `optional`: None is accepted (the field defaults to None).
     - `when`: the field is present exactly when `when(desc)` is true: required then, and must
       be None otherwise (the field defaults to None).
+    - `strides`: the layouts the kernels take: `NON_NEGATIVE` (any non-negative strides) or
+      `UNIT_LAST` (those and a unit stride on the last dim); None: not checked here.
     """
-    rule = Operand(shape, element, output, optional, when)
+    if strides not in (None, NON_NEGATIVE, UNIT_LAST):
+        raise ValueError(f"operand: strides must be None, {NON_NEGATIVE!r} or {UNIT_LAST!r}, "
+                         f"got {strides!r}")
+    rule = Operand(shape, element, output, optional, when, strides)
     default = None if (optional or when is not None) else dataclasses.MISSING
     return dataclasses.field(default=default, metadata={"operand": rule})
 
@@ -137,3 +149,7 @@ def check_operands(who: str, desc, args: Args) -> None:
                 continue
             raise InvalidProblem(f"{who}: {name} must be a torch.Tensor, got None")
         V.check_tensor(who, name, value, rule.expected_shape(desc), rule.expected_element(desc))
+        if rule.strides is not None:
+            V.check_nonnegative_strides(who, name, value)
+            if rule.strides == UNIT_LAST and value.dim():
+                V.check_unit_stride(who, name, value, value.dim() - 1)

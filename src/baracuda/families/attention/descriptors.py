@@ -5,12 +5,11 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 from functools import partial
-from typing import ClassVar
 
 import torch
 
 from ...core import validate as V
-from ...core.args import Args, operand
+from ...core.args import NON_NEGATIVE, UNIT_LAST, Args, operand
 from ...core.errors import InvalidProblem, Unsupported
 from ...core.plan import Descriptor
 from ...core.vocab import FLOAT_KINDS, INDEX_KINDS, ElementKind
@@ -155,7 +154,7 @@ def _has_mask(d: SdpaDescriptor) -> bool:
 
 #: Operands forward and backward share (a dataclass field object serves one field only, so
 #: each use builds its own).
-_MASK = partial(operand, "mask_shape", _mask_elements, when=_has_mask)
+_MASK = partial(operand, "mask_shape", _mask_elements, when=_has_mask, strides=NON_NEGATIVE)
 #: Required when dropout_p > 0 (SdpaPlan's rule); ignored otherwise.
 _RNG = partial(operand, lambda d: (2,), ElementKind.I64, optional=True)
 
@@ -166,33 +165,28 @@ class SdpaArgs(Args):
     broadcastable] when the descriptor has one. `rng_state` int64 [2] = (seed, offset) on the
     device when dropout_p > 0: the backward given the same tensor replays the same mask."""
 
-    q: torch.Tensor = operand("q_shape", "element")
-    k: torch.Tensor = operand("k_shape", "element")
-    v: torch.Tensor = operand("v_shape", "element")
-    out: torch.Tensor = operand("out_shape", "element", output=True)
-    lse: torch.Tensor = operand("lse_shape", "lse_element", output=True)
+    q: torch.Tensor = operand("q_shape", "element", strides=UNIT_LAST)
+    k: torch.Tensor = operand("k_shape", "element", strides=UNIT_LAST)
+    v: torch.Tensor = operand("v_shape", "element", strides=UNIT_LAST)
+    out: torch.Tensor = operand("out_shape", "element", output=True, strides=UNIT_LAST)
+    lse: torch.Tensor = operand("lse_shape", "lse_element", output=True, strides=NON_NEGATIVE)
     mask: torch.Tensor | None = _MASK()
     rng_state: torch.Tensor | None = _RNG()
-    #: The kernels need a unit-stride last dim; the rest take any non-negative strides.
-    UNIT_LAST: ClassVar[tuple[str, ...]] = ("q", "k", "v", "out")
-    STRIDED: ClassVar[tuple[str, ...]] = ("lse", "mask")
 
 
 @dataclass
 class SdpaBackwardArgs(Args):
-    q: torch.Tensor = operand("q_shape", "element")
-    k: torch.Tensor = operand("k_shape", "element")
-    v: torch.Tensor = operand("v_shape", "element")
-    out: torch.Tensor = operand("out_shape", "element")
-    dout: torch.Tensor = operand("out_shape", "element")
-    lse: torch.Tensor = operand("lse_shape", "lse_element")
-    dq: torch.Tensor = operand("q_shape", "element", output=True)
-    dk: torch.Tensor = operand("k_shape", "element", output=True)
-    dv: torch.Tensor = operand("v_shape", "element", output=True)
+    q: torch.Tensor = operand("q_shape", "element", strides=UNIT_LAST)
+    k: torch.Tensor = operand("k_shape", "element", strides=UNIT_LAST)
+    v: torch.Tensor = operand("v_shape", "element", strides=UNIT_LAST)
+    out: torch.Tensor = operand("out_shape", "element", strides=UNIT_LAST)
+    dout: torch.Tensor = operand("out_shape", "element", strides=UNIT_LAST)
+    lse: torch.Tensor = operand("lse_shape", "lse_element", strides=NON_NEGATIVE)
+    dq: torch.Tensor = operand("q_shape", "element", output=True, strides=UNIT_LAST)
+    dk: torch.Tensor = operand("k_shape", "element", output=True, strides=UNIT_LAST)
+    dv: torch.Tensor = operand("v_shape", "element", output=True, strides=UNIT_LAST)
     mask: torch.Tensor | None = _MASK()
     rng_state: torch.Tensor | None = _RNG()
-    UNIT_LAST: ClassVar[tuple[str, ...]] = ("q", "k", "v", "out", "dout", "dq", "dk", "dv")
-    STRIDED: ClassVar[tuple[str, ...]] = ("lse", "mask")
 
 
 # -- RoPE --------------------------------------------------------------------------------------
@@ -250,7 +244,7 @@ class RopeBackwardDescriptor(RopeDescriptor):
 
 
 _POSITIONS = partial(operand, lambda d: (d.x_shape[0], d.seq_len), INDEX_KINDS,
-                     when=lambda d: d.has_position_ids)
+                     when=lambda d: d.has_position_ids, strides=NON_NEGATIVE)
 
 
 @dataclass
@@ -258,24 +252,20 @@ class RopeArgs(Args):
     """`position_ids` [batch, seq] int32/int64 when the descriptor says so (values must lie in
     [0, max_positions); out-of-range positions are clamped, as an embedding lookup would fail)."""
 
-    x: torch.Tensor = operand("x_shape", "element")
-    cos: torch.Tensor = operand("table_shape", "table_element")
-    sin: torch.Tensor = operand("table_shape", "table_element")
-    y: torch.Tensor = operand("x_shape", "element", output=True)
+    x: torch.Tensor = operand("x_shape", "element", strides=UNIT_LAST)
+    cos: torch.Tensor = operand("table_shape", "table_element", strides=UNIT_LAST)
+    sin: torch.Tensor = operand("table_shape", "table_element", strides=UNIT_LAST)
+    y: torch.Tensor = operand("x_shape", "element", output=True, strides=UNIT_LAST)
     position_ids: torch.Tensor | None = _POSITIONS()
-    UNIT_LAST: ClassVar[tuple[str, ...]] = ("x", "y", "cos", "sin")
-    STRIDED: ClassVar[tuple[str, ...]] = ("position_ids",)
 
 
 @dataclass
 class RopeBackwardArgs(Args):
-    dy: torch.Tensor = operand("x_shape", "element")
-    cos: torch.Tensor = operand("table_shape", "table_element")
-    sin: torch.Tensor = operand("table_shape", "table_element")
-    dx: torch.Tensor = operand("x_shape", "element", output=True)
+    dy: torch.Tensor = operand("x_shape", "element", strides=UNIT_LAST)
+    cos: torch.Tensor = operand("table_shape", "table_element", strides=UNIT_LAST)
+    sin: torch.Tensor = operand("table_shape", "table_element", strides=UNIT_LAST)
+    dx: torch.Tensor = operand("x_shape", "element", output=True, strides=UNIT_LAST)
     position_ids: torch.Tensor | None = _POSITIONS()
-    UNIT_LAST: ClassVar[tuple[str, ...]] = ("dy", "dx", "cos", "sin")
-    STRIDED: ClassVar[tuple[str, ...]] = ("position_ids",)
 
 
 # -- KV cache ----------------------------------------------------------------------------------
@@ -307,12 +297,12 @@ class KvCacheAppendDescriptor(Descriptor):
 
 @dataclass
 class KvCacheAppendArgs(Args):
-    k_new: torch.Tensor = operand(lambda d: d.rows_shape(d.new_len, d.head_dim), "element")
-    v_new: torch.Tensor = operand(lambda d: d.rows_shape(d.new_len, d.value_dim), "element")
+    k_new: torch.Tensor = operand(lambda d: d.rows_shape(d.new_len, d.head_dim), "element",
+                                  strides=UNIT_LAST)
+    v_new: torch.Tensor = operand(lambda d: d.rows_shape(d.new_len, d.value_dim), "element",
+                                  strides=UNIT_LAST)
     cache_seqlens: torch.Tensor = operand(lambda d: (d.batch,), INDEX_KINDS)
     k_cache: torch.Tensor = operand(lambda d: d.rows_shape(d.capacity, d.head_dim), "element",
-                                    output=True)
+                                    output=True, strides=UNIT_LAST)
     v_cache: torch.Tensor = operand(lambda d: d.rows_shape(d.capacity, d.value_dim), "element",
-                                    output=True)
-    UNIT_LAST: ClassVar[tuple[str, ...]] = ("k_new", "v_new", "k_cache", "v_cache")
-    STRIDED: ClassVar[tuple[str, ...]] = ()
+                                    output=True, strides=UNIT_LAST)

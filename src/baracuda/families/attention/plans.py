@@ -36,7 +36,6 @@ import torch
 import triton.language as tl
 
 from ...backends.triton_support import INTERP, acc_type, next_pow2, split_f64
-from ...core import validate as V
 from ...core.errors import InvalidProblem
 from ...core.plan import Candidate, Plan
 from ...core.registry import register_candidate, register_plan
@@ -156,22 +155,9 @@ def index_type(*tensors):
 
 
 class AttentionPlan(Plan):
-    """Base of the family's plans: the declared operands, then the layouts the kernels take
-    (the Args class names them: `UNIT_LAST` need a unit-stride last dim, every one of those and
-    `STRIDED` non-negative strides)."""
+    """Base of the family's plans (the Args classes declare the layouts the kernels take)."""
 
     category = OpCategory.ATTENTION
-
-    def check_args(self, args) -> None:
-        super().check_args(args)
-        who = type(self).__name__
-        for name in (*args.UNIT_LAST, *args.STRIDED):
-            t = getattr(args, name)
-            if t is None:
-                continue
-            V.check_nonnegative_strides(who, name, t)
-            if name in args.UNIT_LAST:
-                V.check_unit_stride(who, name, t, t.dim() - 1)
 
 
 class _SdpaPlanBase(AttentionPlan):
