@@ -122,3 +122,26 @@ def benches(family: str | None = None) -> dict[str, Callable]:
 
 def families() -> list[str]:
     return sorted({p.family for p in plans()})
+
+
+def export_public(namespace: dict, *modules) -> list[str]:
+    """A family package's public names, gathered instead of listed by hand: the registered
+    plans, the descriptors, args and kind enums that `modules` define (not those they import),
+    bound into `namespace` (the package's globals). Returns the sorted names for `__all__`."""
+    import enum
+
+    from .args import Args
+    from .plan import Descriptor
+
+    names = []
+    for mod in modules:
+        for name, obj in vars(mod).items():
+            if name.startswith("_") or not isinstance(obj, type):
+                continue
+            if obj.__module__ != mod.__name__:
+                continue
+            registered = issubclass(obj, Plan) and _PLANS.get(name) is obj
+            if registered or issubclass(obj, (Descriptor, Args, enum.Enum)):
+                namespace[name] = obj
+                names.append(name)
+    return sorted(names)

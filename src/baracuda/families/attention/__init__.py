@@ -1,28 +1,12 @@
 """Attention family: scaled dot-product attention (flash-style, GQA, masks, dropout) forward
 and backward, rotary embeddings, KV-cache append."""
 
-from . import plans_cudnn  # noqa: F401  - registers the cuDNN candidates
-from .descriptors import (
-    CausalKind,
-    KvCacheAppendArgs,
-    KvCacheAppendDescriptor,
-    MaskKind,
-    RopeArgs,
-    RopeBackwardArgs,
-    RopeBackwardDescriptor,
-    RopeDescriptor,
-    RopeLayout,
-    SdpaArgs,
-    SdpaBackwardArgs,
-    SdpaBackwardDescriptor,
-    SdpaDescriptor,
+from ...core.registry import export_public
+from . import (  # plans_cudnn registers the cuDNN candidates
+    descriptors,
+    plans,
+    plans_cudnn,
+    plans_rope,
 )
-from .plans import SdpaBackwardPlan, SdpaPlan
-from .plans_rope import KvCacheAppendPlan, RopeBackwardPlan, RopePlan
 
-__all__ = [
-    "CausalKind", "MaskKind", "SdpaArgs", "SdpaBackwardArgs", "SdpaBackwardDescriptor",
-    "SdpaBackwardPlan", "SdpaDescriptor", "SdpaPlan", "KvCacheAppendArgs",
-    "KvCacheAppendDescriptor", "KvCacheAppendPlan", "RopeArgs", "RopeBackwardArgs",
-    "RopeBackwardDescriptor", "RopeBackwardPlan", "RopeDescriptor", "RopeLayout", "RopePlan",
-]
+__all__ = export_public(globals(), descriptors, plans, plans_rope, plans_cudnn)

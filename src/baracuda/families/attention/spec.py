@@ -14,20 +14,13 @@ from ...core.spec import AotVariant, BenchCase, Case, Malformed, PlanSpec
 from ...core.testing import poisoned, randn, with_layout
 from ...core.tolerance import tolerance_for
 from ...core.vocab import BackendKind, ElementKind, PlanPreference
+from . import descriptors as D
 from . import reference as ref
-from .descriptors import (
-    CausalKind,
-    MaskKind,
-    SdpaArgs,
-    SdpaBackwardArgs,
-    SdpaBackwardDescriptor,
-    SdpaDescriptor,
-)
 from .plans import SdpaBackwardPlan, SdpaPlan, backward_launches, forward_launches
 
 E = ElementKind
-C = CausalKind
-M = MaskKind
+C = D.CausalKind
+M = D.MaskKind
 
 # (B, H, Hkv, Sq, Sk, Dk, Dv, causal, mask, mask_shape, layout, element): ragged lengths,
 # GQA / MQA, both causal alignments, both mask kinds (broadcast), Dk != Dv, tiny and big heads.
@@ -73,7 +66,7 @@ def _rows(scale):
     yield from ((REAL[i], pref, f" [{tag}]") for i, pref, tag in REAL_PREFS)
 
 
-def _desc(row, cls=SdpaDescriptor):
+def _desc(row, cls=D.SdpaDescriptor):
     b, h, hkv, sq, sk, dk, dv, causal, mask, mshape, _, el = row
     return cls(b, h, hkv, sq, sk, dk, dv, 1.0 / math.sqrt(dk), el, causal, mask, mshape)
 
@@ -134,7 +127,7 @@ class SdpaSpec(PlanSpec):
 
             def make(device, gen, d=d, layout=layout):
                 q, k, v, mask = _forward_args(d, layout, device, gen)
-                return SdpaArgs(q, k, v, poisoned(d.out_shape, q.dtype, device),
+                return D.SdpaArgs(q, k, v, poisoned(d.out_shape, q.dtype, device),
                                 poisoned(d.lse_shape, d.lse_element.torch_dtype, device), mask)
 
             def expect(a, d=d):
@@ -153,7 +146,7 @@ class SdpaSpec(PlanSpec):
                   value_dim=16, scale=0.25, element=E.F16)
 
         def mk(**kw):
-            return lambda: SdpaDescriptor(**{**ok, **kw})
+            return lambda: D.SdpaDescriptor(**{**ok, **kw})
         yield Malformed("heads do not divide", mk(num_kv_heads=3), InvalidProblem)
         yield Malformed("kv heads zero", mk(num_kv_heads=0), InvalidProblem)
         yield Malformed("head dim 300", mk(head_dim=300), Unsupported)
@@ -179,7 +172,7 @@ class SdpaSpec(PlanSpec):
             base = dict(q=q, k=k, v=v, out=torch.empty(d.out_shape, dtype=dt, device=device),
                         lse=torch.empty(d.lse_shape, dtype=torch.float32, device=device))
             base.update({n: f(base) for n, f in kw.items()})
-            return SdpaArgs(**base)
+            return D.SdpaArgs(**base)
 
         yield Malformed("q wrong shape", lambda: fresh(q=lambda b: b["q"][:, :1]), InvalidProblem)
         yield Malformed("k wrong dtype", lambda: fresh(k=lambda b: b["k"].double()),
@@ -216,7 +209,7 @@ def _aot_variants(plan):
     meta = torch.device("meta")
     for element, dh, hkv, causal, mask, p in rows:
         s = 4096
-        d = SdpaDescriptor(4, 16, hkv, s, s, dh, dh, 0.1, element,
+        d = D.SdpaDescriptor(4, 16, hkv, s, s, dh, dh, 0.1, element,
                            C.TOP_LEFT if causal else C.NONE, mask,
                            None if mask is M.NONE else (1, 1, s, s), p)
         dt = element.torch_dtype
@@ -230,10 +223,10 @@ def _aot_variants(plan):
                              device=meta)
         rng = torch.empty(2, dtype=torch.int64, device=meta) if p else None
         if plan is SdpaPlan:
-            launches = forward_launches(d, SdpaArgs(q, k, v, out, lse, mk, rng), False)
+            launches = forward_launches(d, D.SdpaArgs(q, k, v, out, lse, mk, rng), False)
         else:
             ws = torch.empty(lse.numel() * lse.element_size(), dtype=torch.uint8, device=meta)
-            a = SdpaBackwardArgs(q, k, v, out, torch.empty_like(out), lse, torch.empty_like(q),
+            a = D.SdpaBackwardArgs(q, k, v, out, torch.empty_like(out), lse, torch.empty_like(q),
                                  torch.empty_like(k), torch.empty_like(v), mk, rng)
             launches = backward_launches(d, a, ws, False)
         for launch in launches:
@@ -273,7 +266,7 @@ class SdpaBackwardSpec(PlanSpec):
 
     def cases(self, scale):
         for row, pref, tag in _rows(scale):
-            d = _desc(row, SdpaBackwardDescriptor)
+            d = _desc(row, D.SdpaBackwardDescriptor)
             layout = row[10]
 
             def make(device, gen, d=d, layout=layout):
@@ -282,7 +275,7 @@ class SdpaBackwardSpec(PlanSpec):
                 dt = q.dtype
                 dout = _tensor(d.out_shape, dt, device, gen,
                                "strided16" if d.element in (E.F16, E.BF16) else "strided")
-                return SdpaBackwardArgs(
+                return D.SdpaBackwardArgs(
                     q, k, v, out.to(device, dt), dout, lse.to(device, d.lse_element.torch_dtype),
                     poisoned(d.q_shape, dt, device), poisoned(d.k_shape, dt, device),
                     poisoned(d.v_shape, dt, device), mask)
@@ -303,9 +296,9 @@ class SdpaBackwardSpec(PlanSpec):
                        f"{d.element.value}{tag}", d, make, expect, tol, pref)
 
     def malformed_descriptors(self):
-        yield Malformed("heads do not divide", lambda: SdpaBackwardDescriptor(
+        yield Malformed("heads do not divide", lambda: D.SdpaBackwardDescriptor(
             1, 6, 4, 8, 8, 16, 16, 0.25, E.BF16), InvalidProblem)
-        yield Malformed("mask shape", lambda: SdpaBackwardDescriptor(
+        yield Malformed("mask shape", lambda: D.SdpaBackwardDescriptor(
             1, 2, 2, 8, 8, 16, 16, 0.25, E.BF16, mask=M.ADDITIVE, mask_shape=(1, 2, 8, 9)),
             InvalidProblem)
 
@@ -321,7 +314,7 @@ class SdpaBackwardSpec(PlanSpec):
                         lse=torch.empty(d.lse_shape, dtype=torch.float32, device=device),
                         dq=e(d.q_shape), dk=e(d.k_shape), dv=e(d.v_shape))
             base.update({n: f(base) for n, f in kw.items()})
-            return SdpaBackwardArgs(**base)
+            return D.SdpaBackwardArgs(**base)
 
         yield Malformed("dk wrong shape", lambda: fresh(dk=lambda b: b["dq"]), InvalidProblem)
         yield Malformed("dout wrong dtype", lambda: fresh(dout=lambda b: b["dout"].double()),
@@ -404,9 +397,9 @@ def _det_backward(causal: bool):
     def run(q, k, v, g, out_t, out, lse):
         q, k, v = q.detach(), k.detach(), v.detach()
         dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-        desc = _desc(SdpaBackwardDescriptor, q, k, v, None, 0.0, int(causal),
+        desc = _desc(D.SdpaBackwardDescriptor, q, k, v, None, 0.0, int(causal),
                      1 / math.sqrt(q.shape[-1]))
-        run_plan(SdpaBackwardPlan, desc, SdpaBackwardArgs(q, k, v, out, g, lse, dq, dk, dv),
+        run_plan(SdpaBackwardPlan, desc, D.SdpaBackwardArgs(q, k, v, out, g, lse, dq, dk, dv),
                  pref)
         return dq, dk, dv
     return run

@@ -12,21 +12,13 @@ from ...core.spec import AotVariant, Case, Malformed, PlanSpec
 from ...core.testing import poisoned, randn, with_layout
 from ...core.tolerance import EXACT
 from ...core.vocab import ElementKind
+from . import descriptors as D
 from . import reference as ref
-from .descriptors import (
-    KvCacheAppendArgs,
-    KvCacheAppendDescriptor,
-    RopeArgs,
-    RopeBackwardArgs,
-    RopeBackwardDescriptor,
-    RopeDescriptor,
-    RopeLayout,
-)
 from .kernels_rope import rope_kernel
 from .plans_rope import KvCacheAppendPlan, RopeBackwardPlan, RopePlan, rope_config
 
 E = ElementKind
-L = RopeLayout
+L = D.RopeLayout
 
 # (x_shape, seq_axis, rotary_dim, max_positions, layout, element, table_element, pos, x layout)
 ROPE_SMALL = [
@@ -71,7 +63,7 @@ def _rope_args(row, device, gen, backward):
         pos = pos.to(torch.int32) if shape[0] == 1 else pos
     x = _x(shape, el, device, gen, xl)
     y = poisoned(shape, el.torch_dtype, device)
-    cls = RopeBackwardArgs if backward else RopeArgs
+    cls = D.RopeBackwardArgs if backward else D.RopeArgs
     return cls(x, cos.to(device), sin.to(device), y, pos)
 
 
@@ -81,7 +73,7 @@ class RopeSpec(PlanSpec):
 
     def _desc(self, row):
         shape, axis, r, p, layout, el, tel, has_pos, _ = row
-        cls = RopeBackwardDescriptor if self.backward else RopeDescriptor
+        cls = D.RopeBackwardDescriptor if self.backward else D.RopeDescriptor
         return cls(shape, axis, r, p, layout, el, tel, has_pos)
 
     def cases(self, scale):
@@ -102,7 +94,7 @@ class RopeSpec(PlanSpec):
                        d, make, expect)
 
     def malformed_descriptors(self):
-        cls = RopeBackwardDescriptor if self.backward else RopeDescriptor
+        cls = D.RopeBackwardDescriptor if self.backward else D.RopeDescriptor
         ok = dict(x_shape=(1, 8, 2, 16), seq_axis=1, rotary_dim=16, max_positions=8,
                   layout=L.HALF_SPLIT, element=E.F16)
 
@@ -119,7 +111,7 @@ class RopeSpec(PlanSpec):
     def malformed_args(self, case, device):
         d = case.desc
         gen = torch.Generator().manual_seed(3)
-        cls = RopeBackwardArgs if self.backward else RopeArgs
+        cls = D.RopeBackwardArgs if self.backward else D.RopeArgs
         dt = d.element.torch_dtype
 
         def fresh(x=None, cos=None, y=None, pos=None):
@@ -174,13 +166,13 @@ class KvCacheAppendSpec(PlanSpec):
     def cases(self, scale):
         for row in KV_SMALL if scale == "small" else KV_REAL:
             b, h, cap, n, dk, dv, el = row
-            d = KvCacheAppendDescriptor(b, h, cap, n, dk, dv, el)
+            d = D.KvCacheAppendDescriptor(b, h, cap, n, dk, dv, el)
 
             def make(device, gen, b=b, h=h, cap=cap, n=n, dk=dk, dv=dv, el=el):
                 dt = el.torch_dtype
                 starts = torch.randint(0, cap, (b,), generator=gen)
                 starts[0] = cap - n  # exactly fills the cache; others may run past the end
-                return KvCacheAppendArgs(
+                return D.KvCacheAppendArgs(
                     randn((b, h, n, dk), dt, device, gen), randn((b, h, n, dv), dt, device, gen),
                     starts.to(device=device, dtype=torch.int32),
                     with_layout(randn((b, h, cap, dk), dt, device, gen), "contiguous"),
@@ -194,9 +186,9 @@ class KvCacheAppendSpec(PlanSpec):
                        {"k_cache": EXACT, "v_cache": EXACT})
 
     def malformed_descriptors(self):
-        yield Malformed("new longer than capacity", lambda: KvCacheAppendDescriptor(
+        yield Malformed("new longer than capacity", lambda: D.KvCacheAppendDescriptor(
             1, 1, 4, 5, 8, 8, E.F16), InvalidProblem)
-        yield Malformed("negative extent", lambda: KvCacheAppendDescriptor(
+        yield Malformed("negative extent", lambda: D.KvCacheAppendDescriptor(
             1, -1, 4, 2, 8, 8, E.F16), InvalidProblem)
 
     def malformed_args(self, case, device):
@@ -211,7 +203,7 @@ class KvCacheAppendSpec(PlanSpec):
                         k_cache=e(d.batch, d.num_kv_heads, d.capacity, d.head_dim),
                         v_cache=e(d.batch, d.num_kv_heads, d.capacity, d.value_dim))
             base.update(kw)
-            return KvCacheAppendArgs(**base)
+            return D.KvCacheAppendArgs(**base)
 
         yield Malformed("seqlens float", lambda: fresh(cache_seqlens=torch.zeros(
             d.batch, device=device)), InvalidProblem)

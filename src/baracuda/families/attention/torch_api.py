@@ -11,27 +11,20 @@ import torch.nn.functional as F
 from ...backends.torch_ops import define_op, run_plan
 from ...core.errors import Unsupported
 from ...core.vocab import PlanPreference
-from .descriptors import (
-    CausalKind,
-    MaskKind,
-    SdpaArgs,
-    SdpaBackwardArgs,
-    SdpaBackwardDescriptor,
-    SdpaDescriptor,
-)
+from . import descriptors as D
 from .plans import SdpaBackwardPlan, SdpaPlan
 from .torch_rope import apply_rotary_emb, unit_last
 
 __all__ = ["scaled_dot_product_attention", "apply_rotary_emb"]
 
-_CAUSAL = (CausalKind.NONE, CausalKind.TOP_LEFT, CausalKind.BOTTOM_RIGHT)
+_CAUSAL = (D.CausalKind.NONE, D.CausalKind.TOP_LEFT, D.CausalKind.BOTTOM_RIGHT)
 _DEFAULT, _DETERMINISTIC = PlanPreference(), PlanPreference(require_deterministic=True)
 
 
 def _desc(cls, q, k, v, mask, dropout_p: float, causal: int, scale: float):
-    kind = MaskKind.NONE
+    kind = D.MaskKind.NONE
     if mask is not None:
-        kind = MaskKind.BOOLEAN if mask.dtype == torch.bool else MaskKind.ADDITIVE
+        kind = D.MaskKind.BOOLEAN if mask.dtype == torch.bool else D.MaskKind.ADDITIVE
     b, h, sq, dk = q.shape
     # cached: a training loop repeats a few shapes, and building a descriptor is host time
     return cls.cached(b, h, k.shape[1], sq, k.shape[2], dk, v.shape[3], float(scale), q.dtype,
@@ -48,8 +41,8 @@ def _fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor |
          scale: float) -> tuple[torch.Tensor, torch.Tensor]:
     out = q.new_empty((*q.shape[:3], v.shape[3]))
     lse = q.new_empty(q.shape[:3], dtype=_lse_dtype(q))
-    desc = _desc(SdpaDescriptor, q, k, v, mask, dropout_p, causal, scale)
-    run_plan(SdpaPlan, desc, SdpaArgs(q, k, v, out, lse, mask, rng))
+    desc = _desc(D.SdpaDescriptor, q, k, v, mask, dropout_p, causal, scale)
+    run_plan(SdpaPlan, desc, D.SdpaArgs(q, k, v, out, lse, mask, rng))
     return out, lse
 
 
@@ -63,12 +56,12 @@ def _bwd(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
          rng: torch.Tensor | None, dropout_p: float, causal: int,
          scale: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-    desc = _desc(SdpaBackwardDescriptor, q, k, v, mask, dropout_p, causal, scale)
+    desc = _desc(D.SdpaBackwardDescriptor, q, k, v, mask, dropout_p, causal, scale)
     # torch.use_deterministic_algorithms(True) selects a deterministic backward, as it does
     # for torch's own SDPA (the default cuDNN backward sums dQ with float atomics)
     pref = _DETERMINISTIC if torch.are_deterministic_algorithms_enabled() else _DEFAULT
     run_plan(SdpaBackwardPlan, desc,
-             SdpaBackwardArgs(q, k, v, out, _unit_last(dout), lse, dq, dk, dv, mask, rng), pref)
+             D.SdpaBackwardArgs(q, k, v, out, _unit_last(dout), lse, dq, dk, dv, mask, rng), pref)
     return dq, dk, dv
 
 

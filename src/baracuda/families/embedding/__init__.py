@@ -1,19 +1,6 @@
 """Embedding lookup and its deterministic gradient."""
 
-from .descriptors import (
-    EmbeddingArgs,
-    EmbeddingBackwardArgs,
-    EmbeddingBackwardDescriptor,
-    EmbeddingBagArgs,
-    EmbeddingBagDescriptor,
-    EmbeddingDescriptor,
-    EmbeddingRenormArgs,
-    EmbeddingRenormDescriptor,
-)
-from .plans import EmbeddingBackwardPlan, EmbeddingPlan, EmbeddingRenormPlan
-from .plans_bag import EmbeddingBagPlan
+from ...core.registry import export_public
+from . import descriptors, plans, plans_bag
 
-__all__ = ["EmbeddingArgs", "EmbeddingBackwardArgs", "EmbeddingBackwardDescriptor",
-           "EmbeddingBackwardPlan", "EmbeddingDescriptor", "EmbeddingPlan",
-           "EmbeddingRenormArgs", "EmbeddingRenormDescriptor", "EmbeddingRenormPlan",
-           "EmbeddingBagArgs", "EmbeddingBagDescriptor", "EmbeddingBagPlan"]
+__all__ = export_public(globals(), descriptors, plans, plans_bag)

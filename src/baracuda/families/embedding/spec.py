@@ -13,17 +13,8 @@ from ...core.registry import register_bench, register_spec
 from ...core.spec import AotVariant, BenchCase, Case, Malformed, PlanSpec
 from ...core.testing import poisoned, randn, with_layout
 from ...core.vocab import ElementKind
+from . import descriptors as D
 from . import reference as ref
-from .descriptors import (
-    EmbeddingArgs,
-    EmbeddingBackwardArgs,
-    EmbeddingBackwardDescriptor,
-    EmbeddingBagArgs,
-    EmbeddingBagDescriptor,
-    EmbeddingDescriptor,
-    EmbeddingRenormArgs,
-    EmbeddingRenormDescriptor,
-)
 from .kernels import embedding_bag_kernel, embedding_renorm_kernel
 from .plans import EmbeddingBackwardPlan, EmbeddingPlan, EmbeddingRenormPlan
 from .plans_bag import EmbeddingBagPlan
@@ -55,12 +46,12 @@ class EmbeddingSpec(PlanSpec):
 
     def cases(self, scale):
         for v, dm, t, el, iel, pad, layout, _ in (SMALL if scale == "small" else REAL):
-            desc = EmbeddingDescriptor(v, dm, t, el, iel, pad)
+            desc = D.EmbeddingDescriptor(v, dm, t, el, iel, pad)
 
             def make(device, gen, v=v, dm=dm, t=t, el=el, iel=iel, pad=pad, layout=layout):
                 w = with_layout(randn((v, dm), el.torch_dtype, device, gen), layout)
                 idx = _indices(v, t, iel, pad, device, gen)
-                return EmbeddingArgs(w, idx, poisoned((t, dm), el.torch_dtype, device))
+                return D.EmbeddingArgs(w, idx, poisoned((t, dm), el.torch_dtype, device))
 
             def expect(args):
                 return {"out": ref.embedding(args.weight, args.indices)}
@@ -70,24 +61,24 @@ class EmbeddingSpec(PlanSpec):
 
     def malformed_descriptors(self):
         yield Malformed("padding_idx out of range",
-                        lambda: EmbeddingDescriptor(10, 4, 3, E.F32, E.I64, 10), InvalidProblem)
-        yield Malformed("negative dim", lambda: EmbeddingDescriptor(10, -4, 3, E.F32),
+                        lambda: D.EmbeddingDescriptor(10, 4, 3, E.F32, E.I64, 10), InvalidProblem)
+        yield Malformed("negative dim", lambda: D.EmbeddingDescriptor(10, -4, 3, E.F32),
                         InvalidProblem)
-        yield Malformed("integer weight", lambda: EmbeddingDescriptor(10, 4, 3, E.I32),
+        yield Malformed("integer weight", lambda: D.EmbeddingDescriptor(10, 4, 3, E.I32),
                         Unsupported)
-        yield Malformed("float indices", lambda: EmbeddingDescriptor(10, 4, 3, E.F32, E.F16),
+        yield Malformed("float indices", lambda: D.EmbeddingDescriptor(10, 4, 3, E.F32, E.F16),
                         Unsupported)
 
     def malformed_args(self, case, device):
         d = case.desc
         a = case.make_args(device, torch.Generator().manual_seed(2))
         dt = d.element.torch_dtype
-        yield Malformed("out wrong shape", lambda: EmbeddingArgs(
+        yield Malformed("out wrong shape", lambda: D.EmbeddingArgs(
             a.weight, a.indices, torch.empty((d.num_tokens + 1, d.embedding_dim), dtype=dt,
                                              device=device)), InvalidProblem)
-        yield Malformed("indices float", lambda: EmbeddingArgs(
+        yield Malformed("indices float", lambda: D.EmbeddingArgs(
             a.weight, a.indices.to(dt), a.out), InvalidProblem)
-        yield Malformed("weight wrong dtype", lambda: EmbeddingArgs(
+        yield Malformed("weight wrong dtype", lambda: D.EmbeddingArgs(
             a.weight.to(torch.float64 if dt != torch.float64 else torch.float32), a.indices,
             a.out), InvalidProblem)
 
@@ -110,12 +101,12 @@ class EmbeddingBackwardSpec(PlanSpec):
 
     def cases(self, scale):
         for v, dm, t, el, iel, pad, layout, freq in (SMALL if scale == "small" else REAL):
-            desc = EmbeddingBackwardDescriptor(v, dm, t, el, iel, pad, freq)
+            desc = D.EmbeddingBackwardDescriptor(v, dm, t, el, iel, pad, freq)
 
             def make(device, gen, v=v, dm=dm, t=t, el=el, iel=iel, pad=pad, layout=layout):
                 g = with_layout(randn((t, dm), el.torch_dtype, device, gen), layout)
                 idx = _indices(v, t, iel, pad, device, gen)
-                return EmbeddingBackwardArgs(g, idx, poisoned((v, dm), el.torch_dtype, device))
+                return D.EmbeddingBackwardArgs(g, idx, poisoned((v, dm), el.torch_dtype, device))
 
             def expect(args, v=v, pad=pad, freq=freq):
                 return {"grad_weight": ref.embedding_backward(args.grad_out, args.indices, v,
@@ -125,19 +116,19 @@ class EmbeddingBackwardSpec(PlanSpec):
                        f"freq={freq}", desc, make, expect)
 
     def malformed_descriptors(self):
-        yield Malformed("scale_grad_by_freq not bool", lambda: EmbeddingBackwardDescriptor(
+        yield Malformed("scale_grad_by_freq not bool", lambda: D.EmbeddingBackwardDescriptor(
             10, 4, 3, E.F32, E.I64, None, 1), InvalidProblem)
-        yield Malformed("padding_idx negative", lambda: EmbeddingBackwardDescriptor(
+        yield Malformed("padding_idx negative", lambda: D.EmbeddingBackwardDescriptor(
             10, 4, 3, E.F32, E.I64, -1), InvalidProblem)
 
     def malformed_args(self, case, device):
         d = case.desc
         a = case.make_args(device, torch.Generator().manual_seed(2))
-        yield Malformed("grad_weight wrong shape", lambda: EmbeddingBackwardArgs(
+        yield Malformed("grad_weight wrong shape", lambda: D.EmbeddingBackwardArgs(
             a.grad_out, a.indices, a.grad_weight[:-1]), InvalidProblem)
-        yield Malformed("indices wrong length", lambda: EmbeddingBackwardArgs(
+        yield Malformed("indices wrong length", lambda: D.EmbeddingBackwardArgs(
             a.grad_out, a.indices[:-1], a.grad_weight), InvalidProblem)
-        yield Malformed("grad_weight is grad_out", lambda: EmbeddingBackwardArgs(
+        yield Malformed("grad_weight is grad_out", lambda: D.EmbeddingBackwardArgs(
             a.grad_out, a.indices, a.grad_out.reshape(-1)[: d.num_embeddings * d.embedding_dim]
             .view(d.num_embeddings, d.embedding_dim)), InvalidProblem)
 
@@ -152,11 +143,11 @@ class EmbeddingRenormSpec(PlanSpec):
             if scale == "small" else [
                  (131072, 1024, 16384, E.BF16, E.I64, 1.0, 2.0)]
         for v, dm, t, el, iel, mx, p in table:
-            desc = EmbeddingRenormDescriptor(v, dm, t, el, iel, mx, p)
+            desc = D.EmbeddingRenormDescriptor(v, dm, t, el, iel, mx, p)
 
             def make(device, gen, v=v, dm=dm, t=t, el=el, iel=iel):
                 w = randn((v, dm), el.torch_dtype, device, gen)
-                return EmbeddingRenormArgs(_indices(v, t, iel, None, device, gen), w)
+                return D.EmbeddingRenormArgs(_indices(v, t, iel, None, device, gen), w)
 
             def expect(args, mx=mx, p=p):
                 return {"weight": ref.embedding_renorm(args.weight, args.indices, mx, p)}
@@ -175,14 +166,14 @@ class EmbeddingRenormSpec(PlanSpec):
             yield AotVariant(f"embedding_renorm p={p}", k, sig, const)
 
     def malformed_descriptors(self):
-        yield Malformed("max_norm 0", lambda: EmbeddingRenormDescriptor(
+        yield Malformed("max_norm 0", lambda: D.EmbeddingRenormDescriptor(
             10, 4, 3, E.F32, E.I64, 0.0), InvalidProblem)
-        yield Malformed("norm_type negative", lambda: EmbeddingRenormDescriptor(
+        yield Malformed("norm_type negative", lambda: D.EmbeddingRenormDescriptor(
             10, 4, 3, E.F32, E.I64, 1.0, -2.0), InvalidProblem)
 
     def malformed_args(self, case, device):
         a = case.make_args(device, torch.Generator().manual_seed(2))
-        yield Malformed("weight wrong shape", lambda: EmbeddingRenormArgs(
+        yield Malformed("weight wrong shape", lambda: D.EmbeddingRenormArgs(
             a.indices, a.weight[:-1]), InvalidProblem)
 
 
@@ -208,7 +199,7 @@ class EmbeddingBagSpec(PlanSpec):
                                                           None)] if scale == "small" else [
             (131072, 1024, 65536, 4096, "sum", E.BF16, True, None)]
         for v, dm, t, b, mode, el, has_w, pad in table:
-            desc = EmbeddingBagDescriptor(v, dm, t, b, mode, el, E.I64, has_w, pad)
+            desc = D.EmbeddingBagDescriptor(v, dm, t, b, mode, el, E.I64, has_w, pad)
 
             def make(device, gen, v=v, dm=dm, t=t, b=b, mode=mode, el=el, has_w=has_w,
                      pad=pad):
@@ -221,7 +212,7 @@ class EmbeddingBagSpec(PlanSpec):
                                     torch.tensor([t])]).to(device)
                 psw = randn((t,), el.torch_dtype, device, gen) if has_w else None
                 mt = poisoned((b, dm), torch.int64, device) if mode == "max" else None
-                return EmbeddingBagArgs(w, idx, bounds, poisoned((b, dm), el.torch_dtype,
+                return D.EmbeddingBagArgs(w, idx, bounds, poisoned((b, dm), el.torch_dtype,
                                                                  device), psw, mt)
 
             def expect(args, mode=mode, pad=pad):
@@ -233,16 +224,16 @@ class EmbeddingBagSpec(PlanSpec):
                        desc, make, expect)
 
     def malformed_descriptors(self):
-        yield Malformed("bad mode", lambda: EmbeddingBagDescriptor(
+        yield Malformed("bad mode", lambda: D.EmbeddingBagDescriptor(
             10, 4, 3, 2, "median", E.F32), InvalidProblem)
-        yield Malformed("weights with mean", lambda: EmbeddingBagDescriptor(
+        yield Malformed("weights with mean", lambda: D.EmbeddingBagDescriptor(
             10, 4, 3, 2, "mean", E.F32, E.I64, True), InvalidProblem)
 
     def malformed_args(self, case, device):
         a = case.make_args(device, torch.Generator().manual_seed(3))
-        yield Malformed("bounds wrong length", lambda: EmbeddingBagArgs(
+        yield Malformed("bounds wrong length", lambda: D.EmbeddingBagArgs(
             a.weight, a.indices, a.bounds[:-1], a.out, a.per_sample_weights), InvalidProblem)
-        yield Malformed("max_token on sum", lambda: EmbeddingBagArgs(
+        yield Malformed("max_token on sum", lambda: D.EmbeddingBagArgs(
             a.weight, a.indices, a.bounds, a.out, a.per_sample_weights,
             torch.empty(a.out.shape, dtype=torch.int64, device=device)), InvalidProblem)
 

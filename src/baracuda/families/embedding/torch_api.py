@@ -5,16 +5,7 @@ from __future__ import annotations
 import torch
 
 from ...backends.torch_ops import define_op, run_plan
-from .descriptors import (
-    EmbeddingArgs,
-    EmbeddingBackwardArgs,
-    EmbeddingBackwardDescriptor,
-    EmbeddingBagArgs,
-    EmbeddingBagDescriptor,
-    EmbeddingDescriptor,
-    EmbeddingRenormArgs,
-    EmbeddingRenormDescriptor,
-)
+from . import descriptors as D
 from .plans import EmbeddingBackwardPlan, EmbeddingPlan, EmbeddingRenormPlan
 from .plans_bag import EmbeddingBagPlan
 
@@ -50,9 +41,9 @@ def _forward(input: torch.Tensor, weight: torch.Tensor, padding_idx: int) -> tor
     if not idx.is_cuda:  # on CUDA the gather kernel asserts on the device, as torch's does
         _check_range(idx, v)
     out = weight.new_empty((idx.shape[0], dm))
-    desc = EmbeddingDescriptor(v, dm, idx.shape[0], weight.dtype, idx.dtype,
+    desc = D.EmbeddingDescriptor(v, dm, idx.shape[0], weight.dtype, idx.dtype,
                                None if padding_idx < 0 else padding_idx)
-    run_plan(EmbeddingPlan, desc, EmbeddingArgs(weight, idx, out))
+    run_plan(EmbeddingPlan, desc, D.EmbeddingArgs(weight, idx, out))
     return out.view(*input.shape, dm)
 
 
@@ -66,10 +57,10 @@ def _backward_impl(grad_out: torch.Tensor, input: torch.Tensor, num_weights: int
     idx = _flat(input)
     g = grad_out.reshape(idx.shape[0], dm)
     gw = grad_out.new_empty((num_weights, dm))
-    desc = EmbeddingBackwardDescriptor(num_weights, dm, idx.shape[0], grad_out.dtype, idx.dtype,
+    desc = D.EmbeddingBackwardDescriptor(num_weights, dm, idx.shape[0], grad_out.dtype, idx.dtype,
                                        None if padding_idx < 0 else padding_idx,
                                        scale_grad_by_freq)
-    run_plan(EmbeddingBackwardPlan, desc, EmbeddingBackwardArgs(g, idx, gw))
+    run_plan(EmbeddingBackwardPlan, desc, D.EmbeddingBackwardArgs(g, idx, gw))
     return gw
 
 
@@ -110,9 +101,9 @@ def _renorm_impl(weight: torch.Tensor, input: torch.Tensor, max_norm: float,
     idx = _flat(input)
     v, dm = weight.shape
     _check_range(idx, v)
-    desc = EmbeddingRenormDescriptor(v, dm, idx.shape[0], weight.dtype, idx.dtype, max_norm,
+    desc = D.EmbeddingRenormDescriptor(v, dm, idx.shape[0], weight.dtype, idx.dtype, max_norm,
                                      norm_type)
-    run_plan(EmbeddingRenormPlan, desc, EmbeddingRenormArgs(idx, weight))
+    run_plan(EmbeddingRenormPlan, desc, D.EmbeddingRenormArgs(idx, weight))
 
 
 def _renorm_fake(weight, input, max_norm, norm_type) -> None:
@@ -157,10 +148,10 @@ def _bag_fwd(indices: torch.Tensor, weight: torch.Tensor, bounds: torch.Tensor,
     out = weight.new_empty((b, dm))
     mt = torch.empty((b, dm) if mode == "max" else (0,), dtype=torch.int64,
                      device=weight.device)
-    desc = EmbeddingBagDescriptor(v, dm, indices.shape[0], b, mode, weight.dtype, indices.dtype,
+    desc = D.EmbeddingBagDescriptor(v, dm, indices.shape[0], b, mode, weight.dtype, indices.dtype,
                                   per_sample_weights is not None,
                                   None if padding_idx < 0 else padding_idx)
-    run_plan(EmbeddingBagPlan, desc, EmbeddingBagArgs(
+    run_plan(EmbeddingBagPlan, desc, D.EmbeddingBagArgs(
         weight, indices, bounds, out, per_sample_weights, mt if mode == "max" else None))
     return out, mt
 

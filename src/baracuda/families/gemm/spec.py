@@ -11,28 +11,15 @@ from ...core.spec import AotVariant, BenchCase, Case, Malformed, PlanSpec
 from ...core.testing import poisoned, randn
 from ...core.tolerance import Tolerance
 from ...core.vocab import ArchSku, BackendKind, ElementKind, PlanPreference
+from . import descriptors as D
 from . import reference as ref
 from .composite import BatchedGemmPlan, GroupedGemmPlan, LinearBackwardPlan, LinearPlan
-from .descriptors import (
-    BatchedGemmArgs,
-    BatchedGemmDescriptor,
-    BatchedGemmKind,
-    DenseGemmArgs,
-    DenseGemmDescriptor,
-    GemmActivation,
-    GroupedGemmArgs,
-    GroupedGemmDescriptor,
-    LinearArgs,
-    LinearBackwardArgs,
-    LinearBackwardDescriptor,
-    LinearDescriptor,
-)
 from .kernels import gemm_kernel
 from .launch import tile_for
 from .plans import DenseGemmPlan
 
 E = ElementKind
-A = GemmActivation
+A = D.GemmActivation
 F32, F16, BF16, F64 = E.F32, E.F16, E.BF16, E.F64
 TRITON = PlanPreference(prefer_backend=BackendKind.TRITON)
 TF32 = PlanPreference(allow_tf32=True)
@@ -114,7 +101,7 @@ DENSE_REAL = [
 
 def _dense_case(row):
     name, m, n, k, el, extra, la, lb, pref = row
-    desc = DenseGemmDescriptor(m=m, n=n, k=k, element=el, **extra)
+    desc = D.DenseGemmDescriptor(m=m, n=n, k=k, element=el, **extra)
     dt = el.torch_dtype
     mn = (*desc.batch, m, n)
 
@@ -122,7 +109,7 @@ def _dense_case(row):
         scale = 1.0 / max(k, 1) ** 0.5
         a = matrix((*desc.batch, m, k), la, dt, device, gen)
         b = matrix((*desc.batch, k, n), lb, dt, device, gen, scale)
-        return DenseGemmArgs(
+        return D.DenseGemmArgs(
             a=a, b=b, d=poisoned(mn, dt, device),
             c=randn(mn, dt, device, gen) if desc.has_c else None,
             bias=randn((n,), dt, device, gen) if desc.bias else None,
@@ -148,22 +135,22 @@ class DenseGemmSpec(PlanSpec):
             yield _dense_case(row)
 
     def malformed_descriptors(self):
-        yield Malformed("negative m", lambda: DenseGemmDescriptor(-1, 4, 4, F32), InvalidProblem)
-        yield Malformed("integer element", lambda: DenseGemmDescriptor(4, 4, 4, E.I32),
+        yield Malformed("negative m", lambda: D.DenseGemmDescriptor(-1, 4, 4, F32), InvalidProblem)
+        yield Malformed("integer element", lambda: D.DenseGemmDescriptor(4, 4, 4, E.I32),
                         Unsupported)
         yield Malformed("bad activation",
-                        lambda: DenseGemmDescriptor(4, 4, 4, F32, activation="gelu"),
+                        lambda: D.DenseGemmDescriptor(4, 4, 4, F32, activation="gelu"),
                         InvalidProblem)
         yield Malformed("save_preact without activation",
-                        lambda: DenseGemmDescriptor(4, 4, 4, F32, save_preact=True),
+                        lambda: D.DenseGemmDescriptor(4, 4, 4, F32, save_preact=True),
                         InvalidProblem)
         yield Malformed("infinite alpha",
-                        lambda: DenseGemmDescriptor(4, 4, 4, F32, alpha=float("inf")),
+                        lambda: D.DenseGemmDescriptor(4, 4, 4, F32, alpha=float("inf")),
                         InvalidProblem)
         yield Malformed("forward and backward epilogue",
-                        lambda: DenseGemmDescriptor(4, 4, 4, F32, bias=True, bias_grad=True),
+                        lambda: D.DenseGemmDescriptor(4, 4, 4, F32, bias=True, bias_grad=True),
                         InvalidProblem)
-        yield Malformed("batch rank 7", lambda: DenseGemmDescriptor(4, 4, 4, F32, batch=(1,) * 7),
+        yield Malformed("batch rank 7", lambda: D.DenseGemmDescriptor(4, 4, 4, F32, batch=(1,) * 7),
                         Unsupported)
 
     def malformed_args(self, case, device):
@@ -176,7 +163,7 @@ class DenseGemmSpec(PlanSpec):
             base = dict(a=randn((m, k), dt, device, g), b=randn((k, n), dt, device, g),
                         d=torch.empty((m, n), dtype=dt, device=device))
             base.update(kw)
-            return DenseGemmArgs(**base)
+            return D.DenseGemmArgs(**base)
 
         other = torch.float64 if dt != torch.float64 else torch.float32
         yield Malformed("inner dims differ", lambda: args(b=randn((k + 1, n), dt, device, g)),
@@ -246,11 +233,11 @@ class LinearSpec(PlanSpec):
     def cases(self, scale):
         for t, i, o, el, bias, act in LINEAR_SMALL if scale == "small" else LINEAR_REAL:
             save = act is not A.NONE
-            desc = LinearDescriptor(t, i, o, el, bias=bias, activation=act, save_preact=save)
+            desc = D.LinearDescriptor(t, i, o, el, bias=bias, activation=act, save_preact=save)
             dt = el.torch_dtype
 
             def make(device, gen, t=t, i=i, o=o, dt=dt, bias=bias, save=save):
-                return LinearArgs(
+                return D.LinearArgs(
                     x=randn((t, i), dt, device, gen),
                     weight=randn((o, i), dt, device, gen, std=1 / max(i, 1) ** 0.5),
                     y=poisoned((t, o), dt, device),
@@ -265,9 +252,9 @@ class LinearSpec(PlanSpec):
                        expect)
 
     def malformed_descriptors(self):
-        yield Malformed("negative tokens", lambda: LinearDescriptor(-2, 4, 4, F32),
+        yield Malformed("negative tokens", lambda: D.LinearDescriptor(-2, 4, 4, F32),
                         InvalidProblem)
-        yield Malformed("i8", lambda: LinearDescriptor(2, 4, 4, E.I8), Unsupported)
+        yield Malformed("i8", lambda: D.LinearDescriptor(2, 4, 4, E.I8), Unsupported)
 
     def malformed_args(self, case, device):
         d = case.desc
@@ -275,10 +262,10 @@ class LinearSpec(PlanSpec):
         g = torch.Generator().manual_seed(3)
         good = case.make_args(device, g)
         yield Malformed("weight in_features differ",
-                        lambda: LinearArgs(good.x, randn((d.out_features, d.in_features + 1), dt,
+                        lambda: D.LinearArgs(good.x, randn((d.out_features, d.in_features + 1), dt,
                                                          device, g), good.y, good.bias,
                                            good.preact), InvalidProblem)
-        yield Malformed("y aliases x", lambda: LinearArgs(good.x, good.weight,
+        yield Malformed("y aliases x", lambda: D.LinearArgs(good.x, good.weight,
                                                           good.x[:, :1].expand(-1, 1), good.bias,
                                                           good.preact), InvalidProblem)
 
@@ -288,11 +275,11 @@ class LinearBackwardSpec(PlanSpec):
 
     def cases(self, scale):
         for t, i, o, el, bias, act in LINEAR_SMALL if scale == "small" else LINEAR_REAL:
-            desc = LinearBackwardDescriptor(t, i, o, el, bias=bias, activation=act)
+            desc = D.LinearBackwardDescriptor(t, i, o, el, bias=bias, activation=act)
             dt = el.torch_dtype
 
             def make(device, gen, t=t, i=i, o=o, dt=dt, bias=bias, act=act):
-                return LinearBackwardArgs(
+                return D.LinearBackwardArgs(
                     dy=randn((t, o), dt, device, gen), x=randn((t, i), dt, device, gen),
                     weight=randn((o, i), dt, device, gen),
                     preact=randn((t, o), dt, device, gen) if act is not A.NONE else None,
@@ -310,28 +297,28 @@ class LinearBackwardSpec(PlanSpec):
 
     def malformed_descriptors(self):
         yield Malformed("bad activation",
-                        lambda: LinearBackwardDescriptor(2, 4, 4, F32, activation=3),
+                        lambda: D.LinearBackwardDescriptor(2, 4, 4, F32, activation=3),
                         InvalidProblem)
 
     def malformed_args(self, case, device):
         g = torch.Generator().manual_seed(4)
         good = case.make_args(device, g)
         yield Malformed("no gradient requested",
-                        lambda: LinearBackwardArgs(good.dy, good.x, good.weight, good.preact),
+                        lambda: D.LinearBackwardArgs(good.dy, good.x, good.weight, good.preact),
                         InvalidProblem)
         yield Malformed("dy wrong shape",
-                        lambda: LinearBackwardArgs(good.dy[:, :1], good.x, good.weight,
+                        lambda: D.LinearBackwardArgs(good.dy[:, :1], good.x, good.weight,
                                                    good.preact, good.dx), InvalidProblem)
 
 
-BATCHED_SMALL = [(BatchedGemmKind.BMM, 3, 17, 33, 17, F32, 1.0, 0.0, None),
-                 (BatchedGemmKind.BADDBMM, 2, 17, 17, 100, BF16, 0.5, 2.0, (1, 17)),
-                 (BatchedGemmKind.ADDMM, 1, 17, 100, 17, F32, 1.0, 1.0, (100,)),
-                 (BatchedGemmKind.ADDMM, 1, 33, 17, 17, F64, 2.0, 0.5, (33, 1)),
-                 (BatchedGemmKind.MM, 1, 100, 17, 33, F16, 1.0, 0.0, None)]
-BATCHED_REAL = [(BatchedGemmKind.BMM, 8, 512, 512, 256, BF16, 1.0, 0.0, None),
-                (BatchedGemmKind.ADDMM, 1, 1024, 1024, 1024, BF16, 1.0, 1.0, (1024,)),
-                (BatchedGemmKind.BADDBMM, 4, 300, 200, 100, F32, 0.5, -1.0, (4, 300, 200))]
+BATCHED_SMALL = [(D.BatchedGemmKind.BMM, 3, 17, 33, 17, F32, 1.0, 0.0, None),
+                 (D.BatchedGemmKind.BADDBMM, 2, 17, 17, 100, BF16, 0.5, 2.0, (1, 17)),
+                 (D.BatchedGemmKind.ADDMM, 1, 17, 100, 17, F32, 1.0, 1.0, (100,)),
+                 (D.BatchedGemmKind.ADDMM, 1, 33, 17, 17, F64, 2.0, 0.5, (33, 1)),
+                 (D.BatchedGemmKind.MM, 1, 100, 17, 33, F16, 1.0, 0.0, None)]
+BATCHED_REAL = [(D.BatchedGemmKind.BMM, 8, 512, 512, 256, BF16, 1.0, 0.0, None),
+                (D.BatchedGemmKind.ADDMM, 1, 1024, 1024, 1024, BF16, 1.0, 1.0, (1024,)),
+                (D.BatchedGemmKind.BADDBMM, 4, 300, 200, 100, F32, 0.5, -1.0, (4, 300, 200))]
 
 
 class BatchedGemmSpec(PlanSpec):
@@ -340,12 +327,12 @@ class BatchedGemmSpec(PlanSpec):
     def cases(self, scale):
         for kind, bt, m, n, k, el, alpha, beta, ishape in (
                 BATCHED_SMALL if scale == "small" else BATCHED_REAL):
-            desc = BatchedGemmDescriptor(kind, bt, m, n, k, el, alpha, beta)
+            desc = D.BatchedGemmDescriptor(kind, bt, m, n, k, el, alpha, beta)
             dt = el.torch_dtype
             lead = (bt,) if desc.batched else ()
 
             def make(device, gen, lead=lead, m=m, n=n, k=k, dt=dt, ishape=ishape, desc=desc):
-                return BatchedGemmArgs(
+                return D.BatchedGemmArgs(
                     a=randn((*lead, m, k), dt, device, gen),
                     b=randn((*lead, k, n), dt, device, gen, std=1 / k ** 0.5),
                     out=poisoned(desc.out_shape(), dt, device),
@@ -361,16 +348,16 @@ class BatchedGemmSpec(PlanSpec):
                        expect)
 
     def malformed_descriptors(self):
-        yield Malformed("addmm with batch", lambda: BatchedGemmDescriptor(
-            BatchedGemmKind.ADDMM, 2, 4, 4, 4, F32), InvalidProblem)
-        yield Malformed("bad kind", lambda: BatchedGemmDescriptor("bmm", 2, 4, 4, 4, F32),
+        yield Malformed("addmm with batch", lambda: D.BatchedGemmDescriptor(
+            D.BatchedGemmKind.ADDMM, 2, 4, 4, 4, F32), InvalidProblem)
+        yield Malformed("bad kind", lambda: D.BatchedGemmDescriptor("bmm", 2, 4, 4, 4, F32),
                         InvalidProblem)
 
     def malformed_args(self, case, device):
         g = torch.Generator().manual_seed(6)
         good = case.make_args(device, g)
         yield Malformed("b inner dim differs",
-                        lambda: BatchedGemmArgs(good.a, good.b[..., :-1, :], good.out),
+                        lambda: D.BatchedGemmArgs(good.a, good.b[..., :-1, :], good.out),
                         InvalidProblem)
 
 
@@ -384,12 +371,12 @@ class GroupedGemmSpec(PlanSpec):
 
     def cases(self, scale):
         for sizes, n, k, el in GROUPED_SMALL if scale == "small" else GROUPED_REAL:
-            desc = GroupedGemmDescriptor(sizes, n, k, el)
+            desc = D.GroupedGemmDescriptor(sizes, n, k, el)
             dt = el.torch_dtype
 
             def make(device, gen, desc=desc, dt=dt):
                 s = desc.total_rows
-                return GroupedGemmArgs(
+                return D.GroupedGemmArgs(
                     a=randn((s, desc.k), dt, device, gen),
                     b=randn((len(desc.group_sizes), desc.n, desc.k), dt, device, gen,
                             std=desc.k ** -0.5).mT,
@@ -405,14 +392,14 @@ class GroupedGemmSpec(PlanSpec):
             yield Case(f"grouped {sizes} n={n} k={k} {el.value}", desc, make, expect)
 
     def malformed_descriptors(self):
-        yield Malformed("no groups", lambda: GroupedGemmDescriptor((), 4, 4, F32), InvalidProblem)
-        yield Malformed("negative group", lambda: GroupedGemmDescriptor((3, -1), 4, 4, F32),
+        yield Malformed("no groups", lambda: D.GroupedGemmDescriptor((), 4, 4, F32), InvalidProblem)
+        yield Malformed("negative group", lambda: D.GroupedGemmDescriptor((3, -1), 4, 4, F32),
                         InvalidProblem)
 
     def malformed_args(self, case, device):
         g = torch.Generator().manual_seed(8)
         good = case.make_args(device, g)
-        yield Malformed("too few experts", lambda: GroupedGemmArgs(good.a, good.b[:1], good.d),
+        yield Malformed("too few experts", lambda: D.GroupedGemmArgs(good.a, good.b[:1], good.d),
                         InvalidProblem)
 
 

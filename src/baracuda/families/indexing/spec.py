@@ -12,20 +12,8 @@ from ...core.registry import register_bench, register_spec
 from ...core.spec import AotVariant, BenchCase, Case, Malformed, PlanSpec
 from ...core.testing import poisoned, randn, with_layout
 from ...core.vocab import ElementKind
+from . import descriptors as D
 from . import reference as ref
-from .descriptors import (
-    GatherArgs,
-    GatherDescriptor,
-    IndexSelectArgs,
-    IndexSelectBackwardArgs,
-    IndexSelectBackwardDescriptor,
-    IndexSelectDescriptor,
-    IndexUpdateArgs,
-    IndexUpdateDescriptor,
-    ScatterArgs,
-    ScatterDescriptor,
-    ScatterKind,
-)
 from .kernels import line_gather_kernel, line_scatter_kernel
 from .plans import (
     INDEX_GATHER_TILE,
@@ -69,13 +57,13 @@ class IndexSelectSpec(PlanSpec):
         table = SELECT + [((9, 4), 0, 12, E.I64, E.I64, "contiguous")] if scale == "small" \
             else [((50_000, 1024), 0, 8192, E.BF16, E.I64, "contiguous")]
         for shape, dim, k, el, iel, layout in table:
-            desc = IndexSelectDescriptor(shape, dim, k, el, iel)
+            desc = D.IndexSelectDescriptor(shape, dim, k, el, iel)
 
             def make(device, gen, desc=desc, layout=layout):
                 x = _data(desc.input_shape, desc.element, device, gen, layout)
                 idx = _idx((desc.num_indices,), desc.input_shape[desc.axis], desc.index_element,
                            device, gen)
-                return IndexSelectArgs(x, idx, poisoned(desc.out_shape, x.dtype, device))
+                return D.IndexSelectArgs(x, idx, poisoned(desc.out_shape, x.dtype, device))
 
             def expect(args, dim=dim):
                 return {"out": ref.index_select(args.input, dim, args.index)}
@@ -84,19 +72,19 @@ class IndexSelectSpec(PlanSpec):
 
     def malformed_descriptors(self):
         yield Malformed("dim out of range",
-                        lambda: IndexSelectDescriptor((3, 4), 2, 5, E.F32), InvalidProblem)
-        yield Malformed("negative K", lambda: IndexSelectDescriptor((3, 4), 0, -1, E.F32),
+                        lambda: D.IndexSelectDescriptor((3, 4), 2, 5, E.F32), InvalidProblem)
+        yield Malformed("negative K", lambda: D.IndexSelectDescriptor((3, 4), 0, -1, E.F32),
                         InvalidProblem)
-        yield Malformed("bool data", lambda: IndexSelectDescriptor((3, 4), 0, 2, E.BOOL),
+        yield Malformed("bool data", lambda: D.IndexSelectDescriptor((3, 4), 0, 2, E.BOOL),
                         Unsupported)
 
     def malformed_args(self, case, device):
         a = case.make_args(device, torch.Generator().manual_seed(1))
-        yield Malformed("out wrong shape", lambda: IndexSelectArgs(a.input, a.index, a.out[:-1]),
+        yield Malformed("out wrong shape", lambda: D.IndexSelectArgs(a.input, a.index, a.out[:-1]),
                         InvalidProblem)
-        yield Malformed("index 2-D", lambda: IndexSelectArgs(a.input, a.index[None], a.out),
+        yield Malformed("index 2-D", lambda: D.IndexSelectArgs(a.input, a.index[None], a.out),
                         InvalidProblem)
-        yield Malformed("float index", lambda: IndexSelectArgs(a.input, a.index.float(), a.out),
+        yield Malformed("float index", lambda: D.IndexSelectArgs(a.input, a.index.float(), a.out),
                         InvalidProblem)
 
     def aot_variants(self):
@@ -124,13 +112,13 @@ class IndexSelectBackwardSpec(PlanSpec):
             ((50_000, 1024), 0, 8192, E.BF16, E.I64, "contiguous"),
             ((64, 4096, 8), 1, 20_000, E.F32, E.I32, "contiguous")]
         for shape, dim, k, el, iel, layout in table:
-            desc = IndexSelectBackwardDescriptor(shape, dim, k, el, iel)
+            desc = D.IndexSelectBackwardDescriptor(shape, dim, k, el, iel)
 
             def make(device, gen, desc=desc, layout=layout):
                 g = _data(desc.out_shape, desc.element, device, gen, layout)
                 idx = _idx((desc.num_indices,), desc.input_shape[desc.axis], desc.index_element,
                            device, gen)
-                return IndexSelectBackwardArgs(g, idx, poisoned(desc.input_shape, g.dtype,
+                return D.IndexSelectBackwardArgs(g, idx, poisoned(desc.input_shape, g.dtype,
                                                                  device))
 
             def expect(args, desc=desc):
@@ -141,13 +129,13 @@ class IndexSelectBackwardSpec(PlanSpec):
 
     def malformed_descriptors(self):
         yield Malformed("integer grads",
-                        lambda: IndexSelectBackwardDescriptor((3, 4), 0, 2, E.I64), Unsupported)
+                        lambda: D.IndexSelectBackwardDescriptor((3, 4), 0, 2, E.I64), Unsupported)
 
     def malformed_args(self, case, device):
         a = case.make_args(device, torch.Generator().manual_seed(1))
-        yield Malformed("grad_input wrong shape", lambda: IndexSelectBackwardArgs(
+        yield Malformed("grad_input wrong shape", lambda: D.IndexSelectBackwardArgs(
             a.grad_out, a.index, a.grad_input[:-1]), InvalidProblem)
-        yield Malformed("index wrong length", lambda: IndexSelectBackwardArgs(
+        yield Malformed("index wrong length", lambda: D.IndexSelectBackwardArgs(
             a.grad_out, a.index[:-1], a.grad_input), InvalidProblem)
 
 
@@ -169,13 +157,13 @@ class GatherSpec(PlanSpec):
         table = GATHER if scale == "small" else [
             ((4096, 8192), (4096, 1024), 1, E.BF16, E.I64, "contiguous")]
         for shape, ishape, dim, el, iel, layout in table:
-            desc = GatherDescriptor(shape, ishape, dim, el, iel)
+            desc = D.GatherDescriptor(shape, ishape, dim, el, iel)
 
             def make(device, gen, desc=desc, layout=layout):
                 x = _data(desc.input_shape, desc.element, device, gen, layout)
                 idx = _idx(desc.index_shape, desc.input_shape[desc.axis], desc.index_element,
                            device, gen)
-                return GatherArgs(x, idx, poisoned(desc.index_shape, x.dtype, device))
+                return D.GatherArgs(x, idx, poisoned(desc.index_shape, x.dtype, device))
 
             def expect(args, dim=dim):
                 return {"out": ref.gather(args.input, dim, args.index)}
@@ -184,15 +172,15 @@ class GatherSpec(PlanSpec):
 
     def malformed_descriptors(self):
         yield Malformed("index larger off dim",
-                        lambda: GatherDescriptor((3, 4), (4, 4), 1, E.F32), InvalidProblem)
+                        lambda: D.GatherDescriptor((3, 4), (4, 4), 1, E.F32), InvalidProblem)
         yield Malformed("rank mismatch",
-                        lambda: GatherDescriptor((3, 4), (3,), 0, E.F32), InvalidProblem)
+                        lambda: D.GatherDescriptor((3, 4), (3,), 0, E.F32), InvalidProblem)
 
     def malformed_args(self, case, device):
         a = case.make_args(device, torch.Generator().manual_seed(1))
-        yield Malformed("out wrong shape", lambda: GatherArgs(a.input, a.index, a.out[:-1]),
+        yield Malformed("out wrong shape", lambda: D.GatherArgs(a.input, a.index, a.out[:-1]),
                         InvalidProblem)
-        yield Malformed("out aliases input", lambda: GatherArgs(
+        yield Malformed("out aliases input", lambda: D.GatherArgs(
             a.input, a.index, a.input.reshape(-1)[: a.out.numel()].view(a.out.shape)),
             InvalidProblem)
 
@@ -219,26 +207,26 @@ class ScatterSpec(PlanSpec):
 
     def _table(self, scale):
         if scale != "small":
-            for kind in (ScatterKind.SUM, ScatterKind.AMAX):
+            for kind in (D.ScatterKind.SUM, D.ScatterKind.AMAX):
                 yield ((512, 4096), (512, 4096), (512, 4096), 1, E.F32, "contiguous", kind,
                        True, True)
             return
         for shape, ishape, sshape, dim, el, layout in SCATTER:
-            for kind in ScatterKind:
-                for inc in ((True, False) if kind is not ScatterKind.ASSIGN else (True,)):
+            for kind in D.ScatterKind:
+                for inc in ((True, False) if kind is not D.ScatterKind.ASSIGN else (True,)):
                     yield shape, ishape, sshape, dim, el, layout, kind, inc, True
-        yield ((9, 7), (9, 16), (9, 16), 1, E.F64, "transposed", ScatterKind.SUM, False, False)
+        yield ((9, 7), (9, 16), (9, 16), 1, E.F64, "transposed", D.ScatterKind.SUM, False, False)
 
     def cases(self, scale):
         for shape, ishape, sshape, dim, el, layout, kind, inc, has_self in self._table(scale):
-            desc = ScatterDescriptor(shape, ishape, dim, el, E.I64, kind, inc, has_self)
+            desc = D.ScatterDescriptor(shape, ishape, dim, el, E.I64, kind, inc, has_self)
 
             def make(device, gen, desc=desc, sshape=sshape, layout=layout):
                 s = _data(desc.input_shape, desc.element, device, gen, layout) \
                     if desc.has_self else None
                 src = _data(sshape, desc.element, device, gen)
                 idx = _idx(desc.index_shape, desc.input_shape[desc.axis], E.I64, device, gen)
-                return ScatterArgs(s, idx, src, poisoned(desc.input_shape,
+                return D.ScatterArgs(s, idx, src, poisoned(desc.input_shape,
                                                          desc.element.torch_dtype, device))
 
             def expect(args, desc=desc):
@@ -250,23 +238,23 @@ class ScatterSpec(PlanSpec):
                        f"{el.value} {layout}", desc, make, expect)
 
     def malformed_descriptors(self):
-        yield Malformed("bad kind", lambda: ScatterDescriptor(
+        yield Malformed("bad kind", lambda: D.ScatterDescriptor(
             (3, 4), (3, 4), 1, E.F32, E.I64, "sum"), InvalidProblem)
-        yield Malformed("integer data", lambda: ScatterDescriptor(
+        yield Malformed("integer data", lambda: D.ScatterDescriptor(
             (3, 4), (3, 4), 1, E.I32, E.I64), Unsupported)
 
     def malformed_args(self, case, device):
         a = case.make_args(device, torch.Generator().manual_seed(1))
-        yield Malformed("src too small", lambda: ScatterArgs(
+        yield Malformed("src too small", lambda: D.ScatterArgs(
             a.self_, a.index, a.src[:, :1], a.out), InvalidProblem)
-        yield Malformed("out is self", lambda: ScatterArgs(a.self_, a.index, a.src, a.self_),
+        yield Malformed("out is self", lambda: D.ScatterArgs(a.self_, a.index, a.src, a.self_),
                         InvalidProblem)
-        yield Malformed("alpha not a number", lambda: ScatterArgs(
+        yield Malformed("alpha not a number", lambda: D.ScatterArgs(
             a.self_, a.index, a.src, a.out, alpha="2"), InvalidProblem)
 
     def aot_variants(self):
         k = line_scatter_kernel
-        for kind in (ScatterKind.SUM, ScatterKind.AMAX, ScatterKind.ASSIGN):
+        for kind in (D.ScatterKind.SUM, D.ScatterKind.AMAX, D.ScatterKind.ASSIGN):
             const = dict(KIND=SCATTER_ID[kind], HAS_SELF=True, INCLUDE_SELF=True,
                          ACC=tl.float32, BLOCK_S=64, BLOCK_J=32, S1=1, S2=1)
             ptr = {n: "*fp32" for n in ("self_ptr", "src_ptr", "out_ptr")}
@@ -282,14 +270,14 @@ class _IndexUpdateSpec(PlanSpec):
             ((50_000, 1024), 0, 8192, E.BF16, E.I64, "contiguous"),
             ((64, 4096, 8), 1, 20_000, E.F32, E.I32, "contiguous")]
         for shape, dim, k, el, iel, layout in table:
-            desc = IndexUpdateDescriptor(shape, dim, k, el, iel)
+            desc = D.IndexUpdateDescriptor(shape, dim, k, el, iel)
 
             def make(device, gen, desc=desc, layout=layout):
                 x = _data(desc.input_shape, desc.element, device, gen, layout)
                 src = _data(desc.out_shape, desc.element, device, gen)
                 idx = _idx((desc.num_indices,), desc.input_shape[desc.axis], desc.index_element,
                            device, gen)
-                return IndexUpdateArgs(x, idx, src, poisoned(desc.input_shape, x.dtype, device),
+                return D.IndexUpdateArgs(x, idx, src, poisoned(desc.input_shape, x.dtype, device),
                                        self.ALPHA)
 
             yield Case(f"{shape} dim={dim} K={k} {el.value} {layout}", desc, make,
@@ -297,13 +285,13 @@ class _IndexUpdateSpec(PlanSpec):
 
     def malformed_descriptors(self):
         yield Malformed("integer data",
-                        lambda: IndexUpdateDescriptor((3, 4), 0, 2, E.I32), Unsupported)
+                        lambda: D.IndexUpdateDescriptor((3, 4), 0, 2, E.I32), Unsupported)
 
     def malformed_args(self, case, device):
         a = case.make_args(device, torch.Generator().manual_seed(1))
-        yield Malformed("source wrong shape", lambda: IndexUpdateArgs(
+        yield Malformed("source wrong shape", lambda: D.IndexUpdateArgs(
             a.input, a.index, a.input, a.out), InvalidProblem)
-        yield Malformed("out is input", lambda: IndexUpdateArgs(
+        yield Malformed("out is input", lambda: D.IndexUpdateArgs(
             a.input, a.index, a.source, a.input), InvalidProblem)
 
 

@@ -9,17 +9,7 @@ from ...core.registry import register_spec
 from ...core.spec import AotVariant, Case, Malformed, PlanSpec
 from ...core.testing import INT_POISON, poisoned, randn, with_layout
 from ...core.vocab import ElementKind
-from .descriptors import (
-    CompactDescriptor,
-    MaskedDataDescriptor,
-    MaskedFillArgs,
-    MaskedFillDescriptor,
-    MaskedScatterArgs,
-    MaskedSelectArgs,
-    NonzeroArgs,
-    OneHotArgs,
-    OneHotDescriptor,
-)
+from . import descriptors as D
 from .kernels_mask import (
     compact_count_kernel,
     compact_write_kernel,
@@ -70,10 +60,10 @@ class MaskedFillSpec(PlanSpec):
 
     def cases(self, scale):
         for shape, el, layout in _table(scale):
-            desc = MaskedFillDescriptor(shape, el)
+            desc = D.MaskedFillDescriptor(shape, el)
 
             def make(device, gen, shape=shape, el=el, layout=layout):
-                return MaskedFillArgs(_x(shape, el, device, gen, layout),
+                return D.MaskedFillArgs(_x(shape, el, device, gen, layout),
                                       _mask(shape, device, gen, True),
                                       poisoned(shape, el.torch_dtype, device), -0.1)
 
@@ -85,15 +75,15 @@ class MaskedFillSpec(PlanSpec):
             yield Case(f"{shape} {el.value} {layout}", desc, make, expect)
 
     def malformed_descriptors(self):
-        yield Malformed("negative extent", lambda: MaskedFillDescriptor((2, -1), E.F32),
+        yield Malformed("negative extent", lambda: D.MaskedFillDescriptor((2, -1), E.F32),
                         InvalidProblem)
-        yield Malformed("bool data", lambda: MaskedFillDescriptor((2,), E.BOOL), Unsupported)
+        yield Malformed("bool data", lambda: D.MaskedFillDescriptor((2,), E.BOOL), Unsupported)
 
     def malformed_args(self, case, device):
         a = case.make_args(device, torch.Generator().manual_seed(1))
-        yield Malformed("float mask", lambda: MaskedFillArgs(
+        yield Malformed("float mask", lambda: D.MaskedFillArgs(
             a.input, a.mask.to(a.input.dtype), a.out, 1.0), InvalidProblem)
-        yield Malformed("value not a number", lambda: MaskedFillArgs(
+        yield Malformed("value not a number", lambda: D.MaskedFillArgs(
             a.input, a.mask, a.out, "x"), InvalidProblem)
 
 
@@ -104,11 +94,11 @@ class OneHotSpec(PlanSpec):
         table = [(100, 7, E.I64), (33, 200, E.I32), (0, 5, E.I64)] if scale == "small" else [
             (65536, 1000, E.I64)]
         for n, c, el in table:
-            desc = OneHotDescriptor(n, c, el)
+            desc = D.OneHotDescriptor(n, c, el)
 
             def make(device, gen, n=n, c=c, el=el):
                 x = torch.randint(0, c, (n,), generator=gen).to(device, el.torch_dtype)
-                return OneHotArgs(x, poisoned((n, c), torch.int64, device))
+                return D.OneHotArgs(x, poisoned((n, c), torch.int64, device))
 
             def expect(args, c=c):
                 return {"out": torch.nn.functional.one_hot(args.input.cpu().long(), c)}
@@ -116,12 +106,12 @@ class OneHotSpec(PlanSpec):
             yield Case(f"N={n} C={c} {el.value}", desc, make, expect)
 
     def malformed_descriptors(self):
-        yield Malformed("negative classes", lambda: OneHotDescriptor(3, -1), InvalidProblem)
-        yield Malformed("float input", lambda: OneHotDescriptor(3, 2, E.F32), Unsupported)
+        yield Malformed("negative classes", lambda: D.OneHotDescriptor(3, -1), InvalidProblem)
+        yield Malformed("float input", lambda: D.OneHotDescriptor(3, 2, E.F32), Unsupported)
 
     def malformed_args(self, case, device):
         a = case.make_args(device, torch.Generator().manual_seed(1))
-        yield Malformed("out int32", lambda: OneHotArgs(a.input, a.out.int()), InvalidProblem)
+        yield Malformed("out int32", lambda: D.OneHotArgs(a.input, a.out.int()), InvalidProblem)
 
 
 class _CompactSpec(PlanSpec):
@@ -134,14 +124,14 @@ class NonzeroSpec(_CompactSpec):
 
     def cases(self, scale):
         for shape, el, layout in _table(scale):
-            desc = CompactDescriptor(shape, el)
+            desc = D.CompactDescriptor(shape, el)
             rank = max(len(shape), 1)
 
             def make(device, gen, shape=shape, el=el, layout=layout, rank=rank):
                 n = 1
                 for d in shape:
                     n *= d
-                return NonzeroArgs(_x(shape, el, device, gen, layout),
+                return D.NonzeroArgs(_x(shape, el, device, gen, layout),
                                    torch.full((n, rank), INT_POISON, dtype=torch.int64,
                                               device=device),
                                    torch.full((1,), INT_POISON, dtype=torch.int64,
@@ -157,13 +147,13 @@ class NonzeroSpec(_CompactSpec):
             yield Case(f"{shape} {el.value} {layout}", desc, make, expect)
 
     def malformed_descriptors(self):
-        yield Malformed("rank 9", lambda: CompactDescriptor((1,) * 9, E.F32), Unsupported)
+        yield Malformed("rank 9", lambda: D.CompactDescriptor((1,) * 9, E.F32), Unsupported)
 
     def malformed_args(self, case, device):
         a = case.make_args(device, torch.Generator().manual_seed(1))
-        yield Malformed("count int32", lambda: NonzeroArgs(a.input, a.out, a.count.int()),
+        yield Malformed("count int32", lambda: D.NonzeroArgs(a.input, a.out, a.count.int()),
                         InvalidProblem)
-        yield Malformed("out too narrow", lambda: NonzeroArgs(
+        yield Malformed("out too narrow", lambda: D.NonzeroArgs(
             a.input, a.out[:, :0], a.count), InvalidProblem)
 
 
@@ -172,13 +162,13 @@ class MaskedSelectSpec(_CompactSpec):
 
     def cases(self, scale):
         for shape, el, layout in _table(scale):
-            desc = MaskedDataDescriptor(shape, el)
+            desc = D.MaskedDataDescriptor(shape, el)
 
             def make(device, gen, shape=shape, el=el, layout=layout):
                 n = 1
                 for d in shape:
                     n *= d
-                return MaskedSelectArgs(_x(shape, el, device, gen, layout),
+                return D.MaskedSelectArgs(_x(shape, el, device, gen, layout),
                                         _mask(shape, device, gen, True),
                                         poisoned((n,), el.torch_dtype, device),
                                         torch.full((1,), INT_POISON, dtype=torch.int64,
@@ -194,11 +184,11 @@ class MaskedSelectSpec(_CompactSpec):
             yield Case(f"{shape} {el.value} {layout}", desc, make, expect)
 
     def malformed_descriptors(self):
-        yield Malformed("bool data", lambda: MaskedDataDescriptor((3,), E.BOOL), Unsupported)
+        yield Malformed("bool data", lambda: D.MaskedDataDescriptor((3,), E.BOOL), Unsupported)
 
     def malformed_args(self, case, device):
         a = case.make_args(device, torch.Generator().manual_seed(1))
-        yield Malformed("mask not bool", lambda: MaskedSelectArgs(
+        yield Malformed("mask not bool", lambda: D.MaskedSelectArgs(
             a.input, a.mask.to(torch.uint8), a.out, a.count), InvalidProblem)
 
 
@@ -207,13 +197,13 @@ class MaskedScatterSpec(PlanSpec):
 
     def cases(self, scale):
         for shape, el, layout in _table(scale):
-            desc = MaskedDataDescriptor(shape, el)
+            desc = D.MaskedDataDescriptor(shape, el)
 
             def make(device, gen, shape=shape, el=el, layout=layout):
                 n = 1
                 for d in shape:
                     n *= d
-                return MaskedScatterArgs(_x(shape, el, device, gen, layout),
+                return D.MaskedScatterArgs(_x(shape, el, device, gen, layout),
                                          _mask(shape, device, gen, False),
                                          _x((n + 3,), el, device, gen, "contiguous"),
                                          poisoned(shape, el.torch_dtype, device))
@@ -226,7 +216,7 @@ class MaskedScatterSpec(PlanSpec):
 
     def malformed_args(self, case, device):
         a = case.make_args(device, torch.Generator().manual_seed(1))
-        yield Malformed("source 2-D", lambda: MaskedScatterArgs(
+        yield Malformed("source 2-D", lambda: D.MaskedScatterArgs(
             a.input, a.mask, a.source[None], a.out), InvalidProblem)
 
 

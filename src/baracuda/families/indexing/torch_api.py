@@ -13,19 +13,7 @@ import math
 import torch
 
 from ...backends.torch_ops import define_op, normalize_dim, run_plan
-from .descriptors import (
-    GatherArgs,
-    GatherDescriptor,
-    IndexSelectArgs,
-    IndexSelectBackwardArgs,
-    IndexSelectBackwardDescriptor,
-    IndexSelectDescriptor,
-    IndexUpdateArgs,
-    IndexUpdateDescriptor,
-    ScatterArgs,
-    ScatterDescriptor,
-    ScatterKind,
-)
+from . import descriptors as D
 from .plans import (
     GatherPlan,
     IndexAddPlan,
@@ -65,9 +53,9 @@ def _is_fwd(x: torch.Tensor, dim: int, index: torch.Tensor) -> torch.Tensor:
     # on CUDA the gather kernel asserts on the device, as torch's does: no host sync
     if not idx.is_cuda and _out_of_range(idx, xl.shape[dim]) is not None:
         raise IndexError("index out of range in self")
-    desc = IndexSelectDescriptor(tuple(xl.shape), dim, idx.shape[0], x.dtype, idx.dtype)
+    desc = D.IndexSelectDescriptor(tuple(xl.shape), dim, idx.shape[0], x.dtype, idx.dtype)
     out = x.new_empty(desc.out_shape)
-    run_plan(IndexSelectPlan, desc, IndexSelectArgs(xl, idx, out))
+    run_plan(IndexSelectPlan, desc, D.IndexSelectArgs(xl, idx, out))
     return out.reshape(()) if x.dim() == 0 else out
 
 
@@ -82,8 +70,8 @@ def _is_bwd(grad: torch.Tensor, dim: int, index: torch.Tensor, shape: list[int])
     full = list(shape) if shape else [1]
     idx = index.reshape(-1)
     gi = grad.new_empty(full)
-    desc = IndexSelectBackwardDescriptor(tuple(full), dim, idx.shape[0], grad.dtype, idx.dtype)
-    run_plan(IndexSelectBackwardPlan, desc, IndexSelectBackwardArgs(gl, idx, gi))
+    desc = D.IndexSelectBackwardDescriptor(tuple(full), dim, idx.shape[0], grad.dtype, idx.dtype)
+    run_plan(IndexSelectBackwardPlan, desc, D.IndexSelectBackwardArgs(gl, idx, gi))
     return gi.reshape(shape)
 
 
@@ -136,8 +124,8 @@ def _g_fwd(x: torch.Tensor, dim: int, index: torch.Tensor) -> torch.Tensor:
     xl, il = _lines(x), _lines(index)
     _check_bounds(il, xl.shape[dim], dim)
     out = x.new_empty(il.shape)
-    desc = GatherDescriptor(tuple(xl.shape), tuple(il.shape), dim, x.dtype, index.dtype)
-    run_plan(GatherPlan, desc, GatherArgs(xl, il, out))
+    desc = D.GatherDescriptor(tuple(xl.shape), tuple(il.shape), dim, x.dtype, index.dtype)
+    run_plan(GatherPlan, desc, D.GatherArgs(xl, il, out))
     return out.reshape(index.shape)
 
 
@@ -151,10 +139,10 @@ def _sc_fwd(self_: torch.Tensor | None, dim: int, index: torch.Tensor, src: torc
     il, sl = _lines(index), _lines(src)
     _check_bounds(il, full[dim], dim)
     out = src.new_empty(full)
-    desc = ScatterDescriptor(tuple(full), tuple(il.shape), dim, src.dtype, index.dtype,
-                             ScatterKind(kind), include_self, self_ is not None)
+    desc = D.ScatterDescriptor(tuple(full), tuple(il.shape), dim, src.dtype, index.dtype,
+                             D.ScatterKind(kind), include_self, self_ is not None)
     selfl = None if self_ is None else _lines(self_)
-    run_plan(ScatterReducePlan, desc, ScatterArgs(selfl, il, sl, out, alpha))
+    run_plan(ScatterReducePlan, desc, D.ScatterArgs(selfl, il, sl, out, alpha))
     return out.reshape(shape)
 
 
@@ -337,9 +325,9 @@ def _iu_fwd(x: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor
     if bad is not None:
         raise RuntimeError(f"index {bad} is out of bounds for dimension {dim} with size {n}")
     out = torch.empty_like(xl)
-    desc = IndexUpdateDescriptor(tuple(xl.shape), dim, idx.shape[0], x.dtype, idx.dtype)
+    desc = D.IndexUpdateDescriptor(tuple(xl.shape), dim, idx.shape[0], x.dtype, idx.dtype)
     run_plan(IndexCopyPlan if copy else IndexAddPlan, desc,
-             IndexUpdateArgs(xl, idx, sl, out, alpha))
+             D.IndexUpdateArgs(xl, idx, sl, out, alpha))
     return out.reshape(x.shape)
 
 

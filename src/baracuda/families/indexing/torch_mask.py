@@ -10,17 +10,7 @@ from __future__ import annotations
 import torch
 
 from ...backends.torch_ops import define_op, run_plan
-from .descriptors import (
-    CompactDescriptor,
-    MaskedDataDescriptor,
-    MaskedFillArgs,
-    MaskedFillDescriptor,
-    MaskedScatterArgs,
-    MaskedSelectArgs,
-    NonzeroArgs,
-    OneHotArgs,
-    OneHotDescriptor,
-)
+from . import descriptors as D
 from .plans_mask import MaskedFillPlan, MaskedScatterPlan, MaskedSelectPlan, NonzeroPlan, OneHotPlan
 
 __all__ = ["masked_fill", "one_hot", "nonzero", "masked_select", "masked_scatter"]
@@ -28,8 +18,8 @@ __all__ = ["masked_fill", "one_hot", "nonzero", "masked_select", "masked_scatter
 
 def _mf_fwd(x: torch.Tensor, mask: torch.Tensor, value: float) -> torch.Tensor:
     out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-    run_plan(MaskedFillPlan, MaskedFillDescriptor(tuple(x.shape), x.dtype),
-             MaskedFillArgs(x, mask, out, value))
+    run_plan(MaskedFillPlan, D.MaskedFillDescriptor(tuple(x.shape), x.dtype),
+             D.MaskedFillArgs(x, mask, out, value))
     return out
 
 
@@ -83,7 +73,7 @@ def one_hot(tensor: torch.Tensor, num_classes: int = -1) -> torch.Tensor:
             raise RuntimeError("Class values must be smaller than num_classes.")
     flat = tensor.reshape(-1)
     out = torch.empty((flat.shape[0], num_classes), dtype=torch.int64, device=tensor.device)
-    run_plan(OneHotPlan, OneHotDescriptor(flat.shape[0], num_classes), OneHotArgs(flat, out))
+    run_plan(OneHotPlan, D.OneHotDescriptor(flat.shape[0], num_classes), D.OneHotArgs(flat, out))
     return out.view(*tensor.shape, num_classes)
 
 
@@ -93,7 +83,7 @@ def _nz_fwd(x: torch.Tensor) -> torch.Tensor:
     rank = max(x.dim(), 1)
     out = torch.empty((n, rank), dtype=torch.int64, device=x.device)
     count = torch.empty(1, dtype=torch.int64, device=x.device)
-    run_plan(NonzeroPlan, CompactDescriptor(shape, x.dtype), NonzeroArgs(x, out, count))
+    run_plan(NonzeroPlan, D.CompactDescriptor(shape, x.dtype), D.NonzeroArgs(x, out, count))
     k = int(count)
     return out[:k].clone() if x.dim() else out[:k, :0].clone()
 
@@ -120,8 +110,8 @@ def _ms_fwd(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     n = x.numel()
     out = torch.empty(n, dtype=x.dtype, device=x.device)
     count = torch.empty(1, dtype=torch.int64, device=x.device)
-    run_plan(MaskedSelectPlan, MaskedDataDescriptor(tuple(x.shape), x.dtype),
-             MaskedSelectArgs(x, mask, out, count))
+    run_plan(MaskedSelectPlan, D.MaskedDataDescriptor(tuple(x.shape), x.dtype),
+             D.MaskedSelectArgs(x, mask, out, count))
     return out[: int(count)].clone()
 
 
@@ -154,8 +144,8 @@ def masked_select(input: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 def _msc_fwd(x: torch.Tensor, mask: torch.Tensor, source: torch.Tensor) -> torch.Tensor:
     out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-    run_plan(MaskedScatterPlan, MaskedDataDescriptor(tuple(x.shape), x.dtype),
-             MaskedScatterArgs(x, mask, source, out))
+    run_plan(MaskedScatterPlan, D.MaskedDataDescriptor(tuple(x.shape), x.dtype),
+             D.MaskedScatterArgs(x, mask, source, out))
     return out
 
 

@@ -1,45 +1,7 @@
 """Segment reductions (jax.ops.segment_sum / mean / max / min / prod), sorted and unsorted ids,
 forward and deterministic backward."""
 
-from .descriptors import (
-    SegmentArgs,
-    SegmentBackwardArgs,
-    SegmentBackwardDescriptor,
-    SegmentDescriptor,
-    SegmentKind,
-)
-from .plans import (
-    SegmentMaxBackwardPlan,
-    SegmentMaxPlan,
-    SegmentMeanBackwardPlan,
-    SegmentMeanPlan,
-    SegmentMinBackwardPlan,
-    SegmentMinPlan,
-    SegmentProdBackwardPlan,
-    SegmentProdPlan,
-    SegmentSumBackwardPlan,
-    SegmentSumPlan,
-    UnsortedSegmentMaxBackwardPlan,
-    UnsortedSegmentMaxPlan,
-    UnsortedSegmentMeanBackwardPlan,
-    UnsortedSegmentMeanPlan,
-    UnsortedSegmentMinBackwardPlan,
-    UnsortedSegmentMinPlan,
-    UnsortedSegmentProdBackwardPlan,
-    UnsortedSegmentProdPlan,
-    UnsortedSegmentSumBackwardPlan,
-    UnsortedSegmentSumPlan,
-)
+from ...core.registry import export_public
+from . import descriptors, plans
 
-__all__ = [
-    "SegmentArgs", "SegmentBackwardArgs", "SegmentBackwardDescriptor", "SegmentDescriptor",
-    "SegmentKind",
-    "SegmentMaxBackwardPlan", "SegmentMaxPlan", "SegmentMeanBackwardPlan", "SegmentMeanPlan",
-    "SegmentMinBackwardPlan", "SegmentMinPlan", "SegmentProdBackwardPlan", "SegmentProdPlan",
-    "SegmentSumBackwardPlan", "SegmentSumPlan",
-    "UnsortedSegmentMaxBackwardPlan", "UnsortedSegmentMaxPlan",
-    "UnsortedSegmentMeanBackwardPlan", "UnsortedSegmentMeanPlan",
-    "UnsortedSegmentMinBackwardPlan", "UnsortedSegmentMinPlan",
-    "UnsortedSegmentProdBackwardPlan", "UnsortedSegmentProdPlan",
-    "UnsortedSegmentSumBackwardPlan", "UnsortedSegmentSumPlan",
-]
+__all__ = export_public(globals(), descriptors, plans)
