@@ -30,6 +30,8 @@ from .triton_exchange import exchange_bytes, fill, split_workspace, zero
 LANE = gl.constexpr(256)
 #: Chunks are stored row by row as loaded: each thread reads back the 16 bytes it copied.
 UNSWIZZLED = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
+#: exp(x) = exp2(x * LOG2E): the chunk reductions use the hardware's exp2.
+LOG2E = gl.constexpr(1.4426950408889634)
 
 
 @gluon.constexpr_function
@@ -89,6 +91,36 @@ def load_slice(slices, line_ptr, c, s, N, other, FROM_GLOBAL: gl.constexpr, R: g
     else:
         x = slices.index(s).load(slice_layout(num_warps)).to(gl.float32)
     return gl.where(cols < N, x, other)
+
+
+# -- the (max, sum of exp) pair of softmax-like lines (line_reduce.py's Triton twins) -------
+
+@gluon.jit
+def chunk_max_sum(slices, line_ptr, c, N, aux, FROM_GLOBAL: gl.constexpr, R: gl.constexpr,
+                  SL: gl.constexpr, num_warps: gl.constexpr):
+    """Chunk c's (max, sum of exp(x - max)); 0 for the sum of an all -inf chunk (`aux`:
+    unused, the shape exchange_pairs calls)."""
+    layout: gl.constexpr = slice_layout(num_warps)
+    macc = gl.full([SL, LANE], float("-inf"), gl.float32, layout)
+    for s in range(R // SL):  # a loop, not unrolled: slices are re-read, not held
+        macc = gl.maximum(macc, load_slice(slices, line_ptr, c, s, N, float("-inf"),
+                                           FROM_GLOBAL, R, SL, num_warps))
+    m = gl.max(gl.max(macc, axis=1), axis=0)
+    m_safe = gl.where(m == float("-inf"), 0.0, m) * LOG2E
+    sacc = gl.zeros([SL, LANE], gl.float32, layout)
+    for s in range(R // SL):
+        x = load_slice(slices, line_ptr, c, s, N, float("-inf"), FROM_GLOBAL, R, SL, num_warps)
+        sacc += gl.exp2(x * LOG2E - m_safe)
+    return m, gl.sum(gl.sum(sacc, axis=1), axis=0)
+
+
+@gluon.jit
+def merge_max_sum(pm, ps):
+    """A line's (max, sum of exp(x - max)) from its chunks' pairs, in chunk order; the sum is
+    NaN for an all -inf line, as torch's softmax."""
+    big = gl.max(pm, axis=0)
+    total = gl.sum(gl.where(pm > float("-inf"), ps * gl.exp2((pm - big) * LOG2E), 0.0), axis=0)
+    return big, gl.where(big == float("-inf"), float("nan"), total)
 
 
 @gluon.jit

@@ -24,13 +24,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-
-@triton.jit
-def clamped_variance(v):
-    """max(v, 0) that keeps NaN, so a row with NaN gets NaN statistics, as torch's: the GPU's
-    max returns the number (rstd was 1/sqrt(eps)), the interpreter's the NaN. Every norm
-    kernel's E[d^2] - E[d]^2 goes through it (Gluon's too)."""
-    return tl.where(v < 0.0, 0.0, v)
+from ...backends.line_reduce import clamped_variance
 
 
 @triton.jit

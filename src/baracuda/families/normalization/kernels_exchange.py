@@ -21,6 +21,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from ...backends.line_reduce import clamped_variance
 from ...backends.triton_exchange import arrive, arrive_and_wait, wait_all
 from .kernels import (
     _col_off,
@@ -30,7 +31,6 @@ from .kernels import (
     _row_off,
     _store_param_partials,
     _xhat,
-    clamped_variance,
 )
 
 

@@ -33,7 +33,7 @@ from ...backends.gluon_chunks import (
     slice_layout,
     wait_prior_grid,
 )
-from .kernels import clamped_variance
+from ...backends.line_reduce import clamped_variance
 
 
 @gluon.jit
