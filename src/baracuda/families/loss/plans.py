@@ -27,14 +27,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
-import triton.language as tl
 
-from ...backends.triton_support import next_pow2, outer_launch_groups
+from ...backends.triton_support import acc_type, next_pow2, outer_launch_groups
 from ...core import validate as V
 from ...core.layout import axis_view
 from ...core.plan import Candidate, Plan
 from ...core.registry import register_candidate, register_plan
+from ...core.runtime import cdiv
 from ...core.vocab import ElementKind, OpCategory
 from .descriptors import (
     CrossEntropyLossArgs,
@@ -83,18 +82,6 @@ def ce_config(extent: int, element: ElementKind, heavy: bool = False) -> dict:
     block = (2048 if f64 else 4096) // (2 if heavy else 1)
     return {"BLOCK": block, "SINGLE": False, "ROWS": 1, "num_warps": 8,
             "KEEP": "evict_last", "STREAM": "evict_first"}
-
-
-def acc_dtype(element: ElementKind) -> torch.dtype:
-    return torch.float64 if element is ElementKind.F64 else torch.float32
-
-
-def _acc(element: ElementKind):
-    return tl.float64 if element is ElementKind.F64 else tl.float32
-
-
-def _cdiv(a: int, b: int) -> int:
-    return (a + b - 1) // b
 
 
 # -- argument checks -------------------------------------------------------------------------
@@ -166,13 +153,13 @@ def _ptr(info, name, default):
 def _ws_view(desc, workspace):
     if workspace is None:
         return None
-    dt = acc_dtype(desc.element)
+    dt = desc.element.compute_kind.torch_dtype
     n = workspace.numel() // dt.itemsize
     return workspace[: n * dt.itemsize].view(dt)
 
 
 def _weight_total(desc, target, weight, ws, prob: bool) -> None:
-    acc = _acc(desc.element)
+    acc = acc_type(desc.element)
     if prob or desc.rows == 0:
         weight_total_kernel[(1,)](
             ws, ws, ws, desc.rows, desc.num_classes, desc.ignore_index, 1, 1, 1, 0, 0, 0, 0,
@@ -187,7 +174,7 @@ def _weight_total(desc, target, weight, ws, prob: bool) -> None:
 
 def _finalize(desc, ws, loss) -> None:
     finalize_kernel[(1,)](ws, loss, desc.rows, MEAN=desc.reduction is LossReduction.MEAN,
-                          ACC=_acc(desc.element), BLOCK=1024)
+                          ACC=acc_type(desc.element), BLOCK=1024)
 
 
 def _reduced_loss_mode(desc) -> int:
@@ -195,7 +182,7 @@ def _reduced_loss_mode(desc) -> int:
 
 
 def ce_workspace(desc, loss: bool, grad: bool) -> int:
-    acc = acc_dtype(desc.element).itemsize
+    acc = desc.element.compute_kind.torch_dtype.itemsize
     red = desc.reduction
     if loss and red is not LossReduction.NONE:
         return (WS_ROWS + desc.rows) * acc
@@ -239,7 +226,7 @@ def launch_ce(desc, x, target, weight, loss=None, grad_input=None, grad_loss=Non
         eps_hi = float(np.float32(eps))
         dummy = x
         for base, n_rows, outer, info in _groups(desc, full, per_row):
-            ce_kernel[(_cdiv(n_rows, rows_per_prog),)](
+            ce_kernel[(cdiv(n_rows, rows_per_prog),)](
                 info["x"][0], info["t"][0], weight if weight is not None else dummy,
                 _ptr(info, "g", grad_loss if grad_loss is not None else dummy),
                 _ptr(info, "l", loss if loss is not None else dummy),
@@ -249,7 +236,7 @@ def launch_ce(desc, x, target, weight, loss=None, grad_input=None, grad_loss=Non
                 *_strides(info, "l", False), *_strides(info, "g", False),
                 *_strides(info, "dx", True),
                 PROB=prob, HAS_W=weight is not None, SMOOTH=eps > 0.0, LOSS=loss_mode,
-                GRAD=grad_mode, MEAN=mean and grad_mode != 0, ACC=_acc(desc.element),
+                GRAD=grad_mode, MEAN=mean and grad_mode != 0, ACC=acc_type(desc.element),
                 ROWS=rows_per_prog, num_warps=warps, WIDE=_wide(desc, info), **cfg,
             )
     if loss_mode == 2:
@@ -266,12 +253,12 @@ def launch_nll_forward(desc, x, target, weight, loss, workspace) -> None:
     for base, n_rows, outer, info in _groups(desc, {"x": x}, per_row):
         if n_rows == 0:
             continue
-        nll_fwd_kernel[(_cdiv(n_rows, block_r),)](
+        nll_fwd_kernel[(cdiv(n_rows, block_r),)](
             info["x"][0], info["t"][0], weight if weight is not None else x,
             _ptr(info, "l", loss), ws if ws is not None else x, n_rows, base,
             desc.num_classes, desc.ignore_index, *outer, *_strides(info, "x", True),
             *_strides(info, "t", False), *_strides(info, "l", False),
-            HAS_W=weight is not None, LOSS=loss_mode, ACC=_acc(desc.element), BLOCK_R=block_r,
+            HAS_W=weight is not None, LOSS=loss_mode, ACC=acc_type(desc.element), BLOCK_R=block_r,
             num_warps=4,
         )
     if loss_mode == 2:
@@ -295,7 +282,7 @@ def launch_nll_backward(desc, grad_loss, target, weight, grad_input, workspace) 
             n_rows, desc.num_classes, desc.ignore_index, *outer, *_strides(info, "t", False),
             *_strides(info, "g", False), *_strides(info, "dx", True),
             HAS_W=weight is not None, GRAD=2 if none else 3, MEAN=mean,
-            ACC=_acc(desc.element), BLOCK=block, num_warps=4 if block <= 1024 else 8,
+            ACC=acc_type(desc.element), BLOCK=block, num_warps=4 if block <= 1024 else 8,
             WIDE=_wide(desc, info),
         )
 

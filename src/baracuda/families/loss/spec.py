@@ -6,7 +6,7 @@ import dataclasses
 
 import torch
 
-from ...backends.triton_support import triton_dtype
+from ...backends.triton_support import acc_type, triton_dtype
 from ...core.errors import InvalidProblem, Unsupported
 from ...core.registry import register_bench, register_spec
 from ...core.spec import AotVariant, BenchCase, Case, Malformed, PlanSpec, single_threaded_autograd
@@ -39,7 +39,6 @@ from .plans import (
     CrossEntropyLossPlan,
     NllLossBackwardPlan,
     NllLossPlan,
-    _acc,
     ce_config,
 )
 
@@ -230,7 +229,7 @@ class _CESpec(PlanSpec):
                     "dx_ptr": t, "ws_ptr": "*fp32"}
             sig = dict(ptrs)
             const = dict({"KEEP": "", "STREAM": ""}, **cfg, PROB=False, HAS_W=False,
-                         SMOOTH=False, LOSS=2, GRAD=1, MEAN=True, ACC=_acc(element), WIDE=False)
+                         SMOOTH=False, LOSS=2, GRAD=1, MEAN=True, ACC=acc_type(element), WIDE=False)
             for n in ce_kernel.arg_names:
                 if n not in ptrs and n not in const:
                     sig[n] = "fp32" if n.startswith("eps") else "i64"
@@ -272,7 +271,7 @@ def _ce_variants(mode: str):
                "ws_ptr": ws}
         grad = 0 if mode == "forward" else 3
         const = dict({"KEEP": "", "STREAM": ""}, **cfg, PROB=True, HAS_W=True, SMOOTH=True,
-                     LOSS=2 if grad == 0 else 0, GRAD=grad, MEAN=grad != 0, ACC=_acc(element),
+                     LOSS=2 if grad == 0 else 0, GRAD=grad, MEAN=grad != 0, ACC=acc_type(element),
                      WIDE=False)
         for n in ce_kernel.arg_names:
             if n not in sig and n not in const:
@@ -287,7 +286,7 @@ def _small_variants(backward: bool):
     for element in (BF16, F64):
         t = "*" + triton_dtype(element.torch_dtype)
         ws = "*fp64" if element is F64 else "*fp32"
-        acc = _acc(element)
+        acc = acc_type(element)
         if backward:
             kern, sig = nll_bwd_kernel, {"t_ptr": "*i64", "w_ptr": t, "g_ptr": t, "dx_ptr": t,
                                          "ws_ptr": ws}

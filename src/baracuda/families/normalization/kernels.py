@@ -25,6 +25,7 @@ import triton
 import triton.language as tl
 
 from ...backends.line_reduce import clamped_variance
+from ...core.runtime import cdiv
 
 
 @triton.jit
@@ -394,10 +395,6 @@ def partial_sum_kernel(
         tl.store(out_ptr + _col_off(cols, IN1, IN2, osa, osb, osc, NI), total, mask=cm)
     else:
         tl.store(out2_ptr + _col_off(cols, IN1, IN2, os2a, os2b, os2c, NI), total, mask=cm)
-
-
-def cdiv(a: int, b: int) -> int:
-    return triton.cdiv(a, b)
 
 
 def sum_partials(part, outs, g: int, m: int, in1: int, in2: int, ni: int, acc, cfg: dict):

@@ -27,6 +27,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from ...core.runtime import cdiv
 from .kernels import _col_off, _cols, _dx, _row_off, _store_param_partials, _xhat
 
 
@@ -141,7 +142,7 @@ def launch_shape(m: int, rows: int, sms: int) -> tuple[int, int, int]:
     block_c = 1024
     if rows == 0:
         return block_c, 1, 0
-    col_blocks = triton.cdiv(m, block_c)
-    chunks = max(1, min(triton.cdiv(8 * sms, col_blocks), triton.cdiv(rows, 8)))
-    chunk_rows = triton.cdiv(rows, chunks)
-    return block_c, chunk_rows, triton.cdiv(rows, chunk_rows)
+    col_blocks = cdiv(m, block_c)
+    chunks = max(1, min(cdiv(8 * sms, col_blocks), cdiv(rows, 8)))
+    chunk_rows = cdiv(rows, chunks)
+    return block_c, chunk_rows, cdiv(rows, chunk_rows)

@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
-import triton.language as tl
 
 from ...backends.triton_exchange import SPIN_LIMIT, chunk_length
 from ...backends.triton_support import INTERPRET, next_pow2, pad_outer, shifted_view, sm_count
@@ -107,14 +106,6 @@ def _row_layout(who, shape, n_norm, n_rows, n_stats, strides) -> RowLayout:
     col64 = span + max(ishape) >= 2**31 - 1
     return RowLayout(tuple(oshape), tuple(tuple(s) for s in ostr), full[1], full[2],
                      len(ishape), inner, col64)
-
-
-def acc_type(element: ElementKind):
-    return tl.float64 if element is ElementKind.F64 else tl.float32
-
-
-def acc_dtype(element: ElementKind) -> torch.dtype:
-    return torch.float64 if element is ElementKind.F64 else torch.float32
 
 
 def _clamp(v: int, lo: int, hi: int) -> int:

@@ -33,11 +33,12 @@ from __future__ import annotations
 import functools
 
 from ...backends.triton_exchange import exchange_bytes, split_workspace, zero
-from ...backends.triton_support import maxnreg_option, split_f64
+from ...backends.triton_support import acc_type, maxnreg_option, split_f64
 from ...core import validate as V
 from ...core.errors import InvalidProblem
 from ...core.plan import Candidate, Plan
 from ...core.registry import register_candidate, register_plan
+from ...core.runtime import cdiv
 from ...core.vocab import OpCategory
 from .descriptors import (
     LayerNormArgs,
@@ -49,12 +50,10 @@ from .descriptors import (
     RMSNormBackwardDescriptor,
     RMSNormDescriptor,
 )
-from .kernels import cdiv, row_norm_bwd_kernel, row_norm_fwd_kernel, sum_partials
+from .kernels import row_norm_bwd_kernel, row_norm_fwd_kernel, sum_partials
 from .kernels_colsplit import col_grad_kernel, row_grad_stats_kernel
 from .kernels_exchange import row_norm_bwd_exchange_kernel, row_norm_fwd_exchange_kernel
 from .layout import (
-    acc_dtype,
-    acc_type,
     bwd_config,
     fwd_config,
     pads_last,
@@ -238,7 +237,7 @@ def forward_workspace(desc) -> int:
     cfg = fwd_config(m, desc.rows, desc.element, _layer(desc))
     if not cfg.get("EXCHANGE"):
         return 0
-    return exchange_bytes(acc_dtype(desc.element), 2 * cfg["G"], desc.rows)
+    return exchange_bytes(desc.element.compute_kind.torch_dtype, 2 * cfg["G"], desc.rows)
 
 
 def _launch_forward(desc, args, rms: bool, workspace=None) -> None:
@@ -256,8 +255,8 @@ def _launch_forward(desc, args, rms: bool, workspace=None) -> None:
     cfg = fwd_config(m, rows, desc.element, _layer(desc))
     exchange = cfg.get("EXCHANGE", False)
     if exchange:
-        part, counters = split_workspace(workspace, acc_dtype(desc.element), 2 * cfg["G"],
-                                         rows)
+        part, counters = split_workspace(workspace, desc.element.compute_kind.torch_dtype,
+                                         2 * cfg["G"], rows)
     pad_last = pads_last(cfg, desc.element, _layer(desc), False)
     for views, n_rows, o1, o2, o in lay.launches(outer_ops, pad_last):
         x, r, h, y, mu, rs = views
@@ -285,7 +284,7 @@ def backward_workspace(desc) -> int:
         return 0
     n_part = int(desc.has_gamma) + int(getattr(desc, "has_beta", False))
     cfg = bwd_config(desc.norm_total_extent, desc.rows, desc.element, _layer(desc))
-    acc = acc_dtype(desc.element)
+    acc = desc.element.compute_kind.torch_dtype
     n = n_part * cfg["G"] * desc.norm_total_extent
     if cfg.get("EXCHANGE"):
         return n * acc.itemsize + exchange_bytes(acc, 2 * desc.rows * cfg["N_CHUNKS"],
@@ -358,7 +357,7 @@ def _launch_backward(desc, args, workspace, rms: bool) -> None:
     n_part = int(args.dgamma is not None) + int(dbeta is not None)
     g, n_elems, path, pad_last = _bwd_partials(desc, n_part)
     part = args.dx
-    acc = acc_dtype(desc.element)
+    acc = desc.element.compute_kind.torch_dtype
     if workspace is not None:  # sized by backward_workspace: partials, then the rest
         flat = workspace[: workspace.numel() // acc.itemsize * acc.itemsize].view(acc)
         if n_part and g:

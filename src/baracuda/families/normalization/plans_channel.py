@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 
-from ...backends.triton_support import split_f64
+from ...backends.triton_support import acc_type, split_f64
 from ...core import validate as V
 from ...core.errors import InvalidProblem, Unsupported
 from ...core.layout import collapse_dims
@@ -52,7 +52,6 @@ from .kernels_channel import (
     chan_norm_fwd_kernel,
     running_from_instances_kernel,
 )
-from .layout import acc_dtype, acc_type
 
 BLOCK = 1024
 #: The partial sum over the [rows, C] dgamma / dbeta partials (kernels.sum_partials).
@@ -142,7 +141,7 @@ class _ChanCandidate(Candidate):
             return 0
         rows = 1 if self.mode == 1 else desc.n
         k = int(desc.has_gamma) + int(desc.has_beta)
-        return k * rows * desc.c * acc_dtype(desc.element).itemsize
+        return k * rows * desc.c * desc.element.compute_kind.torch_dtype.itemsize
 
     def _groups(self, desc):
         return getattr(desc, "num_groups", desc.c)
@@ -198,8 +197,8 @@ class _ChanCandidate(Candidate):
         k = int(args.dgamma is not None) + int(args.dbeta is not None)
         part = args.dx
         if k and rows * c:
-            part = workspace[: k * rows * c * acc_dtype(desc.element).itemsize]
-            part = part.view(acc_dtype(desc.element))
+            part = workspace[: k * rows * c * desc.element.compute_kind.torch_dtype.itemsize]
+            part = part.view(desc.element.compute_kind.torch_dtype)
         two = self.mode == 0
         programs = n * g if self.mode == 0 else c
         if n and c and s and programs:

@@ -12,7 +12,6 @@ same workspace: the plan never refuses what it selected.
 from __future__ import annotations
 
 import torch
-import triton
 
 from ...backends.gluon_chunks import (
     LANE,
@@ -29,6 +28,7 @@ from ...backends.gluon_chunks import (
 from ...backends.triton_exchange import SPIN_LIMIT
 from ...backends.triton_support import maxnreg_option, next_pow2, sm_count
 from ...core.registry import register_candidate
+from ...core.runtime import cdiv
 from ...core.vocab import ElementKind
 from .descriptors import LayerNormBackwardDescriptor
 from .kernels_smem import (  # imported here: enable_fast_launch sees them
@@ -212,7 +212,7 @@ def launch_smem_backward(desc, args, workspace: torch.Tensor, rms: bool,
         kernel = row_norm_bwd_smem_kernel[(groups * nch,)](
             args.dy, x, x if args.gamma is None else args.gamma,
             args.rstd if mean is None else mean, args.rstd, args.dx, part, slots,
-            rows, m, groups, triton.cdiv(rows, groups), spin, **ring_constexprs(nch, cfg),
+            rows, m, groups, cdiv(rows, groups), spin, **ring_constexprs(nch, cfg),
             RMS=rms, HAS_W=desc.has_gamma,
             HAS_DB=getattr(desc, "has_beta", False), **cfg, **cap,
             launch_pdl=True)  # the first copies overlap the slot fill (wait_prior_grid)

@@ -7,7 +7,7 @@ import itertools
 
 import torch
 
-from ...backends.triton_support import triton_dtype
+from ...backends.triton_support import acc_type, triton_dtype
 from ...core.errors import InvalidProblem, Unsupported
 from ...core.registry import register_bench, register_spec
 from ...core.spec import AotVariant, BenchCase, Case, Malformed, PlanSpec, single_threaded_autograd
@@ -28,7 +28,7 @@ from .descriptors import (
 from .kernels import partial_sum_kernel, row_norm_bwd_kernel, row_norm_fwd_kernel
 from .kernels_colsplit import col_grad_kernel, row_grad_stats_kernel
 from .kernels_exchange import row_norm_bwd_exchange_kernel, row_norm_fwd_exchange_kernel
-from .layout import acc_type, bwd_config, fwd_config, pads_last, partial_config
+from .layout import bwd_config, fwd_config, pads_last, partial_config
 from .plans import LayerNormBackwardPlan, LayerNormPlan, RMSNormBackwardPlan, RMSNormPlan
 
 FLOATS = (ElementKind.F32, ElementKind.F16, ElementKind.BF16, ElementKind.F64)

@@ -20,7 +20,6 @@ programs count in with integer atomics, backends/triton_exchange.py).
 from __future__ import annotations
 
 import torch
-import triton.language as tl
 
 from ...backends.triton_exchange import (
     SPIN_LIMIT,
@@ -32,6 +31,7 @@ from ...backends.triton_exchange import (
 from ...backends.triton_support import (
     MAX_OUTER_DIMS,
     RecipeCache,
+    acc_type,
     maxnreg_option,
     next_pow2,
     outer_launch_groups,
@@ -40,6 +40,7 @@ from ...core import validate as V
 from ...core.layout import axis_view
 from ...core.plan import Candidate, Plan
 from ...core.registry import register_candidate, register_plan
+from ...core.runtime import cdiv
 from ...core.vocab import ElementKind, OpCategory
 from .descriptors import (
     SoftmaxArgs,
@@ -142,12 +143,12 @@ def launch_config(extent: int, element: ElementKind, rows: int = 1 << 20,
         if whole:
             return dict(cfg, BLOCK=block)
         seg = chunk_length(LOOP_SEGMENT_BYTES // size, extent, block)
-        return dict(cfg, BLOCK=block, SEG=seg, PARTS=next_pow2(triton_cdiv(extent, seg)))
+        return dict(cfg, BLOCK=block, SEG=seg, PARTS=next_pow2(cdiv(extent, seg)))
     chunk_bytes = EXCHANGE_F32_FWD_BYTES if size == 4 and not backward else EXCHANGE_BYTES
     block = chunk_bytes // max(size, 2)
     warps = EXCHANGE_BWD_WARPS if backward else max(1, block // (32 * EXCHANGE_FWD_PER_THREAD))
     block = chunk_length(block, extent)
-    parts = next_pow2(triton_cdiv(extent, block))
+    parts = next_pow2(cdiv(extent, block))
     return {"MODE": EXCHANGE, "BLOCK": block, "ROWS": 1, "num_warps": warps, "PARTS": parts,
             "SPIN": SPIN_LIMIT}
 
@@ -173,7 +174,7 @@ def _chunk_len(extent: int, cfg: dict, backward: bool) -> int:
 
 def _chunks(extent: int, cfg: dict, backward: bool) -> int:
     """Programs per line; more than one swap partials through the workspace."""
-    return triton_cdiv(extent, _chunk_len(extent, cfg, backward))
+    return cdiv(extent, _chunk_len(extent, cfg, backward))
 
 
 def _partials_per_chunk(desc) -> int:
@@ -198,7 +199,7 @@ def workspace_bytes(desc) -> int:
     chunks = _chunks(extent, cfg, desc_is_backward(desc))
     if chunks <= 1 or rows == 0:  # (0 chunks: empty lines, nothing to exchange)
         return 0
-    acc = torch.float64 if desc.element is ElementKind.F64 else torch.float32
+    acc = desc.element.compute_kind.torch_dtype
     # groups of outer dims are launched one after another and reuse the same partials
     n_partials = rows * chunks * _partials_per_chunk(desc)
     return exchange_bytes(acc, n_partials, rows)
@@ -206,10 +207,6 @@ def workspace_bytes(desc) -> int:
 
 def desc_is_backward(desc) -> bool:
     return isinstance(desc, SoftmaxBackwardDescriptor)
-
-
-def _acc(element: ElementKind):
-    return tl.float64 if element is ElementKind.F64 else tl.float32
 
 
 @register_plan
@@ -245,7 +242,7 @@ def _steps(kernel, desc, tensors, cfg):
     log = desc.kind is SoftmaxKind.LOG_SOFTMAX
     cfg = dict(cfg or launch_config(view.extent, desc.element, view.rows, backward))
     seg_len = _chunk_len(view.extent, cfg, backward)
-    n_chunks = triton_cdiv(view.extent, seg_len)
+    n_chunks = cdiv(view.extent, seg_len)
     if cfg.pop("SEG", None) is not None or cfg["MODE"] == LOOP:
         cfg["PARTS"] = next_pow2(n_chunks)  # LOOP swaps partials only between segments
     rows_per_prog = cfg.pop("ROWS")
@@ -254,7 +251,7 @@ def _steps(kernel, desc, tensors, cfg):
     wide = view.extent * max(abs(s) for s in view.axis_strides) >= WIDE_LIMIT
     # (a sweep's cfg may set its own cap; None: uncapped)
     cap = cfg.pop("maxnreg", register_cap(mode, log, backward, desc.element))
-    common = dict(LOG=log, ACC=_acc(desc.element), ROWS=rows_per_prog, num_warps=warps,
+    common = dict(LOG=log, ACC=acc_type(desc.element), ROWS=rows_per_prog, num_warps=warps,
                   WIDE=wide, **cfg, **maxnreg_option(cap))
     single = len(view.outer_shape) <= MAX_OUTER_DIMS
     out = []
@@ -268,7 +265,7 @@ def _steps(kernel, desc, tensors, cfg):
         ints = (n_rows, view.extent, n_chunks, seg_len, *shape[1:], *stride_args)
         views = None if single else group
         # TILE: ROWS lines per program; else n_chunks programs per line
-        grid = (n_rows * n_chunks,) if mode != TILE else (triton_cdiv(n_rows, rows_per_prog),)
+        grid = (n_rows * n_chunks,) if mode != TILE else (cdiv(n_rows, rows_per_prog),)
         out.append((views, grid, ints, mode, common))
     return out, single
 
@@ -297,10 +294,6 @@ def _launch(kernel, desc, tensors: list[torch.Tensor], workspace, cfg: dict | No
             zero(counters)
         kernel[grid](*(tensors if views is None else views), ws, counters, *ints, MODE=mode,
                      **common)
-
-
-def triton_cdiv(a: int, b: int) -> int:
-    return (a + b - 1) // b
 
 
 @register_candidate(SoftmaxPlan)
