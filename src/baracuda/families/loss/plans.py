@@ -85,28 +85,6 @@ def ce_config(extent: int, element: ElementKind, heavy: bool = False) -> dict:
 
 
 # -- argument checks -------------------------------------------------------------------------
-def _check(who: str, d, **tensors) -> None:
-    """Every tensor against the descriptor; names decide the expected shape and dtype."""
-    shapes = {
-        "input": d.input_shape, "grad_input": d.input_shape,
-        "loss": d.loss_shape, "grad_loss": d.loss_shape, "weight": (d.num_classes,),
-    }
-    for name, t in tensors.items():
-        if name == "weight":
-            if not d.has_weight:
-                if t is not None:
-                    raise V.InvalidProblem(f"{who}: weight given but descriptor has_weight=False")
-                continue
-            if t is None:
-                raise V.InvalidProblem(f"{who}: weight is None but descriptor has_weight=True")
-        if name == "target":
-            shape = d.input_shape if getattr(d, "probability_target", False) else d.sample_shape
-            V.check_tensor(who, name, t, shape, d.target_element)
-        else:
-            V.check_tensor(who, name, t, shapes[name], d.element)
-        V.check_nonnegative_strides(who, name, t)
-
-
 # -- launch helpers --------------------------------------------------------------------------
 def _groups(desc, full: dict, per_row: dict):
     """Yield (row_base, n_rows, outer [S1, S2, S3], {name: (view, strides[4], class stride)})."""
@@ -292,6 +270,13 @@ class _LossPlan(Plan):
     __doc__ = __doc__
     category = OpCategory.LOSS
 
+    def check_args(self, args) -> None:
+        """The declared operands, and strides the kernels can walk (none negative)."""
+        super().check_args(args)
+        who = type(self).__name__
+        for name, t in args.tensors().items():
+            V.check_nonnegative_strides(who, name, t)
+
 
 @register_plan
 class CrossEntropyLossPlan(_LossPlan):
@@ -299,10 +284,6 @@ class CrossEntropyLossPlan(_LossPlan):
     descriptor_type = CrossEntropyLossDescriptor
     args_type = CrossEntropyLossArgs
     partner = "CrossEntropyLossBackwardPlan"
-
-    def check_args(self, a: CrossEntropyLossArgs) -> None:
-        _check(type(self).__name__, self.desc, input=a.input, target=a.target, weight=a.weight,
-               loss=a.loss)
 
 
 @register_plan
@@ -312,10 +293,6 @@ class CrossEntropyLossBackwardPlan(_LossPlan):
     args_type = CrossEntropyLossBackwardArgs
     partner = "CrossEntropyLossPlan"
     is_backward = True
-
-    def check_args(self, a: CrossEntropyLossBackwardArgs) -> None:
-        _check(type(self).__name__, self.desc, grad_loss=a.grad_loss, input=a.input,
-               target=a.target, weight=a.weight, grad_input=a.grad_input)
 
 
 @register_plan
@@ -327,10 +304,6 @@ class CrossEntropyLossFusedPlan(_LossPlan):
     descriptor_type = CrossEntropyLossDescriptor
     args_type = CrossEntropyLossFusedArgs
 
-    def check_args(self, a: CrossEntropyLossFusedArgs) -> None:
-        _check(type(self).__name__, self.desc, input=a.input, target=a.target, weight=a.weight,
-               loss=a.loss, grad_input=a.grad_input)
-
 
 @register_plan
 class NllLossPlan(_LossPlan):
@@ -338,10 +311,6 @@ class NllLossPlan(_LossPlan):
     descriptor_type = NllLossDescriptor
     args_type = NllLossArgs
     partner = "NllLossBackwardPlan"
-
-    def check_args(self, a: NllLossArgs) -> None:
-        _check(type(self).__name__, self.desc, input=a.input, target=a.target, weight=a.weight,
-               loss=a.loss)
 
 
 @register_plan
@@ -351,10 +320,6 @@ class NllLossBackwardPlan(_LossPlan):
     args_type = NllLossBackwardArgs
     partner = "NllLossPlan"
     is_backward = True
-
-    def check_args(self, a: NllLossBackwardArgs) -> None:
-        _check(type(self).__name__, self.desc, grad_loss=a.grad_loss, target=a.target,
-               weight=a.weight, grad_input=a.grad_input)
 
 
 # -- candidates ------------------------------------------------------------------------------

@@ -35,7 +35,6 @@ import functools
 from ...backends.triton_exchange import exchange_bytes, split_workspace, zero
 from ...backends.triton_support import acc_type, maxnreg_option, split_f64
 from ...core import validate as V
-from ...core.errors import InvalidProblem
 from ...core.plan import Candidate, Plan
 from ...core.registry import register_candidate, register_plan
 from ...core.runtime import cdiv
@@ -62,120 +61,34 @@ from .layout import (
 )
 
 
-def _optional(who: str, name: str, t, present: bool, flag: str, shape, element) -> None:
-    if present:
-        if t is None:
-            raise InvalidProblem(f"{who}: {name} is required when {flag}=True, got None")
-        V.check_tensor(who, name, t, shape, element)
-    elif t is not None:
-        raise InvalidProblem(f"{who}: {name} must be None when {flag}=False, got a tensor")
+def make_plan(name: str, desc_t, args_t, partner: str, backward: bool, op_name, doc: str,
+              module: str = __name__):
+    """Register a normalization plan: its argument checks are the Args' declared operands;
+    `op_name(desc)` names the torch op it serves."""
+    plan = type(name, (Plan,), {
+        "__doc__": doc, "__module__": module, "category": OpCategory.NORMALIZATION,
+        "descriptor_type": desc_t, "args_type": args_t, "partner": partner,
+        "is_backward": backward, "op_name": classmethod(lambda cls, d: op_name(d)),
+    })
+    return register_plan(plan)
 
 
-def _check_rows(who, d, names_tensors) -> None:
-    for name, t in names_tensors:
-        V.check_tensor(who, name, t, d.input_shape, d.element)
+def _row_plan(name: str, desc_t, args_t, partner: str, op: str, backward: bool = False):
+    def op_name(d) -> str:
+        return op + ("_residual" if d.has_residual else "") + ("_backward" if backward else "")
+
+    return make_plan(name, desc_t, args_t, partner, backward, op_name, __doc__)
 
 
-def _check_stats(who, d, names_tensors) -> None:
-    for name, t in names_tensors:
-        if t is None:
-            raise InvalidProblem(f"{who}: saved statistic {name} is required, got None")
-        V.check_tensor(who, name, t, d.stats_shape, d.stats_element)
-
-
-def _check_forward(plan, args, layer: bool) -> None:
-    who, d = type(plan).__name__, plan.desc
-    _check_rows(who, d, [("x", args.x), ("y", args.y)])
-    _check_stats(who, d, [("mean", args.mean)] if layer else [])
-    _check_stats(who, d, [("rstd", args.rstd)])
-    _optional(who, "gamma", args.gamma, d.has_gamma, "has_gamma", d.normalized_shape, d.element)
-    if layer:
-        _optional(who, "beta", args.beta, d.has_beta, "has_beta", d.normalized_shape,
-                  d.element)
-    for name in ("residual", "residual_out"):
-        _optional(who, name, getattr(args, name), d.has_residual, "has_residual",
-                  d.input_shape, d.element)
-
-
-def _check_backward(plan, args, layer: bool) -> None:
-    who, d = type(plan).__name__, plan.desc
-    _check_rows(who, d, [("dy", args.dy), ("x", args.x), ("dx", args.dx)])
-    _check_stats(who, d, [("mean", args.mean)] if layer else [])
-    _check_stats(who, d, [("rstd", args.rstd)])
-    for name in ("gamma", "dgamma"):
-        _optional(who, name, getattr(args, name), d.has_gamma, "has_gamma",
-                  d.normalized_shape, d.element)
-    if layer:
-        _optional(who, "dbeta", args.dbeta, d.has_beta, "has_beta", d.normalized_shape,
-                  d.element)
-    _optional(who, "dresidual_out", args.dresidual_out, d.has_residual, "has_residual",
-              d.input_shape, d.element)
-
-
-@register_plan
-class RMSNormPlan(Plan):
-    __doc__ = __doc__
-    category = OpCategory.NORMALIZATION
-    descriptor_type = RMSNormDescriptor
-    args_type = RMSNormArgs
-    partner = "RMSNormBackwardPlan"
-
-    @classmethod
-    def op_name(cls, desc) -> str:
-        return "rms_norm_residual" if desc.has_residual else "rms_norm"
-
-    def check_args(self, args: RMSNormArgs) -> None:
-        _check_forward(self, args, layer=False)
-
-
-@register_plan
-class RMSNormBackwardPlan(Plan):
-    __doc__ = __doc__
-    category = OpCategory.NORMALIZATION
-    descriptor_type = RMSNormBackwardDescriptor
-    args_type = RMSNormBackwardArgs
-    partner = "RMSNormPlan"
-    is_backward = True
-
-    @classmethod
-    def op_name(cls, desc) -> str:
-        return "rms_norm_residual_backward" if desc.has_residual else "rms_norm_backward"
-
-    def check_args(self, args: RMSNormBackwardArgs) -> None:
-        _check_backward(self, args, layer=False)
-
-
-@register_plan
-class LayerNormPlan(Plan):
-    __doc__ = __doc__
-    category = OpCategory.NORMALIZATION
-    descriptor_type = LayerNormDescriptor
-    args_type = LayerNormArgs
-    partner = "LayerNormBackwardPlan"
-
-    @classmethod
-    def op_name(cls, desc) -> str:
-        return "layer_norm_residual" if desc.has_residual else "layer_norm"
-
-    def check_args(self, args: LayerNormArgs) -> None:
-        _check_forward(self, args, layer=True)
-
-
-@register_plan
-class LayerNormBackwardPlan(Plan):
-    __doc__ = __doc__
-    category = OpCategory.NORMALIZATION
-    descriptor_type = LayerNormBackwardDescriptor
-    args_type = LayerNormBackwardArgs
-    partner = "LayerNormPlan"
-    is_backward = True
-
-    @classmethod
-    def op_name(cls, desc) -> str:
-        return "layer_norm_residual_backward" if desc.has_residual else "layer_norm_backward"
-
-    def check_args(self, args: LayerNormBackwardArgs) -> None:
-        _check_backward(self, args, layer=True)
+RMSNormPlan = _row_plan("RMSNormPlan", RMSNormDescriptor, RMSNormArgs, "RMSNormBackwardPlan",
+                        "rms_norm")
+RMSNormBackwardPlan = _row_plan("RMSNormBackwardPlan", RMSNormBackwardDescriptor,
+                                RMSNormBackwardArgs, "RMSNormPlan", "rms_norm", backward=True)
+LayerNormPlan = _row_plan("LayerNormPlan", LayerNormDescriptor, LayerNormArgs,
+                          "LayerNormBackwardPlan", "layer_norm")
+LayerNormBackwardPlan = _row_plan("LayerNormBackwardPlan", LayerNormBackwardDescriptor,
+                                  LayerNormBackwardArgs, "LayerNormPlan", "layer_norm",
+                                  backward=True)
 
 
 # -- launch ------------------------------------------------------------------------------------
