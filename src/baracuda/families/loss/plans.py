@@ -65,10 +65,9 @@ def ce_config(extent: int, element: ElementKind, heavy: bool = False) -> dict:
     """Tile table for ce_kernel: block width, single pass or loop, warps, lines per program.
 
     Loop: 4096 wide, 8 warps, with L2 hints (first read evict_last, the gradient pass's
-    re-read and stores evict_first). H100 sweep (softmax/tune.py, kernel only, bf16, 08:24
-    UTC): [8192, 32768] 2234 GB/s (8192 x 8 warps without hints: 1623), [4096, 131072] 2042
-    (1496). `heavy` (probability targets or label smoothing: two more per-lane accumulators)
-    halves the elements per thread so that no variant spills (checked with ptxas for sm_90a).
+    re-read and stores evict_first: the hints are most of the loop's speed). `heavy`
+    (probability targets or label smoothing: two more per-lane accumulators) halves the
+    elements per thread so that no variant spills on sm_90a.
     """
     f64 = element is ElementKind.F64
     limit = (8192 if f64 else MAX_SINGLE_BLOCK) // (2 if heavy else 1)

@@ -389,11 +389,9 @@ class _BwdSpec(PlanSpec):
         sig = {"dy_ptr": t, "x_ptr": t, "w_ptr": t, "mean_ptr": s, "rstd_ptr": s, "dh_ptr": t,
                "dx_ptr": t, "part_ptr": s, "ws_ptr": s, "cnt_ptr": "*i32"}
         sig = {n: sig.get(n, "constexpr" if n in const else "i64") for n in kernel.arg_names}
-        # layer_norm under its register cap (layout.BWD_EXCHANGE_TILE) spills with these
-        # 64-bit ints and the launch's layout (padded first: O2 = rows at run time; 352 / 244
-        # B padded last), measured faster on the H100 than uncapped: f32 at 128 (4 programs
-        # per SM) 480-512 B, 2382 GB/s against at most 2010; bf16 at 96 (5 per SM) 308 B,
-        # 1958 against 1790 at [1024, 65536] (the H100's JIT build of f32: no spills, session 12)
+        # layer_norm under its register cap (layout.BWD_EXCHANGE_TILE) spills a little with
+        # these 64-bit ints and the launch's layout (padded first: O2 = rows at run time):
+        # still faster than uncapped, whose residency is lower
         allowed = 0 if self.rms else {ElementKind.F32: 512, ElementKind.BF16: 308}[element]
         return AotVariant(f"bwd exchange {'rms' if self.rms else 'ln'} {element.value} "
                           f"N={extent}", kernel, sig, const, num_warps=cfg["num_warps"],
@@ -426,10 +424,8 @@ class _BwdSpec(PlanSpec):
                 if n not in sig and n not in const:
                     sig[n] = "i64"
             sig.update({n: "constexpr" for n in const})
-            # rms f32 16K rows in registers spill (gamma re-read per row already), with these
-            # 64-bit ints padded first: 400 B (the H100's JIT build: 4 B, session 12; bf16
-            # spilled 16 B padded last, none padded first). Measured on the H100
-            # (normalization/tune.py): 2575 GB/s against 1747 (column split)
+            # rms f32 16K rows in registers spill a little with these 64-bit ints padded
+            # first (gamma re-read per row already), and still beat the column split
             allowed = 400 if self.rms and extent == 16384 and element is ElementKind.F32 \
                 else 0
             yield AotVariant(f"bwd {'rms' if self.rms else 'ln'} {element.value} N={extent}"

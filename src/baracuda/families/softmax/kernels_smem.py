@@ -8,8 +8,8 @@ count in and wait for the line's other chunks; merge the line's partials in chun
 same bits in every program of the line); write the chunk from shared memory. A program that
 stops waiting after SPIN polls computes the missing partials from global memory with the same
 code (`chunk_max_sum` with FROM_GLOBAL): the same bits, only slower; GPU tests compare both.
-TMA was measured first: its descriptor is encoded on the host for every call, which made the
-frontend's calls host-bound; cp.async takes plain pointers.
+Not TMA: its descriptor is encoded on the host for every call, which makes the frontend's
+calls host-bound; cp.async takes plain pointers.
 """
 
 from __future__ import annotations

@@ -60,42 +60,28 @@ from .kernels import (
 #: Longest line held in registers in one pass (TILE); longer lines LOOP or are chunked.
 MAX_SINGLE_BLOCK = 16384
 #: EXCHANGE chunk: bytes of one tensor's chunk, and warps (backward) or elements per thread
-#: (forward). H100 sweep at [1024, 65536] and [256, 262144] (PERF_NOTES.md): backward bf16
-#: 8192 x 4 warps 2657 / 2565 GB/s (the LOOP / two-launch split it replaced: 2116 / 1794);
-#: forward bf16 8192 x 8 warps 2288 / 2117 with an L2 flush before each call (the bf16
-#: forward of many lines LOOPs, below), f32 4096 x 4 warps 2711 / 2700 against 2053 / 1874
-#: for its LOOP (session 6), so the f32 forward exchanges at any line count.
+#: (forward). The backward exchanges (one DRAM read beats the loop); the f32 forward
+#: exchanges at any line count, the bf16 forward of many lines LOOPs (below).
 EXCHANGE_BYTES = 16384
 EXCHANGE_BWD_WARPS = 4
 EXCHANGE_FWD_PER_THREAD = 32
 #: Register cap of the forward exchange of f32 lines (both kinds) and of log_softmax's 16-bit
-#: ones. log_softmax's chunk reduction keeps x and exp(x - max) alive together: uncapped at
-#: 4096 x 4 warps it compiled to 72 registers ([256, 262144]; 7 programs per SM), capped to 64
-#: without spills (sm_90a; 8 per SM): H100 kernel-only f32 [256, 262144] 2627 -> 2732 GB/s
-#: (scripts/long_row_sweep.py, session 12). softmax's 4096 x 4 chunk is 64 uncapped and
-#: measured slower capped (2744 -> 2496); its 8192 x 8 chunk needs the cap (below).
+#: ones. log_softmax's chunk reduction keeps x and exp(x - max) alive together: the cap
+#: brings it down without spills to one more program per SM. softmax's 4096 x 4 chunk fits
+#: uncapped and runs slower capped; its 8192 x 8 chunk needs the cap (below).
 EXCHANGE_FWD_MAXNREG = 64
 #: f32 forward exchanges take chunks of 8192 x 8 warps (still 32 values per thread, capped as
-#: above), half the programs per line: half the partials to swap and combine. H100 kernel only
-#: (scripts/tile_vs_liger.py long), GB/s at [256, 262144] / [1024, 65536]: log_softmax
-#: (session 16) 2771 / 2848 against 2743 / 2764 for 4096 x 4; softmax (session 17) 2778 /
-#: 2846 against 2745 / 2760 (uncapped 8192 x 8: 2635 / 2791; 8192 x 16 2351 / 2526; 4096 x 8
-#: 2400 / 2657).
+#: above), half the programs per line: half the partials to swap and combine.
 EXCHANGE_F32_FWD_BYTES = 32768
-#: The forward LOOP (second read partly from L2, hints) stays ahead of the exchange when calls
-#: run back to back (the bench's timing; scripts/softmax_long_ab.py, H100 bf16, GB/s): LOOP
-#: 2486 / 1948 vs exchange 2353 / 1857 at [1024, 65536] / [256, 262144], although the
-#: exchange is ahead at [256, 262144] when each call follows an L2 flush (2098 vs 1929). The
-#: exchange takes the forward of lines too few to fill the GPU one program per line.
+#: The 16-bit forward LOOP (second read partly from L2, hints) stays ahead of the exchange
+#: when calls run back to back; the exchange takes the forward of lines too few to fill the
+#: GPU one program per line.
 LOOP_MIN_ROWS = 256
 #: Forward LOOP lines up to this many bytes loop whole, one program each (LOOP_CFG); longer
 #: lines are cut into segments of LOOP_SEGMENT_BYTES (LOOP_SEGMENT_CFG), one program each,
 #: that swap their (max, sum): what the SMs read at once then stays in L2 for the second read
-#: (256 lines of 512 KB in flight overflow it). H100 bf16 GB/s, bench timing / do_bench
-#: (session 7, scripts/softmax_long_ab.py): [256, 262144] whole-line 8192 x 16 warps 1946 /
-#: 1928, segments of 16384 on 4096 x 8 2235 / 2193 (of 32768: 1843 / 2037; 8192 x 16 with
-#: 32768 / 65536: 1851-2095); at [1024, 65536] every segmentation loses (2476 whole against
-#: 1852-2147).
+#: (256 lines of 512 KB in flight overflow it); lines that fit loop whole, which no
+#: segmentation beats.
 LOOP_LINE_BYTES = 131072
 LOOP_SEGMENT_BYTES = 32768
 LOOP_CFG = {"MODE": LOOP, "BLOCK": 8192, "ROWS": 1, "num_warps": 16, "PARTS": 1,
@@ -103,12 +89,8 @@ LOOP_CFG = {"MODE": LOOP, "BLOCK": 8192, "ROWS": 1, "num_warps": 16, "PARTS": 1,
 LOOP_SEGMENT_CFG = dict(LOOP_CFG, BLOCK=4096, num_warps=8, SPIN=SPIN_LIMIT)
 
 
-#: Forward lines of 1024 (the one measured exception to `_tile_shape`'s rule): one line per
-#: program, not 4, on these warps per element size. H100, kernel only
-#: (scripts/tile_vs_liger.py, sessions 10-11): f32 2950-2952 GB/s vs 2904 for 4 lines, bf16
-#: 2884 vs 2872. f32 on 8 warps (4 values per thread): f32 [32768, 1024] through `softmax`
-#: against torch.compile (scripts/tile_peer_ab.py, session 17, 7 interleaved rounds): bench
-#: timing 2928 vs 4 warps 2907 (compile 2922), GPU time in a CUDA graph 2981 vs 2959 (2962).
+#: Forward lines of 1024 (the one exception to `_tile_shape`'s rule): one line per program,
+#: not 4, on these warps per element size (f32 on 8 warps: 4 values per thread).
 FORWARD_1024_WARPS = {2: 4, 4: 8, 8: 4}
 
 
@@ -120,16 +102,15 @@ def _tile_shape(block: int, size: int, backward: bool) -> tuple[int, int]:
     # short lines: several per program so each program moves >= ~8 KB
     rows_per = max(1, min(16, 4096 // block)) if block <= 2048 else 1
     elems = block * rows_per
-    if size == 4 and rows_per > 1:  # f32 short lines: 32 elements per thread, 2880 vs
-        return rows_per, max(1, elems // 1024)  # 2829 GB/s at [32768, 1024] (session-6 sweep)
+    if size == 4 and rows_per > 1:  # f32 short lines: 32 elements per thread
+        return rows_per, max(1, elems // 1024)
     return rows_per, 4 if elems <= 1024 else 8 if elems <= 4096 else 16
 
 
 def launch_config(extent: int, element: ElementKind, rows: int = 1 << 20,
                   backward: bool = False) -> dict:
     """Tile table: MODE (kernels.TILE / LOOP / EXCHANGE), block, warps, lines per program,
-    the same for softmax and log_softmax (their register caps differ: `register_cap`). Set
-    from H100 sweeps (softmax/tune.py): see PERF_NOTES.md."""
+    the same for softmax and log_softmax (their register caps differ: `register_cap`)."""
     size = element.torch_dtype.itemsize
     limit = MAX_SINGLE_BLOCK // (2 if size == 8 else 1)
     if extent <= limit:
