@@ -15,6 +15,13 @@ from ...core.args import Args, Operand, operand
 from ...core.plan import Descriptor
 from ...core.vocab import FLOAT_KINDS, INDEX_KINDS, ElementKind
 
+#: What the family package re-exports from this module.
+__all__ = [
+    "CrossEntropyLossArgs", "CrossEntropyLossBackwardArgs", "CrossEntropyLossBackwardDescriptor",
+    "CrossEntropyLossDescriptor", "CrossEntropyLossFusedArgs", "LossReduction", "NllLossArgs",
+    "NllLossBackwardArgs", "NllLossBackwardDescriptor", "NllLossDescriptor",
+]
+
 _FLOATS = sorted(FLOAT_KINDS, key=lambda k: k.value)
 #: Class-index target kinds: torch takes int64 and (for (C,) / (N, C) inputs) uint8; int32
 #: is ours too (the kernels widen every index to int64 on load), and uint8 at every rank.

@@ -56,6 +56,12 @@ from .kernels import (
     weight_total_kernel,
 )
 
+#: What the family package re-exports from this module.
+__all__ = [
+    "CrossEntropyLossBackwardPlan", "CrossEntropyLossFusedPlan", "CrossEntropyLossPlan",
+    "NllLossBackwardPlan", "NllLossPlan",
+]
+
 #: Longest class line held in registers (a 32K line spills at 16 warps); longer ones loop,
 #: the second (gradient) pass re-reading the line from L2.
 MAX_SINGLE_BLOCK = 16384

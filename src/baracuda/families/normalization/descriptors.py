@@ -12,6 +12,12 @@ from ...core.args import Args, operand
 from ...core.plan import Descriptor
 from ...core.vocab import FLOAT_KINDS, ElementKind
 
+#: What the family package re-exports from this module.
+__all__ = [
+    "LayerNormArgs", "LayerNormBackwardArgs", "LayerNormBackwardDescriptor", "LayerNormDescriptor",
+    "RMSNormArgs", "RMSNormBackwardArgs", "RMSNormBackwardDescriptor", "RMSNormDescriptor",
+]
+
 FLOATS_SORTED = sorted(FLOAT_KINDS, key=lambda k: k.value)
 
 

@@ -14,6 +14,14 @@ from ...core.plan import Descriptor
 from ...core.vocab import ElementKind
 from .descriptors import FLOATS_SORTED
 
+#: What the family package re-exports from this module.
+__all__ = [
+    "BatchNormArgs", "BatchNormBackwardArgs", "BatchNormBackwardDescriptor", "BatchNormDescriptor",
+    "GroupNormArgs", "GroupNormBackwardArgs", "GroupNormBackwardDescriptor", "GroupNormDescriptor",
+    "InstanceNormArgs", "InstanceNormBackwardArgs", "InstanceNormBackwardDescriptor",
+    "InstanceNormDescriptor",
+]
+
 
 def validate_channel_norm(desc, who: str, min_rank: int = 2) -> None:
     if not isinstance(desc.element, ElementKind):

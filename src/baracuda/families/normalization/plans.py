@@ -60,6 +60,11 @@ from .layout import (
     row_layout,
 )
 
+#: What the family package re-exports from this module.
+__all__ = [
+    "LayerNormBackwardPlan", "LayerNormPlan", "RMSNormBackwardPlan", "RMSNormPlan",
+]
+
 
 def make_plan(name: str, desc_t, args_t, partner: str, backward: bool, op_name, doc: str,
               module: str = __name__):

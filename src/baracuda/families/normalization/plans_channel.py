@@ -53,6 +53,12 @@ from .kernels_channel import (
 )
 from .plans import make_plan
 
+#: What the family package re-exports from this module.
+__all__ = [
+    "BatchNormBackwardPlan", "BatchNormPlan", "GroupNormBackwardPlan", "GroupNormPlan",
+    "InstanceNormBackwardPlan", "InstanceNormPlan",
+]
+
 BLOCK = 1024
 #: The partial sum over the [rows, C] dgamma / dbeta partials (kernels.sum_partials).
 _PARTIAL_CFG = {"BLOCK_G": 16, "BLOCK_C": 64, "num_warps": 4}
@@ -211,3 +217,10 @@ BatchNormPlan = _make("BatchNormPlan", BatchNormDescriptor, BatchNormArgs,
 BatchNormBackwardPlan = _make("BatchNormBackwardPlan", BatchNormBackwardDescriptor,
                               BatchNormBackwardArgs, "BatchNormPlan", True, 1,
                               "triton_batch_norm_backward")
+
+#: The plans by (kind, backward?), kind: "group", "batch" or "instance" (the specs' key).
+BY_KIND = {
+    ("group", False): GroupNormPlan, ("group", True): GroupNormBackwardPlan,
+    ("batch", False): BatchNormPlan, ("batch", True): BatchNormBackwardPlan,
+    ("instance", False): InstanceNormPlan, ("instance", True): InstanceNormBackwardPlan,
+}

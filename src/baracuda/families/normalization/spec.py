@@ -15,16 +15,6 @@ from ...core.testing import poisoned, randn, with_layout
 from ...core.vocab import ElementKind
 from . import reference as ref
 from . import spec_channel  # noqa: F401 - registers the channel-norm specs
-from .descriptors import (
-    LayerNormArgs,
-    LayerNormBackwardArgs,
-    LayerNormBackwardDescriptor,
-    LayerNormDescriptor,
-    RMSNormArgs,
-    RMSNormBackwardArgs,
-    RMSNormBackwardDescriptor,
-    RMSNormDescriptor,
-)
 from .kernels import partial_sum_kernel, row_norm_bwd_kernel, row_norm_fwd_kernel
 from .kernels_colsplit import col_grad_kernel, row_grad_stats_kernel
 from .kernels_exchange import row_norm_bwd_exchange_kernel, row_norm_fwd_exchange_kernel
@@ -103,9 +93,10 @@ class _FwdSpec(PlanSpec):
     rms = True
 
     def _desc(self, shape, n_norm, gamma, beta, res, element):
-        if self.rms:
-            return RMSNormDescriptor(shape, _axes(shape, n_norm), gamma, EPS, element, res)
-        return LayerNormDescriptor(shape, _axes(shape, n_norm), gamma, beta, EPS, element, res)
+        beta = {} if self.rms else {"has_beta": beta}
+        return self.plan.descriptor_type(input_shape=shape, norm_axes=_axes(shape, n_norm),
+                                         has_gamma=gamma, eps=EPS, element=element,
+                                         has_residual=res, **beta)
 
     def cases(self, scale):
         for shape, n_norm, layout, gamma, beta, res, elements in _table(scale):
@@ -116,7 +107,7 @@ class _FwdSpec(PlanSpec):
                            desc, self._maker(desc, layout), self._expect(desc))
 
     def _maker(self, desc, layout):
-        rms = self.rms
+        rms, args_t = self.rms, self.plan.args_type
 
         def make(device, gen):
             dt = desc.element.torch_dtype
@@ -126,12 +117,10 @@ class _FwdSpec(PlanSpec):
                  if desc.has_residual else None)
             ro = poisoned(desc.input_shape, dt, device) if desc.has_residual else None
             y = poisoned(desc.input_shape, dt, device)
-            if rms:
-                return RMSNormArgs(x=x, y=y, rstd=_stats(desc, device), gamma=g, residual=r,
-                                   residual_out=ro)
-            b = _param(desc, device, gen, desc.has_beta)
-            return LayerNormArgs(x=x, y=y, mean=_stats(desc, device), rstd=_stats(desc, device),
-                                 gamma=g, beta=b, residual=r, residual_out=ro)
+            layer = {} if rms else {"mean": _stats(desc, device),
+                                    "beta": _param(desc, device, gen, desc.has_beta)}
+            return args_t(x=x, y=y, rstd=_stats(desc, device), gamma=g, residual=r,
+                          residual_out=ro, **layer)
 
         return make
 
@@ -284,17 +273,15 @@ class _BwdSpec(PlanSpec):
         fw_spec = RMSNormSpec() if self.rms else LayerNormSpec()
         for fw in fw_spec.cases(scale):
             d = fw.desc
-            if self.rms:
-                desc = RMSNormBackwardDescriptor(d.input_shape, d.norm_axes, d.has_gamma,
-                                                 d.element, d.has_residual)
-            else:
-                desc = LayerNormBackwardDescriptor(d.input_shape, d.norm_axes, d.has_gamma,
-                                                   d.has_beta, d.element, d.has_residual)
+            beta = {} if self.rms else {"has_beta": d.has_beta}
+            desc = self.plan.descriptor_type(d.input_shape, d.norm_axes, d.has_gamma,
+                                             element=d.element, has_residual=d.has_residual,
+                                             **beta)
             yield Case(fw.name.replace(" ", " bwd ", 1), desc, self._maker(fw, desc),
                        self._expect(desc))
 
     def _maker(self, fw, desc):
-        rms = self.rms
+        rms, args_t = self.rms, self.plan.args_type
 
         def make(device, gen):
             fargs = fw.make_args(device, gen)
@@ -308,14 +295,11 @@ class _BwdSpec(PlanSpec):
             dh = randn(desc.input_shape, dt, device, gen) if desc.has_residual else None
             dg = poisoned(desc.normalized_shape, dt, device) if desc.has_gamma else None
             dx = poisoned(desc.input_shape, dt, device)
-            rstd = out["rstd"].to(device, sdt)
-            if rms:
-                return RMSNormBackwardArgs(dy=dy, x=x, rstd=rstd, dx=dx, gamma=fargs.gamma,
-                                           dgamma=dg, dresidual_out=dh)
-            db = poisoned(desc.normalized_shape, dt, device) if desc.has_beta else None
-            return LayerNormBackwardArgs(dy=dy, x=x, mean=out["mean"].to(device, sdt),
-                                         rstd=rstd, dx=dx, gamma=fargs.gamma, dgamma=dg,
-                                         dbeta=db, dresidual_out=dh)
+            layer = {} if rms else {
+                "mean": out["mean"].to(device, sdt),
+                "dbeta": poisoned(desc.normalized_shape, dt, device) if desc.has_beta else None}
+            return args_t(dy=dy, x=x, rstd=out["rstd"].to(device, sdt), dx=dx,
+                          gamma=fargs.gamma, dgamma=dg, dresidual_out=dh, **layer)
 
         return make
 
@@ -328,11 +312,8 @@ class _BwdSpec(PlanSpec):
         return expect
 
     def malformed_descriptors(self):
-        E = ElementKind.BF16
-        if self.rms:
-            mk = lambda s, a: RMSNormBackwardDescriptor(s, a, True, E)
-        else:
-            mk = lambda s, a: LayerNormBackwardDescriptor(s, a, True, True, E)
+        beta = {} if self.rms else {"has_beta": True}
+        mk = lambda s, a: self.plan.descriptor_type(s, a, True, element=ElementKind.BF16, **beta)
         yield Malformed("non-suffix norm axes", lambda: mk((4, 8, 3), (1,)), InvalidProblem)
         yield Malformed("negative extent", lambda: mk((-4, 8), (1,)), InvalidProblem)
         yield Malformed("norm axes not a tuple", lambda: mk((4, 8), 1), InvalidProblem)
