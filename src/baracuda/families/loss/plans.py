@@ -328,63 +328,53 @@ class NllLossBackwardPlan(_LossPlan):
 
 
 # -- candidates ------------------------------------------------------------------------------
-@register_candidate(CrossEntropyLossPlan)
-class TritonCrossEntropyForward(Candidate):
+class _TritonLoss(Candidate):
+    """`loss` / `grad`: what the plan writes (its workspace). The cross-entropy plans launch
+    ce_kernel for the outputs their args hold."""
+
     replayable = True  # only Triton launches (backends/launch_replay.py)
-    name = "triton_line_cross_entropy"
+    loss = grad = False
 
     def workspace_size(self, desc) -> int:
-        return ce_workspace(desc, loss=True, grad=False)
+        return ce_workspace(desc, loss=self.loss, grad=self.grad)
 
     def launch(self, desc, a, workspace) -> None:
-        launch_ce(desc, a.input, a.target, a.weight, loss=a.loss, workspace=workspace)
+        launch_ce(desc, a.input, a.target, a.weight, loss=getattr(a, "loss", None),
+                  grad_input=getattr(a, "grad_input", None),
+                  grad_loss=getattr(a, "grad_loss", None), workspace=workspace)
+
+
+@register_candidate(CrossEntropyLossPlan)
+class TritonCrossEntropyForward(_TritonLoss):
+    name = "triton_line_cross_entropy"
+    loss = True
 
 
 @register_candidate(CrossEntropyLossBackwardPlan)
-class TritonCrossEntropyBackward(Candidate):
-    replayable = True  # only Triton launches (backends/launch_replay.py)
+class TritonCrossEntropyBackward(_TritonLoss):
     name = "triton_line_cross_entropy_backward"
-
-    def workspace_size(self, desc) -> int:
-        return ce_workspace(desc, loss=False, grad=True)
-
-    def launch(self, desc, a, workspace) -> None:
-        launch_ce(desc, a.input, a.target, a.weight, grad_input=a.grad_input,
-                  grad_loss=a.grad_loss, workspace=workspace)
+    grad = True
 
 
 @register_candidate(CrossEntropyLossFusedPlan)
-class TritonCrossEntropyFused(Candidate):
-    replayable = True  # only Triton launches (backends/launch_replay.py)
+class TritonCrossEntropyFused(_TritonLoss):
     name = "triton_line_cross_entropy_fused"
-
-    def workspace_size(self, desc) -> int:
-        return ce_workspace(desc, loss=True, grad=True)
-
-    def launch(self, desc, a, workspace) -> None:
-        launch_ce(desc, a.input, a.target, a.weight, loss=a.loss, grad_input=a.grad_input,
-                  workspace=workspace)
+    loss = grad = True
 
 
 @register_candidate(NllLossPlan)
-class TritonNllForward(Candidate):
-    replayable = True  # only Triton launches (backends/launch_replay.py)
+class TritonNllForward(_TritonLoss):
     name = "triton_gather_nll"
-
-    def workspace_size(self, desc) -> int:
-        return ce_workspace(desc, loss=True, grad=False)
+    loss = True
 
     def launch(self, desc, a, workspace) -> None:
         launch_nll_forward(desc, a.input, a.target, a.weight, a.loss, workspace)
 
 
 @register_candidate(NllLossBackwardPlan)
-class TritonNllBackward(Candidate):
-    replayable = True  # only Triton launches (backends/launch_replay.py)
+class TritonNllBackward(_TritonLoss):
     name = "triton_line_nll_backward"
-
-    def workspace_size(self, desc) -> int:
-        return ce_workspace(desc, loss=False, grad=True)
+    grad = True
 
     def launch(self, desc, a, workspace) -> None:
         launch_nll_backward(desc, a.grad_loss, a.target, a.weight, a.grad_input, workspace)

@@ -13,18 +13,7 @@ from ...core.spec import AotVariant, BenchCase, Case, Malformed, PlanSpec, singl
 from ...core.testing import poisoned, randn, with_layout
 from ...core.vocab import ElementKind
 from . import reference as ref
-from .descriptors import (
-    CrossEntropyLossArgs,
-    CrossEntropyLossBackwardArgs,
-    CrossEntropyLossBackwardDescriptor,
-    CrossEntropyLossDescriptor,
-    CrossEntropyLossFusedArgs,
-    LossReduction,
-    NllLossArgs,
-    NllLossBackwardArgs,
-    NllLossBackwardDescriptor,
-    NllLossDescriptor,
-)
+from .descriptors import LossReduction
 from .kernels import (
     ce_kernel,
     finalize_kernel,
@@ -160,7 +149,7 @@ class _CESpec(PlanSpec):
 
     def _case(self, row: Row, element: ElementKind):
         prob = row.target == "prob"
-        fwd_desc = _desc(CrossEntropyLossDescriptor, row, element)
+        desc, args_t = _desc(self.plan.descriptor_type, row, element), self.plan.args_type
         rkw = dict(reduction=row.reduction, ignore_index=row.ignore_index,
                    label_smoothing=row.smoothing, prob=prob)
         dt = element.torch_dtype
@@ -169,30 +158,29 @@ class _CESpec(PlanSpec):
         if self.mode == "forward":
             def make(device, gen):
                 x, t, w = _make_inputs(row, element, device, gen)
-                return CrossEntropyLossArgs(x, t, w, poisoned(fwd_desc.loss_shape, dt, device))
+                return args_t(x, t, w, poisoned(desc.loss_shape, dt, device))
 
             def expect(a):
                 return {"loss": ref.cross_entropy(a.input, a.target, a.weight, **rkw)[1].detach()}
 
-            return Case(name, fwd_desc, make, expect)
+            return Case(name, desc, make, expect)
         if self.mode == "fused":
             def make(device, gen):
                 x, t, w = _make_inputs(row, element, device, gen)
-                return CrossEntropyLossFusedArgs(x, t, w, poisoned(fwd_desc.loss_shape, dt, device),
-                                                 poisoned(row.shape, dt, device))
+                return args_t(x, t, w, poisoned(desc.loss_shape, dt, device),
+                              poisoned(row.shape, dt, device))
 
             def expect(a):
                 loss = ref.cross_entropy(a.input, a.target, a.weight, **rkw)[1].detach()
                 dx = ref.cross_entropy_grad(None, a.input, a.target, a.weight, **rkw)
                 return {"loss": loss, "grad_input": dx}
 
-            return Case(name, fwd_desc, make, expect)
-        desc = _desc(CrossEntropyLossBackwardDescriptor, row, element)
+            return Case(name, desc, make, expect)
 
         def make(device, gen):
             x, t, w = _make_inputs(row, element, device, gen)
             g = randn(desc.loss_shape, dt, device, gen)
-            return CrossEntropyLossBackwardArgs(g, x, t, w, poisoned(row.shape, dt, device))
+            return args_t(g, x, t, w, poisoned(row.shape, dt, device))
 
         def expect(a):
             return {"grad_input": ref.cross_entropy_grad(a.grad_loss, a.input, a.target,
@@ -201,9 +189,7 @@ class _CESpec(PlanSpec):
         return Case(name, desc, make, expect)
 
     def malformed_descriptors(self):
-        cls = CrossEntropyLossBackwardDescriptor if self.mode == "backward" else \
-            CrossEntropyLossDescriptor
-        yield from _bad_descriptors(cls, True)
+        yield from _bad_descriptors(self.plan.descriptor_type, True)
 
     def malformed_args(self, case, device):
         d = case.desc
@@ -392,25 +378,24 @@ class _NllSpec(PlanSpec):
         dt = element.torch_dtype
         rkw = dict(reduction=row.reduction, ignore_index=row.ignore_index)
         kind = "nll_bwd" if self.backward else "nll"
+        desc = _desc(self.plan.descriptor_type, row, element, smoothing=False)
+        args_t = self.plan.args_type
         name = f"{kind} {row.shape} {_tname(row.target)} {row.reduction} " \
                f"w={row.weight} {row.layout} {row.special} {element.value}"
         if not self.backward:
-            desc = _desc(NllLossDescriptor, row, element, smoothing=False)
-
             def make(device, gen):
                 x, t, w = _make_inputs(row, element, device, gen, log_probs=True)
-                return NllLossArgs(x, t, w, poisoned(desc.loss_shape, dt, device))
+                return args_t(x, t, w, poisoned(desc.loss_shape, dt, device))
 
             def expect(a):
                 return {"loss": ref.nll_loss(a.input, a.target, a.weight, **rkw)}
 
             return Case(name, desc, make, expect)
-        desc = _desc(NllLossBackwardDescriptor, row, element, smoothing=False)
 
         def make(device, gen):
             _, t, w = _make_inputs(row, element, device, gen, log_probs=True)
             g = randn(desc.loss_shape, dt, device, gen)
-            return NllLossBackwardArgs(g, t, w, poisoned(row.shape, dt, device))
+            return args_t(g, t, w, poisoned(row.shape, dt, device))
 
         def expect(a):
             return {"grad_input": ref.nll_loss_grad(a.grad_loss, row.shape, a.target, a.weight,
@@ -419,8 +404,7 @@ class _NllSpec(PlanSpec):
         return Case(name, desc, make, expect)
 
     def malformed_descriptors(self):
-        cls = NllLossBackwardDescriptor if self.backward else NllLossDescriptor
-        yield from _bad_descriptors(cls, False)
+        yield from _bad_descriptors(self.plan.descriptor_type, False)
 
     def malformed_args(self, case, device):
         good = lambda: case.make_args(device, torch.Generator().manual_seed(5))  # noqa: E731

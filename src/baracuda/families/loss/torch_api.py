@@ -76,19 +76,27 @@ def _ce_backward_fake(grad, input, target, weight, reduction, ignore_index, labe
 _ce_bwd_op = define_op("cross_entropy_backward", _ce_backward, _ce_backward_fake)
 
 
-def _ce_setup(ctx, inputs, output):
+def _save_inputs(ctx, inputs, output):
     input, target, weight, *params = inputs
+    # only the shape and dtype of input are needed; a meta-like empty view would do, but
+    # saving input keeps the op functional under torch.compile
     ctx.save_for_backward(input, target, weight)
     ctx.params = params
 
 
-def _ce_autograd(ctx, grad):
-    input, target, weight = ctx.saved_tensors
-    return _ce_bwd_op(grad, input, target, weight, *ctx.params), None, None, None, None, None
+def _autograd(backward_op):
+    """The autograd formula of a loss op: its backward op on the saved inputs; no gradient
+    for the target, the weight and the options."""
+    def backward(ctx, grad):
+        input, target, weight = ctx.saved_tensors
+        return (backward_op(grad, input, target, weight, *ctx.params), None, None,
+                *(None for _ in ctx.params))
+
+    return backward
 
 
-_ce_op = define_op("cross_entropy", _ce_forward, _ce_forward_fake, backward=_ce_autograd,
-                   setup_context=_ce_setup)
+_ce_op = define_op("cross_entropy", _ce_forward, _ce_forward_fake,
+                   backward=_autograd(_ce_bwd_op), setup_context=_save_inputs)
 
 
 def _ce_fused(input: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None,
@@ -225,21 +233,8 @@ def _nll_backward_fake(grad, input, target, weight, reduction, ignore_index):
 _nll_bwd_op = define_op("nll_loss_backward", _nll_backward, _nll_backward_fake)
 
 
-def _nll_setup(ctx, inputs, output):
-    input, target, weight, *params = inputs
-    # only the shape and dtype of input are needed; a meta-like empty view would do, but
-    # saving input keeps the op functional under torch.compile
-    ctx.save_for_backward(input, target, weight)
-    ctx.params = params
-
-
-def _nll_autograd(ctx, grad):
-    input, target, weight = ctx.saved_tensors
-    return _nll_bwd_op(grad, input, target, weight, *ctx.params), None, None, None, None
-
-
-_nll_op = define_op("nll_loss", _nll_forward, _nll_forward_fake, backward=_nll_autograd,
-                    setup_context=_nll_setup)
+_nll_op = define_op("nll_loss", _nll_forward, _nll_forward_fake,
+                    backward=_autograd(_nll_bwd_op), setup_context=_save_inputs)
 
 
 def nll_loss(input: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None = None,

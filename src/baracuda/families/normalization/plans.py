@@ -374,25 +374,20 @@ class _RowNormCandidate(Candidate):
             _launch_forward(desc, args, self.rms, workspace)
 
 
-@register_candidate(RMSNormPlan)
-class TritonRMSNorm(_RowNormCandidate):
-    name = "triton_row_rms_norm"
-    rms, backward = True, False
+def register_row_candidates(base, class_prefix: str, name_prefix: str) -> tuple:
+    """Subclass `base` once per row-norm plan and register each: the candidates of rms_norm,
+    its backward, layer_norm and its backward, classes <class_prefix>RMSNorm... named
+    <name_prefix>_rms_norm..."""
+    made = []
+    for plan in (RMSNormPlan, RMSNormBackwardPlan, LayerNormPlan, LayerNormBackwardPlan):
+        op = plan.__name__.removesuffix("Plan")
+        rms, backward = op.startswith("RMS"), plan.is_backward
+        attrs = {"name": f"{name_prefix}_{'rms' if rms else 'layer'}_norm"
+                         + ("_backward" if backward else ""),
+                 "rms": rms, "backward": backward, "__module__": base.__module__}
+        made.append(register_candidate(plan)(type(class_prefix + op, (base,), attrs)))
+    return tuple(made)
 
 
-@register_candidate(RMSNormBackwardPlan)
-class TritonRMSNormBackward(_RowNormCandidate):
-    name = "triton_row_rms_norm_backward"
-    rms, backward = True, True
-
-
-@register_candidate(LayerNormPlan)
-class TritonLayerNorm(_RowNormCandidate):
-    name = "triton_row_layer_norm"
-    rms, backward = False, False
-
-
-@register_candidate(LayerNormBackwardPlan)
-class TritonLayerNormBackward(_RowNormCandidate):
-    name = "triton_row_layer_norm_backward"
-    rms, backward = False, True
+TritonRMSNorm, TritonRMSNormBackward, TritonLayerNorm, TritonLayerNormBackward = \
+    register_row_candidates(_RowNormCandidate, "Triton", "triton_row")

@@ -27,7 +27,6 @@ from ...backends.gluon_chunks import (
 )
 from ...backends.triton_exchange import SPIN_LIMIT
 from ...backends.triton_support import maxnreg_option, next_pow2, sm_count
-from ...core.registry import register_candidate
 from ...core.runtime import cdiv
 from ...core.vocab import ElementKind
 from .descriptors import LayerNormBackwardDescriptor
@@ -36,14 +35,11 @@ from .kernels_smem import (  # imported here: enable_fast_launch sees them
     row_norm_fwd_smem_kernel,
 )
 from .plans import (
-    LayerNormBackwardPlan,
-    LayerNormPlan,
-    RMSNormBackwardPlan,
-    RMSNormPlan,
     _bwd_layout,
     _forward_ops,
     _RowNormCandidate,
     reduce_param_partials,
+    register_row_candidates,
 )
 
 #: Rows up to this many elements are held in one program's registers (layout.fwd_config).
@@ -252,25 +248,6 @@ class _SmemRowNorm(_RowNormCandidate):
             super().launch(desc, args, workspace)
 
 
-@register_candidate(RMSNormPlan)
-class SmemExchangeRMSNorm(_SmemRowNorm):
-    name = "gluon_smem_exchange_rms_norm"
-    rms, backward = True, False
-
-
-@register_candidate(LayerNormPlan)
-class SmemExchangeLayerNorm(_SmemRowNorm):
-    name = "gluon_smem_exchange_layer_norm"
-    rms, backward = False, False
-
-
-@register_candidate(RMSNormBackwardPlan)
-class SmemExchangeRMSNormBackward(_SmemRowNorm):
-    name = "gluon_smem_exchange_rms_norm_backward"
-    rms, backward = True, True
-
-
-@register_candidate(LayerNormBackwardPlan)
-class SmemExchangeLayerNormBackward(_SmemRowNorm):
-    name = "gluon_smem_exchange_layer_norm_backward"
-    rms, backward = False, True
+(SmemExchangeRMSNorm, SmemExchangeRMSNormBackward, SmemExchangeLayerNorm,
+ SmemExchangeLayerNormBackward) = register_row_candidates(_SmemRowNorm, "SmemExchange",
+                                                          "gluon_smem_exchange")
