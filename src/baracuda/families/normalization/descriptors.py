@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from operator import attrgetter
 
@@ -67,17 +68,11 @@ class _RowNormShape:
 
     @property
     def norm_total_extent(self) -> int:
-        m = 1
-        for d in self.normalized_shape:
-            m *= d
-        return m
+        return math.prod(self.normalized_shape)
 
     @property
     def rows(self) -> int:
-        r = 1
-        for d in self.input_shape[: len(self.input_shape) - self.n_norm]:  # type: ignore
-            r *= d
-        return r
+        return math.prod(self.input_shape[: len(self.input_shape) - self.n_norm])  # type: ignore
 
     @property
     def stats_element(self) -> ElementKind:

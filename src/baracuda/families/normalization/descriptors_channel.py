@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import ClassVar
@@ -72,10 +73,7 @@ class _ChannelShape:
 
     @property
     def spatial(self) -> int:
-        s = 1
-        for d in self.input_shape[2:]:  # type: ignore[attr-defined]
-            s *= d
-        return s
+        return math.prod(self.input_shape[2:])  # type: ignore[attr-defined]
 
     @property
     def stats_element(self) -> ElementKind:

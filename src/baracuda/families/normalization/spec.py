@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 
 import torch
@@ -14,12 +15,12 @@ from ...core.spec import AotVariant, BenchCase, Case, Malformed, PlanSpec, singl
 from ...core.testing import poisoned, randn, with_layout
 from ...core.vocab import ElementKind
 from . import reference as ref
-from . import spec_channel  # noqa: F401 - registers the channel-norm specs
 from .kernels import partial_sum_kernel, row_norm_bwd_kernel, row_norm_fwd_kernel
 from .kernels_colsplit import col_grad_kernel, row_grad_stats_kernel
 from .kernels_exchange import row_norm_bwd_exchange_kernel, row_norm_fwd_exchange_kernel
 from .layout import bwd_config, fwd_config, pads_last, partial_config
 from .plans import LayerNormBackwardPlan, LayerNormPlan, RMSNormBackwardPlan, RMSNormPlan
+from .spec_channel import edited  # (importing spec_channel registers its specs)
 
 FLOATS = (ElementKind.F32, ElementKind.F16, ElementKind.BF16, ElementKind.F64)
 F32_BF16 = (ElementKind.F32, ElementKind.BF16)
@@ -154,15 +155,7 @@ class _FwdSpec(PlanSpec):
 
     def malformed_args(self, case, device):
         d = case.desc
-        gen = lambda: torch.Generator().manual_seed(5)
-        good = lambda: case.make_args(device, gen())
-
-        def edit(**kw):
-            a = good()
-            for k, v in kw.items():
-                setattr(a, k, v(a) if callable(v) else v)
-            return a
-
+        edit = functools.partial(edited, case, device)
         dt = d.element.torch_dtype
         bad_len = tuple(s + 1 for s in d.normalized_shape)
         yield Malformed("gamma of the wrong length",
@@ -270,7 +263,7 @@ class _BwdSpec(PlanSpec):
     rms = True
 
     def cases(self, scale):
-        fw_spec = RMSNormSpec() if self.rms else LayerNormSpec()
+        fw_spec = SPECS[self.rms, False]()
         for fw in fw_spec.cases(scale):
             d = fw.desc
             beta = {} if self.rms else {"has_beta": d.has_beta}
@@ -320,14 +313,8 @@ class _BwdSpec(PlanSpec):
 
     def malformed_args(self, case, device):
         d = case.desc
-        good = lambda: case.make_args(device, torch.Generator().manual_seed(5))
+        edit = functools.partial(edited, case, device)
         dt = d.element.torch_dtype
-
-        def edit(**kw):
-            a = good()
-            for k, v in kw.items():
-                setattr(a, k, v(a) if callable(v) else v)
-            return a
 
         bad_len = tuple(s + 1 for s in d.normalized_shape)
         yield Malformed("missing saved statistics", lambda: edit(rstd=None), InvalidProblem)
@@ -426,28 +413,16 @@ class _BwdSpec(PlanSpec):
                                  num_warps=warps, divisible=_aligned_ints(sig))
 
 
-class RMSNormSpec(_FwdSpec):
-    plan = RMSNormPlan
-    rms = True
-
-
-class LayerNormSpec(_FwdSpec):
-    plan = LayerNormPlan
-    rms = False
-
-
-class RMSNormBackwardSpec(_BwdSpec):
-    plan = RMSNormBackwardPlan
-    rms = True
-
-
-class LayerNormBackwardSpec(_BwdSpec):
-    plan = LayerNormBackwardPlan
-    rms = False
-
-
-for _spec in (RMSNormSpec(), LayerNormSpec(), RMSNormBackwardSpec(), LayerNormBackwardSpec()):
-    register_spec(_spec)
+#: One spec class per plan (RMSNormSpec, LayerNormBackwardSpec, ...), by (rms?, backward?).
+SPECS = {
+    (rms, plan.is_backward): type(plan.__name__.replace("Plan", "Spec"),
+                                  (_BwdSpec if plan.is_backward else _FwdSpec,),
+                                  {"plan": plan, "rms": rms, "__module__": __name__})
+    for plan, rms in ((RMSNormPlan, True), (LayerNormPlan, False), (RMSNormBackwardPlan, True),
+                      (LayerNormBackwardPlan, False))
+}
+for _cls in SPECS.values():
+    register_spec(_cls())
 
 
 BENCH_SHAPES = [(32768, 1024), (16384, 4096), (4096, 16384), (1024, 65536)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import torch
 
@@ -51,6 +52,15 @@ def _fwd_desc(mode, shape, opt, gamma, beta, running, element):
 def _bwd_desc(mode, d):
     return BY_KIND[mode, True].descriptor_type(d.input_shape, getattr(d, OPTION[mode]),
                                                d.has_gamma, d.has_beta, d.element)
+
+
+def edited(case, device, **changes):
+    """The case's args (a fixed seed) with fields replaced, each by a value or a function of
+    the args: the malformed args of every normalization spec."""
+    a = case.make_args(device, torch.Generator().manual_seed(5))
+    for k, v in changes.items():
+        setattr(a, k, v(a) if callable(v) else v)
+    return a
 
 
 def _training(d) -> bool:
@@ -123,14 +133,7 @@ class _ChanFwdSpec(PlanSpec):
 
     def malformed_args(self, case, device):
         d = case.desc
-        good = lambda: case.make_args(device, torch.Generator().manual_seed(5))
-
-        def edit(**kw):
-            a = good()
-            for k, v in kw.items():
-                setattr(a, k, v(a) if callable(v) else v)
-            return a
-
+        edit = functools.partial(edited, case, device)
         dt = d.element.torch_dtype
         yield Malformed("gamma of the wrong length",
                         lambda: edit(gamma=torch.ones(d.c + 1, dtype=dt, device=device)),
@@ -202,14 +205,7 @@ class _ChanBwdSpec(PlanSpec):
                         Unsupported)
 
     def malformed_args(self, case, device):
-        good = lambda: case.make_args(device, torch.Generator().manual_seed(5))
-
-        def edit(**kw):
-            a = good()
-            for k, v in kw.items():
-                setattr(a, k, v(a) if callable(v) else v)
-            return a
-
+        edit = functools.partial(edited, case, device)
         yield Malformed("missing saved statistics", lambda: edit(mean=None), InvalidProblem)
         yield Malformed("dx overlaps dy", lambda: edit(dx=lambda a: a.dy), InvalidProblem)
 

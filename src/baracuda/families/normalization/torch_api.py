@@ -8,6 +8,7 @@ is cast to the input's dtype for the kernel and its gradient is returned in its 
 
 from __future__ import annotations
 
+import math
 import operator
 
 import torch
@@ -417,10 +418,7 @@ def _chan_param(p, name, input):
 def _verify_batch_size(size) -> None:
     """torch.nn.functional's check that a statistic has more than one value (size[0] times
     the spatial extents), raised as torch raises it (a ValueError)."""
-    prod = size[0]
-    for d in size[2:]:
-        prod *= d
-    if prod == 1:
+    if size[0] * math.prod(size[2:]) == 1:
         raise InvalidProblem(f"Expected more than 1 value per channel when training, got "
                              f"input size {list(size)}")
 
@@ -502,10 +500,7 @@ def instance_norm(input: torch.Tensor, running_mean: torch.Tensor | None = None,
     """torch.nn.functional.instance_norm on InstanceNormPlan; differentiable."""
     _check_floats("instance_norm", momentum=momentum, eps=eps)
     if use_input_stats:
-        size = 1
-        for d in input.shape[2:]:
-            size *= d
-        if size == 1:
+        if math.prod(input.shape[2:]) == 1:
             raise InvalidProblem(f"Expected more than 1 spatial element when training, got "
                                  f"input size {input.size()}")
     if not use_input_stats and (running_mean is None or running_var is None):

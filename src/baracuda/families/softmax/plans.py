@@ -19,6 +19,8 @@ programs count in with integer atomics, backends/triton_exchange.py).
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from ...backends.triton_exchange import (
@@ -165,10 +167,7 @@ def _partials_per_chunk(desc) -> int:
 def lines_and_extent(desc) -> tuple[int, int]:
     """(lines, elements per line) of a descriptor: the lines run along the softmax axis."""
     extent = desc.input_shape[desc.axis]
-    lines = 1
-    for i, d in enumerate(desc.input_shape):
-        if i != desc.axis:
-            lines *= d
+    lines = math.prod(d for i, d in enumerate(desc.input_shape) if i != desc.axis)
     return lines, extent
 
 
@@ -237,9 +236,7 @@ def _steps(kernel, desc, tensors, cfg):
     single = len(view.outer_shape) <= MAX_OUTER_DIMS
     out = []
     for group, shape, strides in outer_launch_groups(view, tensors, pad_last=mode == TILE):
-        n_rows = 1
-        for d in shape:
-            n_rows *= d
+        n_rows = math.prod(shape)
         stride_args = []
         for k, st in enumerate(strides):
             stride_args += [*st, view.axis_strides[k]]
