@@ -7,11 +7,10 @@ per copy, no registers held while the copies fly), reduces it slice by slice (SL
 re-read from shared memory rather than held), swaps its partials with the line's other
 chunks through the workspace (backends/triton_exchange.py's protocol: integer arrival count,
 release / acquire; or the fenceless counted slots below), and writes its chunk from shared
-memory. Why shared memory: a chunk held
-in registers as f32 keeps half the bytes in flight per register that a 16-bit chunk has, and
-the 16-bit forwards stalled at ~2.1-2.5 TB/s on the H100; a chunk in shared memory costs ~40
-registers per thread and lets ~13 programs per SM keep their chunks in flight
-(softmax/PERF_NOTES.md, session 9).
+memory. Why shared memory: a chunk held in registers as f32 keeps half the bytes in flight
+per register that a 16-bit chunk has, which starves the 16-bit forwards of memory
+parallelism; a chunk in shared memory costs few registers and lets many programs per SM
+keep their chunks in flight.
 
 Not run by the Triton interpreter; plans select these kernels on sm_90 only.
 """
@@ -30,6 +29,8 @@ from .triton_exchange import exchange_bytes, fill, split_workspace, zero
 LANE = gl.constexpr(256)
 #: Chunks are stored row by row as loaded: each thread reads back the 16 bytes it copied.
 UNSWIZZLED = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
+#: exp(x) = exp2(x * LOG2E): the chunk reductions use the hardware's exp2.
+LOG2E = gl.constexpr(1.4426950408889634)
 
 
 @gluon.constexpr_function
@@ -91,6 +92,36 @@ def load_slice(slices, line_ptr, c, s, N, other, FROM_GLOBAL: gl.constexpr, R: g
     return gl.where(cols < N, x, other)
 
 
+# -- the (max, sum of exp) pair of softmax-like lines (line_reduce.py's Triton twins) -------
+
+@gluon.jit
+def chunk_max_sum(slices, line_ptr, c, N, aux, FROM_GLOBAL: gl.constexpr, R: gl.constexpr,
+                  SL: gl.constexpr, num_warps: gl.constexpr):
+    """Chunk c's (max, sum of exp(x - max)); 0 for the sum of an all -inf chunk (`aux`:
+    unused, the shape exchange_pairs calls)."""
+    layout: gl.constexpr = slice_layout(num_warps)
+    macc = gl.full([SL, LANE], float("-inf"), gl.float32, layout)
+    for s in range(R // SL):  # a loop, not unrolled: slices are re-read, not held
+        macc = gl.maximum(macc, load_slice(slices, line_ptr, c, s, N, float("-inf"),
+                                           FROM_GLOBAL, R, SL, num_warps))
+    m = gl.max(gl.max(macc, axis=1), axis=0)
+    m_safe = gl.where(m == float("-inf"), 0.0, m) * LOG2E
+    sacc = gl.zeros([SL, LANE], gl.float32, layout)
+    for s in range(R // SL):
+        x = load_slice(slices, line_ptr, c, s, N, float("-inf"), FROM_GLOBAL, R, SL, num_warps)
+        sacc += gl.exp2(x * LOG2E - m_safe)
+    return m, gl.sum(gl.sum(sacc, axis=1), axis=0)
+
+
+@gluon.jit
+def merge_max_sum(pm, ps):
+    """A line's (max, sum of exp(x - max)) from its chunks' pairs, in chunk order; the sum is
+    NaN for an all -inf line, as torch's softmax."""
+    big = gl.max(pm, axis=0)
+    total = gl.sum(gl.where(pm > float("-inf"), ps * gl.exp2((pm - big) * LOG2E), 0.0), axis=0)
+    return big, gl.where(big == float("-inf"), float("nan"), total)
+
+
 @gluon.jit
 def wait_prior_grid():
     """griddepcontrol.wait: block until the grid launched before this one (the counter fill)
@@ -114,21 +145,12 @@ def count_in_and_poll(count_ptr, NCH: gl.constexpr, SPIN):
 MAX_CHUNKS = 1024
 
 
-#: (longest line or None, R, SL, warps) per kernel kind, first match. H100 sweep, bf16,
-#: kernel-only GB/s (scripts/smem_sweep.py, CUDA graph replay; softmax/PERF_NOTES.md, session
-#: 9). "line" (softmax, rms / layer norm): 32/4/4 at [1024, 65536] softmax 2850, rms 2778,
-#: layer 2670 (64/8/8: 2824 / 2758 / 2669); 64/8/8 at [4096, 131072] 2956 / 2953 / 2854 and
-#: [256, 262144] 2746 / 2723 / 2604 (32/4/4: 2755 / 2672 / 2510). "cross_entropy" (more work
-#: per element in the gradient): 64/4/4 at [8192, 32768] 2660 and [4096, 131072] 2665
-#: (32/4/4: 2488 / 2579; 64/8/8: 2495 / 2522).
-#: "line_f32" (layer_norm's f32 forward, the one f32 user): 32/4/4 at every length, kernel-only
-#: GB/s at [1024, 65536] / [256, 262144] / [4096, 32768]: layer 2709-2713 / 2616 / 2850-2854
-#: (16/4/4: 2147 / 2253 / 2365; 32/8/8: 2349 / 2141 / 2475; 16/2/4, 16/4/2, 8/4/2, 8/2/2 all
-#: lower; session 14).
+#: (longest line or None, R, SL, warps) per kernel kind, first match, each the best of its
+#: sweep. "line" (softmax, rms / layer norm): smaller chunks up to 64K elements, larger
+#: beyond. "cross_entropy" (more work per element in the gradient): one config throughout.
+#: "line_f32" (layer_norm's f32 forward, the one f32 user): one config at every length.
 #: "layer_line" (layer_norm's 16-bit forward): slices of 8 chunk rows, its gamma and beta
-#: loads for twice the columns in flight at once; bf16 [1024, 65536], four alternations
-#: (session 17): 32/8/4 2686-2690 vs 32/4/4 2679-2683 (32/16/4 2640-2643, 32/8/2 2669; rms
-#: equal at 32/8/4 and 32/4/4, so it keeps "line").
+#: loads for twice the columns in flight at once (rms_norm gains nothing: it keeps "line").
 CHUNK_TABLE = {
     "line": ((65536, 32, 4, 4), (None, 64, 8, 8)),
     "layer_line": ((65536, 32, 8, 4), (None, 64, 8, 8)),
@@ -153,7 +175,7 @@ def n_chunks(extent: int, cfg: dict | None = None) -> int:
 def unsupported(arch, element, extent: int, min_extent: int, kind: str = "line",
                 with_f32: bool = False) -> str | None:
     """Why a family's shared-memory candidate cannot take lines of `extent` elements (None:
-    it can): sm_90, 16-bit elements (and f32 where the family measured it faster, with_f32),
+    it can): sm_90, 16-bit elements (and f32 where the family found it faster, with_f32),
     longer than `min_extent` (shorter lines fit one program's registers), whole 16-byte
     copies of LANE columns, at most MAX_CHUNKS chunks."""
     from ..core.vocab import ArchSku, ElementKind
@@ -297,7 +319,7 @@ def published_pairs(slot_ptr, line, NCH: gl.constexpr, NCH_P2: gl.constexpr, SPI
     the program's thread count: no warp then holds a copy of another's pairs, so the unset
     count is reduced across warps and every warp takes the same branch (with copies, a warp
     that saw a pair late fell back alone, and the fallback's cross-warp reduction read
-    garbage: H100, session 10)."""
+    garbage)."""
     gl.static_assert(NCH_P2 >= 32 * num_warps)
     po = gl.arange(0, NCH_P2, layout=partials_layout(num_warps))
     first = slot_ptr + (line.to(gl.int64) * NCH + po) * 2
@@ -318,7 +340,7 @@ def counted_slot_pairs(a, b, slot_ptr, count_ptr, slices, line_ptr, line, N, aux
     """`exchange_pairs` without its fences: publish (a, b) into this chunk's slot, count in
     relaxed (the count only says when to look), then read the line's slots until none holds
     UNSET_BITS. The counter protocol's release-ordered arrival and acquiring polls cost the
-    16-bit layer_norm forward 1-3% on the H100 (normalization/PERF_NOTES.md, session 19). Each
+    16-bit layer_norm forward a little. Each
     warp polls its own copy of the pairs; one cross-warp reduction after the polls makes the
     fall-back decision (`chunk_pair` from global memory, the same bits) the same in every
     warp."""

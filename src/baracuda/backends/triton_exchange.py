@@ -9,17 +9,16 @@ the same bits) and writes its chunk from the registers it already holds.
 
 Why this cannot hang: the programs of one line have adjacent ids, and the GPU dispatches
 programs in id order, so a waiting program only waits on programs already running or next in
-line; a line's chunks (128 for a 1M-element bf16 softmax line) are fewer than the programs an
-H100 holds at once (several per SM). Should that ever not hold (a grid sharing the GPU, an
+line; a line's chunks (128 for a 1M-element bf16 softmax line) are fewer than the programs a
+GPU holds at once (several per SM). Should that ever not hold (a grid sharing the GPU, an
 unusual scheduler, the interpreter that runs programs one after another), a program stops
 spinning after SPIN_LIMIT polls and recomputes the missing partials itself from global memory
 with the same code (bit-identical, only slower). Under the interpreter SPIN_LIMIT is 0: every
 program but the line's last one takes that path, so CPU tests exercise it.
 
 Where it pays: ops that read more than they write per exchange (softmax backward: dy and y in,
-dx out, 2.64-2.75 TB/s on the H100), and f32 forwards (softmax 2.71, RMSNorm 2.81 TB/s
-kernel-only at [1024, 65536]). A bf16 forward (one tensor in, one out, the chunk held as f32)
-was slower than a two-read loop when calls run back to back (softmax/PERF_NOTES.md).
+dx out), and f32 forwards. A bf16 forward (one tensor in, one out, the chunk held as f32) is
+slower than a two-read loop when calls run back to back.
 
 The counters must be zero at launch: `zero()` is a Triton fill, so a plan call that uses it
 stays replayable (backends/launch_replay.py).

@@ -1,31 +1,11 @@
 """Loss family: cross-entropy (class indices or probabilities, weights, ignore_index, label
-smoothing) and NLL, forward, backward and a fused loss + gradient plan."""
+smoothing) and NLL, forward, backward and a fused loss + gradient plan.
 
-from . import plans_smem  # noqa: F401  (registers the Hopper candidate)
-from .descriptors import (
-    CrossEntropyLossArgs,
-    CrossEntropyLossBackwardArgs,
-    CrossEntropyLossBackwardDescriptor,
-    CrossEntropyLossDescriptor,
-    CrossEntropyLossFusedArgs,
-    LossReduction,
-    NllLossArgs,
-    NllLossBackwardArgs,
-    NllLossBackwardDescriptor,
-    NllLossDescriptor,
-)
-from .plans import (
-    CrossEntropyLossBackwardPlan,
-    CrossEntropyLossFusedPlan,
-    CrossEntropyLossPlan,
-    NllLossBackwardPlan,
-    NllLossPlan,
-)
+Each module names what it exports in its `__all__`; the package re-exports those."""
 
-__all__ = [
-    "CrossEntropyLossArgs", "CrossEntropyLossBackwardArgs", "CrossEntropyLossBackwardDescriptor",
-    "CrossEntropyLossBackwardPlan", "CrossEntropyLossDescriptor", "CrossEntropyLossFusedArgs",
-    "CrossEntropyLossFusedPlan", "CrossEntropyLossPlan", "LossReduction", "NllLossArgs",
-    "NllLossBackwardArgs", "NllLossBackwardDescriptor", "NllLossBackwardPlan",
-    "NllLossDescriptor", "NllLossPlan",
-]
+# plans_smem: imported for its registration (the Hopper candidate)
+from . import descriptors, plans, plans_smem  # noqa: F401
+from .descriptors import *  # noqa: F403
+from .plans import *  # noqa: F403
+
+__all__ = sorted([*descriptors.__all__, *plans.__all__])

@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
 from dataclasses import dataclass
-from typing import ClassVar
+from operator import attrgetter
 
 import torch
 
 from ...core import validate as V
-from ...core.plan import Args, Descriptor
+from ...core.args import Args, Operand, operand
+from ...core.plan import Descriptor
 from ...core.vocab import FLOAT_KINDS, INDEX_KINDS, ElementKind
+
+#: What the family package re-exports from this module.
+__all__ = [
+    "CrossEntropyLossArgs", "CrossEntropyLossBackwardArgs", "CrossEntropyLossBackwardDescriptor",
+    "CrossEntropyLossDescriptor", "CrossEntropyLossFusedArgs", "LossReduction", "NllLossArgs",
+    "NllLossBackwardArgs", "NllLossBackwardDescriptor", "NllLossDescriptor",
+]
 
 _FLOATS = sorted(FLOAT_KINDS, key=lambda k: k.value)
 #: Class-index target kinds: torch takes int64 and (for (C,) / (N, C) inputs) uint8; int32
@@ -138,50 +147,70 @@ class NllLossBackwardDescriptor(NllLossDescriptor):
     """grad_input (dense, one non-zero per sample) from grad_loss and the targets."""
 
 
+def _target_shape(d) -> tuple[int, ...]:
+    """Probability targets have the input's shape; class indices one per sample."""
+    return d.input_shape if d.probability_target else d.sample_shape
+
+
+def _input(output: bool = False):
+    return operand("input_shape", "element", output=output)
+
+
+def _target():
+    return operand(_target_shape, "target_element")
+
+
+def _loss(output: bool = False):
+    """The loss, or its upstream gradient: per sample (reduction none) or a scalar."""
+    return operand("loss_shape", "element", output=output)
+
+
+def _weight():
+    """Present exactly when has_weight. Positional like the other fields (no default), so
+    its rule is built here: `operand` gives a conditional field a None default."""
+    rule = Operand(lambda d: (d.num_classes,), "element", when=attrgetter("has_weight"))
+    return dataclasses.field(metadata={"operand": rule})
+
+
 @dataclass
 class CrossEntropyLossArgs(Args):
-    input: torch.Tensor
-    target: torch.Tensor
-    weight: torch.Tensor | None
-    loss: torch.Tensor
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("loss",)
+    input: torch.Tensor = _input()
+    target: torch.Tensor = _target()
+    weight: torch.Tensor | None = _weight()
+    loss: torch.Tensor = _loss(output=True)
 
 
 @dataclass
 class CrossEntropyLossBackwardArgs(Args):
-    grad_loss: torch.Tensor
-    input: torch.Tensor
-    target: torch.Tensor
-    weight: torch.Tensor | None
-    grad_input: torch.Tensor
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("grad_input",)
+    grad_loss: torch.Tensor = _loss()
+    input: torch.Tensor = _input()
+    target: torch.Tensor = _target()
+    weight: torch.Tensor | None = _weight()
+    grad_input: torch.Tensor = _input(output=True)
 
 
 @dataclass
 class CrossEntropyLossFusedArgs(Args):
     """Loss and d(loss)/d(input) for a unit upstream gradient, in one pass over the logits."""
 
-    input: torch.Tensor
-    target: torch.Tensor
-    weight: torch.Tensor | None
-    loss: torch.Tensor
-    grad_input: torch.Tensor
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("loss", "grad_input")
+    input: torch.Tensor = _input()
+    target: torch.Tensor = _target()
+    weight: torch.Tensor | None = _weight()
+    loss: torch.Tensor = _loss(output=True)
+    grad_input: torch.Tensor = _input(output=True)
 
 
 @dataclass
 class NllLossArgs(Args):
-    input: torch.Tensor
-    target: torch.Tensor
-    weight: torch.Tensor | None
-    loss: torch.Tensor
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("loss",)
+    input: torch.Tensor = _input()
+    target: torch.Tensor = _target()
+    weight: torch.Tensor | None = _weight()
+    loss: torch.Tensor = _loss(output=True)
 
 
 @dataclass
 class NllLossBackwardArgs(Args):
-    grad_loss: torch.Tensor
-    target: torch.Tensor
-    weight: torch.Tensor | None
-    grad_input: torch.Tensor
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("grad_input",)
+    grad_loss: torch.Tensor = _loss()
+    target: torch.Tensor = _target()
+    weight: torch.Tensor | None = _weight()
+    grad_input: torch.Tensor = _input(output=True)

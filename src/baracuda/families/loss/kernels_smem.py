@@ -5,7 +5,7 @@ weights, ignore_index; no label smoothing (plans_smem.py routes the rest to ce_k
 run by the Triton interpreter: plans select it on sm_90 only.
 
 Per program (one chunk of one sample's class line): copy the logits chunk to shared memory;
-reduce it to (max, sum of exp) with the softmax kernel's `chunk_max_sum`; swap those with the
+reduce it to (max, sum of exp) with gluon_chunks' `chunk_max_sum`; swap those with the
 line's other chunks and merge them in chunk order (the same bits in every program of the
 line, and on the no-wait path). The sample's target logit x[t] and weight w[t] are scalar
 loads. Loss (chunk 0 writes it): w[t] ((max - x[t]) + log(sum)); the gradient of the chunk:
@@ -19,8 +19,15 @@ from __future__ import annotations
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
-from ...backends.gluon_chunks import copy_chunk, exchange_pairs, slice_cols, slice_layout
-from ..softmax.kernels_smem import LOG2E, chunk_max_sum, merge_max_sum
+from ...backends.gluon_chunks import (
+    LOG2E,
+    chunk_max_sum,
+    copy_chunk,
+    exchange_pairs,
+    merge_max_sum,
+    slice_cols,
+    slice_layout,
+)
 
 
 @gluon.jit

@@ -27,14 +27,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
-import triton.language as tl
 
-from ...backends.triton_support import next_pow2, outer_launch_groups
+from ...backends.triton_support import acc_type, next_pow2, outer_launch_groups
 from ...core import validate as V
 from ...core.layout import axis_view
 from ...core.plan import Candidate, Plan
 from ...core.registry import register_candidate, register_plan
+from ...core.runtime import cdiv
 from ...core.vocab import ElementKind, OpCategory
 from .descriptors import (
     CrossEntropyLossArgs,
@@ -57,6 +56,12 @@ from .kernels import (
     weight_total_kernel,
 )
 
+#: What the family package re-exports from this module.
+__all__ = [
+    "CrossEntropyLossBackwardPlan", "CrossEntropyLossFusedPlan", "CrossEntropyLossPlan",
+    "NllLossBackwardPlan", "NllLossPlan",
+]
+
 #: Longest class line held in registers (a 32K line spills at 16 warps); longer ones loop,
 #: the second (gradient) pass re-reading the line from L2.
 MAX_SINGLE_BLOCK = 16384
@@ -66,10 +71,9 @@ def ce_config(extent: int, element: ElementKind, heavy: bool = False) -> dict:
     """Tile table for ce_kernel: block width, single pass or loop, warps, lines per program.
 
     Loop: 4096 wide, 8 warps, with L2 hints (first read evict_last, the gradient pass's
-    re-read and stores evict_first). H100 sweep (softmax/tune.py, kernel only, bf16, 08:24
-    UTC): [8192, 32768] 2234 GB/s (8192 x 8 warps without hints: 1623), [4096, 131072] 2042
-    (1496). `heavy` (probability targets or label smoothing: two more per-lane accumulators)
-    halves the elements per thread so that no variant spills (checked with ptxas for sm_90a).
+    re-read and stores evict_first: the hints are most of the loop's speed). `heavy`
+    (probability targets or label smoothing: two more per-lane accumulators) halves the
+    elements per thread so that no variant spills on sm_90a.
     """
     f64 = element is ElementKind.F64
     limit = (8192 if f64 else MAX_SINGLE_BLOCK) // (2 if heavy else 1)
@@ -85,41 +89,7 @@ def ce_config(extent: int, element: ElementKind, heavy: bool = False) -> dict:
             "KEEP": "evict_last", "STREAM": "evict_first"}
 
 
-def acc_dtype(element: ElementKind) -> torch.dtype:
-    return torch.float64 if element is ElementKind.F64 else torch.float32
-
-
-def _acc(element: ElementKind):
-    return tl.float64 if element is ElementKind.F64 else tl.float32
-
-
-def _cdiv(a: int, b: int) -> int:
-    return (a + b - 1) // b
-
-
 # -- argument checks -------------------------------------------------------------------------
-def _check(who: str, d, **tensors) -> None:
-    """Every tensor against the descriptor; names decide the expected shape and dtype."""
-    shapes = {
-        "input": d.input_shape, "grad_input": d.input_shape,
-        "loss": d.loss_shape, "grad_loss": d.loss_shape, "weight": (d.num_classes,),
-    }
-    for name, t in tensors.items():
-        if name == "weight":
-            if not d.has_weight:
-                if t is not None:
-                    raise V.InvalidProblem(f"{who}: weight given but descriptor has_weight=False")
-                continue
-            if t is None:
-                raise V.InvalidProblem(f"{who}: weight is None but descriptor has_weight=True")
-        if name == "target":
-            shape = d.input_shape if getattr(d, "probability_target", False) else d.sample_shape
-            V.check_tensor(who, name, t, shape, d.target_element)
-        else:
-            V.check_tensor(who, name, t, shapes[name], d.element)
-        V.check_nonnegative_strides(who, name, t)
-
-
 # -- launch helpers --------------------------------------------------------------------------
 def _groups(desc, full: dict, per_row: dict):
     """Yield (row_base, n_rows, outer [S1, S2, S3], {name: (view, strides[4], class stride)})."""
@@ -166,13 +136,13 @@ def _ptr(info, name, default):
 def _ws_view(desc, workspace):
     if workspace is None:
         return None
-    dt = acc_dtype(desc.element)
+    dt = desc.element.compute_kind.torch_dtype
     n = workspace.numel() // dt.itemsize
     return workspace[: n * dt.itemsize].view(dt)
 
 
 def _weight_total(desc, target, weight, ws, prob: bool) -> None:
-    acc = _acc(desc.element)
+    acc = acc_type(desc.element)
     if prob or desc.rows == 0:
         weight_total_kernel[(1,)](
             ws, ws, ws, desc.rows, desc.num_classes, desc.ignore_index, 1, 1, 1, 0, 0, 0, 0,
@@ -187,7 +157,7 @@ def _weight_total(desc, target, weight, ws, prob: bool) -> None:
 
 def _finalize(desc, ws, loss) -> None:
     finalize_kernel[(1,)](ws, loss, desc.rows, MEAN=desc.reduction is LossReduction.MEAN,
-                          ACC=_acc(desc.element), BLOCK=1024)
+                          ACC=acc_type(desc.element), BLOCK=1024)
 
 
 def _reduced_loss_mode(desc) -> int:
@@ -195,7 +165,7 @@ def _reduced_loss_mode(desc) -> int:
 
 
 def ce_workspace(desc, loss: bool, grad: bool) -> int:
-    acc = acc_dtype(desc.element).itemsize
+    acc = desc.element.compute_kind.torch_dtype.itemsize
     red = desc.reduction
     if loss and red is not LossReduction.NONE:
         return (WS_ROWS + desc.rows) * acc
@@ -239,7 +209,7 @@ def launch_ce(desc, x, target, weight, loss=None, grad_input=None, grad_loss=Non
         eps_hi = float(np.float32(eps))
         dummy = x
         for base, n_rows, outer, info in _groups(desc, full, per_row):
-            ce_kernel[(_cdiv(n_rows, rows_per_prog),)](
+            ce_kernel[(cdiv(n_rows, rows_per_prog),)](
                 info["x"][0], info["t"][0], weight if weight is not None else dummy,
                 _ptr(info, "g", grad_loss if grad_loss is not None else dummy),
                 _ptr(info, "l", loss if loss is not None else dummy),
@@ -249,7 +219,7 @@ def launch_ce(desc, x, target, weight, loss=None, grad_input=None, grad_loss=Non
                 *_strides(info, "l", False), *_strides(info, "g", False),
                 *_strides(info, "dx", True),
                 PROB=prob, HAS_W=weight is not None, SMOOTH=eps > 0.0, LOSS=loss_mode,
-                GRAD=grad_mode, MEAN=mean and grad_mode != 0, ACC=_acc(desc.element),
+                GRAD=grad_mode, MEAN=mean and grad_mode != 0, ACC=acc_type(desc.element),
                 ROWS=rows_per_prog, num_warps=warps, WIDE=_wide(desc, info), **cfg,
             )
     if loss_mode == 2:
@@ -266,12 +236,12 @@ def launch_nll_forward(desc, x, target, weight, loss, workspace) -> None:
     for base, n_rows, outer, info in _groups(desc, {"x": x}, per_row):
         if n_rows == 0:
             continue
-        nll_fwd_kernel[(_cdiv(n_rows, block_r),)](
+        nll_fwd_kernel[(cdiv(n_rows, block_r),)](
             info["x"][0], info["t"][0], weight if weight is not None else x,
             _ptr(info, "l", loss), ws if ws is not None else x, n_rows, base,
             desc.num_classes, desc.ignore_index, *outer, *_strides(info, "x", True),
             *_strides(info, "t", False), *_strides(info, "l", False),
-            HAS_W=weight is not None, LOSS=loss_mode, ACC=_acc(desc.element), BLOCK_R=block_r,
+            HAS_W=weight is not None, LOSS=loss_mode, ACC=acc_type(desc.element), BLOCK_R=block_r,
             num_warps=4,
         )
     if loss_mode == 2:
@@ -295,7 +265,7 @@ def launch_nll_backward(desc, grad_loss, target, weight, grad_input, workspace) 
             n_rows, desc.num_classes, desc.ignore_index, *outer, *_strides(info, "t", False),
             *_strides(info, "g", False), *_strides(info, "dx", True),
             HAS_W=weight is not None, GRAD=2 if none else 3, MEAN=mean,
-            ACC=_acc(desc.element), BLOCK=block, num_warps=4 if block <= 1024 else 8,
+            ACC=acc_type(desc.element), BLOCK=block, num_warps=4 if block <= 1024 else 8,
             WIDE=_wide(desc, info),
         )
 
@@ -305,6 +275,13 @@ class _LossPlan(Plan):
     __doc__ = __doc__
     category = OpCategory.LOSS
 
+    def check_args(self, args) -> None:
+        """The declared operands, and strides the kernels can walk (none negative)."""
+        super().check_args(args)
+        who = type(self).__name__
+        for name, t in args.tensors().items():
+            V.check_nonnegative_strides(who, name, t)
+
 
 @register_plan
 class CrossEntropyLossPlan(_LossPlan):
@@ -312,10 +289,6 @@ class CrossEntropyLossPlan(_LossPlan):
     descriptor_type = CrossEntropyLossDescriptor
     args_type = CrossEntropyLossArgs
     partner = "CrossEntropyLossBackwardPlan"
-
-    def check_args(self, a: CrossEntropyLossArgs) -> None:
-        _check(type(self).__name__, self.desc, input=a.input, target=a.target, weight=a.weight,
-               loss=a.loss)
 
 
 @register_plan
@@ -325,10 +298,6 @@ class CrossEntropyLossBackwardPlan(_LossPlan):
     args_type = CrossEntropyLossBackwardArgs
     partner = "CrossEntropyLossPlan"
     is_backward = True
-
-    def check_args(self, a: CrossEntropyLossBackwardArgs) -> None:
-        _check(type(self).__name__, self.desc, grad_loss=a.grad_loss, input=a.input,
-               target=a.target, weight=a.weight, grad_input=a.grad_input)
 
 
 @register_plan
@@ -340,10 +309,6 @@ class CrossEntropyLossFusedPlan(_LossPlan):
     descriptor_type = CrossEntropyLossDescriptor
     args_type = CrossEntropyLossFusedArgs
 
-    def check_args(self, a: CrossEntropyLossFusedArgs) -> None:
-        _check(type(self).__name__, self.desc, input=a.input, target=a.target, weight=a.weight,
-               loss=a.loss, grad_input=a.grad_input)
-
 
 @register_plan
 class NllLossPlan(_LossPlan):
@@ -351,10 +316,6 @@ class NllLossPlan(_LossPlan):
     descriptor_type = NllLossDescriptor
     args_type = NllLossArgs
     partner = "NllLossBackwardPlan"
-
-    def check_args(self, a: NllLossArgs) -> None:
-        _check(type(self).__name__, self.desc, input=a.input, target=a.target, weight=a.weight,
-               loss=a.loss)
 
 
 @register_plan
@@ -365,69 +326,55 @@ class NllLossBackwardPlan(_LossPlan):
     partner = "NllLossPlan"
     is_backward = True
 
-    def check_args(self, a: NllLossBackwardArgs) -> None:
-        _check(type(self).__name__, self.desc, grad_loss=a.grad_loss, target=a.target,
-               weight=a.weight, grad_input=a.grad_input)
-
 
 # -- candidates ------------------------------------------------------------------------------
-@register_candidate(CrossEntropyLossPlan)
-class TritonCrossEntropyForward(Candidate):
+class _TritonLoss(Candidate):
+    """`loss` / `grad`: what the plan writes (its workspace). The cross-entropy plans launch
+    ce_kernel for the outputs their args hold."""
+
     replayable = True  # only Triton launches (backends/launch_replay.py)
-    name = "triton_line_cross_entropy"
+    loss = grad = False
 
     def workspace_size(self, desc) -> int:
-        return ce_workspace(desc, loss=True, grad=False)
+        return ce_workspace(desc, loss=self.loss, grad=self.grad)
 
     def launch(self, desc, a, workspace) -> None:
-        launch_ce(desc, a.input, a.target, a.weight, loss=a.loss, workspace=workspace)
+        launch_ce(desc, a.input, a.target, a.weight, loss=getattr(a, "loss", None),
+                  grad_input=getattr(a, "grad_input", None),
+                  grad_loss=getattr(a, "grad_loss", None), workspace=workspace)
+
+
+@register_candidate(CrossEntropyLossPlan)
+class TritonCrossEntropyForward(_TritonLoss):
+    name = "triton_line_cross_entropy"
+    loss = True
 
 
 @register_candidate(CrossEntropyLossBackwardPlan)
-class TritonCrossEntropyBackward(Candidate):
-    replayable = True  # only Triton launches (backends/launch_replay.py)
+class TritonCrossEntropyBackward(_TritonLoss):
     name = "triton_line_cross_entropy_backward"
-
-    def workspace_size(self, desc) -> int:
-        return ce_workspace(desc, loss=False, grad=True)
-
-    def launch(self, desc, a, workspace) -> None:
-        launch_ce(desc, a.input, a.target, a.weight, grad_input=a.grad_input,
-                  grad_loss=a.grad_loss, workspace=workspace)
+    grad = True
 
 
 @register_candidate(CrossEntropyLossFusedPlan)
-class TritonCrossEntropyFused(Candidate):
-    replayable = True  # only Triton launches (backends/launch_replay.py)
+class TritonCrossEntropyFused(_TritonLoss):
     name = "triton_line_cross_entropy_fused"
-
-    def workspace_size(self, desc) -> int:
-        return ce_workspace(desc, loss=True, grad=True)
-
-    def launch(self, desc, a, workspace) -> None:
-        launch_ce(desc, a.input, a.target, a.weight, loss=a.loss, grad_input=a.grad_input,
-                  workspace=workspace)
+    loss = grad = True
 
 
 @register_candidate(NllLossPlan)
-class TritonNllForward(Candidate):
-    replayable = True  # only Triton launches (backends/launch_replay.py)
+class TritonNllForward(_TritonLoss):
     name = "triton_gather_nll"
-
-    def workspace_size(self, desc) -> int:
-        return ce_workspace(desc, loss=True, grad=False)
+    loss = True
 
     def launch(self, desc, a, workspace) -> None:
         launch_nll_forward(desc, a.input, a.target, a.weight, a.loss, workspace)
 
 
 @register_candidate(NllLossBackwardPlan)
-class TritonNllBackward(Candidate):
-    replayable = True  # only Triton launches (backends/launch_replay.py)
+class TritonNllBackward(_TritonLoss):
     name = "triton_line_nll_backward"
-
-    def workspace_size(self, desc) -> int:
-        return ce_workspace(desc, loss=False, grad=True)
+    grad = True
 
     def launch(self, desc, a, workspace) -> None:
         launch_nll_backward(desc, a.grad_loss, a.target, a.weight, a.grad_input, workspace)

@@ -6,25 +6,14 @@ import dataclasses
 
 import torch
 
-from ...backends.triton_support import triton_dtype
+from ...backends.triton_support import acc_type, triton_dtype
 from ...core.errors import InvalidProblem, Unsupported
 from ...core.registry import register_bench, register_spec
 from ...core.spec import AotVariant, BenchCase, Case, Malformed, PlanSpec, single_threaded_autograd
 from ...core.testing import poisoned, randn, with_layout
 from ...core.vocab import ElementKind
 from . import reference as ref
-from .descriptors import (
-    CrossEntropyLossArgs,
-    CrossEntropyLossBackwardArgs,
-    CrossEntropyLossBackwardDescriptor,
-    CrossEntropyLossDescriptor,
-    CrossEntropyLossFusedArgs,
-    LossReduction,
-    NllLossArgs,
-    NllLossBackwardArgs,
-    NllLossBackwardDescriptor,
-    NllLossDescriptor,
-)
+from .descriptors import LossReduction
 from .kernels import (
     ce_kernel,
     finalize_kernel,
@@ -39,7 +28,6 @@ from .plans import (
     CrossEntropyLossPlan,
     NllLossBackwardPlan,
     NllLossPlan,
-    _acc,
     ce_config,
 )
 
@@ -161,7 +149,7 @@ class _CESpec(PlanSpec):
 
     def _case(self, row: Row, element: ElementKind):
         prob = row.target == "prob"
-        fwd_desc = _desc(CrossEntropyLossDescriptor, row, element)
+        desc, args_t = _desc(self.plan.descriptor_type, row, element), self.plan.args_type
         rkw = dict(reduction=row.reduction, ignore_index=row.ignore_index,
                    label_smoothing=row.smoothing, prob=prob)
         dt = element.torch_dtype
@@ -170,30 +158,29 @@ class _CESpec(PlanSpec):
         if self.mode == "forward":
             def make(device, gen):
                 x, t, w = _make_inputs(row, element, device, gen)
-                return CrossEntropyLossArgs(x, t, w, poisoned(fwd_desc.loss_shape, dt, device))
+                return args_t(x, t, w, poisoned(desc.loss_shape, dt, device))
 
             def expect(a):
                 return {"loss": ref.cross_entropy(a.input, a.target, a.weight, **rkw)[1].detach()}
 
-            return Case(name, fwd_desc, make, expect)
+            return Case(name, desc, make, expect)
         if self.mode == "fused":
             def make(device, gen):
                 x, t, w = _make_inputs(row, element, device, gen)
-                return CrossEntropyLossFusedArgs(x, t, w, poisoned(fwd_desc.loss_shape, dt, device),
-                                                 poisoned(row.shape, dt, device))
+                return args_t(x, t, w, poisoned(desc.loss_shape, dt, device),
+                              poisoned(row.shape, dt, device))
 
             def expect(a):
                 loss = ref.cross_entropy(a.input, a.target, a.weight, **rkw)[1].detach()
                 dx = ref.cross_entropy_grad(None, a.input, a.target, a.weight, **rkw)
                 return {"loss": loss, "grad_input": dx}
 
-            return Case(name, fwd_desc, make, expect)
-        desc = _desc(CrossEntropyLossBackwardDescriptor, row, element)
+            return Case(name, desc, make, expect)
 
         def make(device, gen):
             x, t, w = _make_inputs(row, element, device, gen)
             g = randn(desc.loss_shape, dt, device, gen)
-            return CrossEntropyLossBackwardArgs(g, x, t, w, poisoned(row.shape, dt, device))
+            return args_t(g, x, t, w, poisoned(row.shape, dt, device))
 
         def expect(a):
             return {"grad_input": ref.cross_entropy_grad(a.grad_loss, a.input, a.target,
@@ -202,9 +189,7 @@ class _CESpec(PlanSpec):
         return Case(name, desc, make, expect)
 
     def malformed_descriptors(self):
-        cls = CrossEntropyLossBackwardDescriptor if self.mode == "backward" else \
-            CrossEntropyLossDescriptor
-        yield from _bad_descriptors(cls, True)
+        yield from _bad_descriptors(self.plan.descriptor_type, True)
 
     def malformed_args(self, case, device):
         d = case.desc
@@ -230,7 +215,7 @@ class _CESpec(PlanSpec):
                     "dx_ptr": t, "ws_ptr": "*fp32"}
             sig = dict(ptrs)
             const = dict({"KEEP": "", "STREAM": ""}, **cfg, PROB=False, HAS_W=False,
-                         SMOOTH=False, LOSS=2, GRAD=1, MEAN=True, ACC=_acc(element), WIDE=False)
+                         SMOOTH=False, LOSS=2, GRAD=1, MEAN=True, ACC=acc_type(element), WIDE=False)
             for n in ce_kernel.arg_names:
                 if n not in ptrs and n not in const:
                     sig[n] = "fp32" if n.startswith("eps") else "i64"
@@ -272,7 +257,7 @@ def _ce_variants(mode: str):
                "ws_ptr": ws}
         grad = 0 if mode == "forward" else 3
         const = dict({"KEEP": "", "STREAM": ""}, **cfg, PROB=True, HAS_W=True, SMOOTH=True,
-                     LOSS=2 if grad == 0 else 0, GRAD=grad, MEAN=grad != 0, ACC=_acc(element),
+                     LOSS=2 if grad == 0 else 0, GRAD=grad, MEAN=grad != 0, ACC=acc_type(element),
                      WIDE=False)
         for n in ce_kernel.arg_names:
             if n not in sig and n not in const:
@@ -287,7 +272,7 @@ def _small_variants(backward: bool):
     for element in (BF16, F64):
         t = "*" + triton_dtype(element.torch_dtype)
         ws = "*fp64" if element is F64 else "*fp32"
-        acc = _acc(element)
+        acc = acc_type(element)
         if backward:
             kern, sig = nll_bwd_kernel, {"t_ptr": "*i64", "w_ptr": t, "g_ptr": t, "dx_ptr": t,
                                          "ws_ptr": ws}
@@ -393,25 +378,24 @@ class _NllSpec(PlanSpec):
         dt = element.torch_dtype
         rkw = dict(reduction=row.reduction, ignore_index=row.ignore_index)
         kind = "nll_bwd" if self.backward else "nll"
+        desc = _desc(self.plan.descriptor_type, row, element, smoothing=False)
+        args_t = self.plan.args_type
         name = f"{kind} {row.shape} {_tname(row.target)} {row.reduction} " \
                f"w={row.weight} {row.layout} {row.special} {element.value}"
         if not self.backward:
-            desc = _desc(NllLossDescriptor, row, element, smoothing=False)
-
             def make(device, gen):
                 x, t, w = _make_inputs(row, element, device, gen, log_probs=True)
-                return NllLossArgs(x, t, w, poisoned(desc.loss_shape, dt, device))
+                return args_t(x, t, w, poisoned(desc.loss_shape, dt, device))
 
             def expect(a):
                 return {"loss": ref.nll_loss(a.input, a.target, a.weight, **rkw)}
 
             return Case(name, desc, make, expect)
-        desc = _desc(NllLossBackwardDescriptor, row, element, smoothing=False)
 
         def make(device, gen):
             _, t, w = _make_inputs(row, element, device, gen, log_probs=True)
             g = randn(desc.loss_shape, dt, device, gen)
-            return NllLossBackwardArgs(g, t, w, poisoned(row.shape, dt, device))
+            return args_t(g, t, w, poisoned(row.shape, dt, device))
 
         def expect(a):
             return {"grad_input": ref.nll_loss_grad(a.grad_loss, row.shape, a.target, a.weight,
@@ -420,8 +404,7 @@ class _NllSpec(PlanSpec):
         return Case(name, desc, make, expect)
 
     def malformed_descriptors(self):
-        cls = NllLossBackwardDescriptor if self.backward else NllLossDescriptor
-        yield from _bad_descriptors(cls, False)
+        yield from _bad_descriptors(self.plan.descriptor_type, False)
 
     def malformed_args(self, case, device):
         good = lambda: case.make_args(device, torch.Generator().manual_seed(5))  # noqa: E731

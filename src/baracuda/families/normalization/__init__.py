@@ -1,50 +1,14 @@
 """Normalization family: RMSNorm and LayerNorm (with a fused residual variant), GroupNorm,
-BatchNorm and InstanceNorm; forward and deterministic backward."""
+BatchNorm and InstanceNorm; forward and deterministic backward.
 
-from . import plans_smem  # noqa: F401  (registers the Hopper candidates)
-from .descriptors import (
-    LayerNormArgs,
-    LayerNormBackwardArgs,
-    LayerNormBackwardDescriptor,
-    LayerNormDescriptor,
-    RMSNormArgs,
-    RMSNormBackwardArgs,
-    RMSNormBackwardDescriptor,
-    RMSNormDescriptor,
-)
-from .descriptors_channel import (
-    BatchNormArgs,
-    BatchNormBackwardArgs,
-    BatchNormBackwardDescriptor,
-    BatchNormDescriptor,
-    GroupNormArgs,
-    GroupNormBackwardArgs,
-    GroupNormBackwardDescriptor,
-    GroupNormDescriptor,
-    InstanceNormArgs,
-    InstanceNormBackwardArgs,
-    InstanceNormBackwardDescriptor,
-    InstanceNormDescriptor,
-)
-from .plans import LayerNormBackwardPlan, LayerNormPlan, RMSNormBackwardPlan, RMSNormPlan
-from .plans_channel import (
-    BatchNormBackwardPlan,
-    BatchNormPlan,
-    GroupNormBackwardPlan,
-    GroupNormPlan,
-    InstanceNormBackwardPlan,
-    InstanceNormPlan,
-)
+Each module names what it exports in its `__all__`; the package re-exports those."""
 
-__all__ = [
-    "BatchNormArgs", "BatchNormBackwardArgs", "BatchNormBackwardDescriptor",
-    "BatchNormBackwardPlan", "BatchNormDescriptor", "BatchNormPlan", "GroupNormArgs",
-    "GroupNormBackwardArgs", "GroupNormBackwardDescriptor", "GroupNormBackwardPlan",
-    "GroupNormDescriptor", "GroupNormPlan", "InstanceNormArgs", "InstanceNormBackwardArgs",
-    "InstanceNormBackwardDescriptor", "InstanceNormBackwardPlan", "InstanceNormDescriptor",
-    "InstanceNormPlan",
-    "LayerNormArgs", "LayerNormBackwardArgs", "LayerNormBackwardDescriptor",
-    "LayerNormBackwardPlan", "LayerNormDescriptor", "LayerNormPlan", "RMSNormArgs",
-    "RMSNormBackwardArgs", "RMSNormBackwardDescriptor", "RMSNormBackwardPlan",
-    "RMSNormDescriptor", "RMSNormPlan",
-]
+# plans_smem: imported for its registrations (the Hopper candidates)
+from . import descriptors, descriptors_channel, plans, plans_channel, plans_smem  # noqa: F401
+from .descriptors import *  # noqa: F403
+from .descriptors_channel import *  # noqa: F403
+from .plans import *  # noqa: F403
+from .plans_channel import *  # noqa: F403
+
+__all__ = sorted([*descriptors.__all__, *descriptors_channel.__all__, *plans.__all__,
+                  *plans_channel.__all__])

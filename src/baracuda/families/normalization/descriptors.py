@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import ClassVar
+from operator import attrgetter
 
 import torch
 
 from ...core import validate as V
-from ...core.plan import Args, Descriptor
+from ...core.args import Args, operand
+from ...core.plan import Descriptor
 from ...core.vocab import FLOAT_KINDS, ElementKind
+
+#: What the family package re-exports from this module.
+__all__ = [
+    "LayerNormArgs", "LayerNormBackwardArgs", "LayerNormBackwardDescriptor", "LayerNormDescriptor",
+    "RMSNormArgs", "RMSNormBackwardArgs", "RMSNormBackwardDescriptor", "RMSNormDescriptor",
+]
 
 FLOATS_SORTED = sorted(FLOAT_KINDS, key=lambda k: k.value)
 
@@ -39,7 +47,10 @@ def validate_row_norm(desc, who: str, with_eps: bool) -> None:
 
 
 class _RowNormShape:
-    """Shape helpers shared by the row-norm descriptors."""
+    """Shape helpers and the rule set shared by the row-norm descriptors (a forward has eps)."""
+
+    def validate(self, who: str) -> None:
+        validate_row_norm(self, who, with_eps=hasattr(self, "eps"))
 
     @property
     def n_norm(self) -> int:
@@ -57,17 +68,11 @@ class _RowNormShape:
 
     @property
     def norm_total_extent(self) -> int:
-        m = 1
-        for d in self.normalized_shape:
-            m *= d
-        return m
+        return math.prod(self.normalized_shape)
 
     @property
     def rows(self) -> int:
-        r = 1
-        for d in self.input_shape[: len(self.input_shape) - self.n_norm]:  # type: ignore
-            r *= d
-        return r
+        return math.prod(self.input_shape[: len(self.input_shape) - self.n_norm])  # type: ignore
 
     @property
     def stats_element(self) -> ElementKind:
@@ -76,7 +81,7 @@ class _RowNormShape:
 
 
 @dataclass(frozen=True)
-class RMSNormDescriptor(Descriptor, _RowNormShape):
+class RMSNormDescriptor(_RowNormShape, Descriptor):
     """y = x * rstd * gamma, rstd = 1 / sqrt(mean(x^2 over norm_axes) + eps).
 
     ``has_residual``: the fused residual variant, h = x + residual (rounded to `element`),
@@ -90,12 +95,9 @@ class RMSNormDescriptor(Descriptor, _RowNormShape):
     element: ElementKind
     has_residual: bool = False
 
-    def validate(self, who: str) -> None:
-        validate_row_norm(self, who, with_eps=True)
-
 
 @dataclass(frozen=True)
-class RMSNormBackwardDescriptor(Descriptor, _RowNormShape):
+class RMSNormBackwardDescriptor(_RowNormShape, Descriptor):
     """dx (and dgamma when has_gamma) from dy, the forward's x (h for the residual variant)
     and its saved rstd; ``has_residual`` adds the gradient of the residual output to dx."""
 
@@ -105,12 +107,9 @@ class RMSNormBackwardDescriptor(Descriptor, _RowNormShape):
     element: ElementKind
     has_residual: bool = False
 
-    def validate(self, who: str) -> None:
-        validate_row_norm(self, who, with_eps=False)
-
 
 @dataclass(frozen=True)
-class LayerNormDescriptor(Descriptor, _RowNormShape):
+class LayerNormDescriptor(_RowNormShape, Descriptor):
     """y = (x - mean) * rstd * gamma + beta over norm_axes; rstd = 1 / sqrt(var + eps),
     biased variance. ``has_residual`` as in RMSNormDescriptor."""
 
@@ -122,12 +121,9 @@ class LayerNormDescriptor(Descriptor, _RowNormShape):
     element: ElementKind
     has_residual: bool = False
 
-    def validate(self, who: str) -> None:
-        validate_row_norm(self, who, with_eps=True)
-
 
 @dataclass(frozen=True)
-class LayerNormBackwardDescriptor(Descriptor, _RowNormShape):
+class LayerNormBackwardDescriptor(_RowNormShape, Descriptor):
     """dx, dgamma (has_gamma), dbeta (has_beta) from dy, x and the saved mean and rstd."""
 
     input_shape: tuple[int, ...]
@@ -137,55 +133,66 @@ class LayerNormBackwardDescriptor(Descriptor, _RowNormShape):
     element: ElementKind
     has_residual: bool = False
 
-    def validate(self, who: str) -> None:
-        validate_row_norm(self, who, with_eps=False)
+
+def _rows(output: bool = False, when=None):
+    """A tensor of the input's shape and element."""
+    return operand("input_shape", "element", output=output, when=when)
+
+
+def _stats(output: bool = False):
+    """A saved statistic (mean, rstd): the input shape with the normalized dims at 1."""
+    return operand("stats_shape", "stats_element", output=output)
+
+
+def _param(flag: str, output: bool = False):
+    """gamma / beta or their gradient, present exactly when the descriptor's flag is set."""
+    return operand("normalized_shape", "element", output=output, when=attrgetter(flag))
+
+
+_residual = attrgetter("has_residual")
 
 
 @dataclass
 class RMSNormArgs(Args):
-    x: torch.Tensor
-    y: torch.Tensor
-    rstd: torch.Tensor
-    gamma: torch.Tensor | None = None
-    residual: torch.Tensor | None = None
-    residual_out: torch.Tensor | None = None
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("y", "rstd", "residual_out")
+    x: torch.Tensor = _rows()
+    y: torch.Tensor = _rows(output=True)
+    rstd: torch.Tensor = _stats(output=True)
+    gamma: torch.Tensor | None = _param("has_gamma")
+    residual: torch.Tensor | None = _rows(when=_residual)
+    residual_out: torch.Tensor | None = _rows(output=True, when=_residual)
 
 
 @dataclass
 class RMSNormBackwardArgs(Args):
-    dy: torch.Tensor
-    x: torch.Tensor
-    rstd: torch.Tensor
-    dx: torch.Tensor
-    gamma: torch.Tensor | None = None
-    dgamma: torch.Tensor | None = None
-    dresidual_out: torch.Tensor | None = None
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("dx", "dgamma")
+    dy: torch.Tensor = _rows()
+    x: torch.Tensor = _rows()
+    rstd: torch.Tensor = _stats()
+    dx: torch.Tensor = _rows(output=True)
+    gamma: torch.Tensor | None = _param("has_gamma")
+    dgamma: torch.Tensor | None = _param("has_gamma", output=True)
+    dresidual_out: torch.Tensor | None = _rows(when=_residual)
 
 
 @dataclass
 class LayerNormArgs(Args):
-    x: torch.Tensor
-    y: torch.Tensor
-    mean: torch.Tensor
-    rstd: torch.Tensor
-    gamma: torch.Tensor | None = None
-    beta: torch.Tensor | None = None
-    residual: torch.Tensor | None = None
-    residual_out: torch.Tensor | None = None
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("y", "mean", "rstd", "residual_out")
+    x: torch.Tensor = _rows()
+    y: torch.Tensor = _rows(output=True)
+    mean: torch.Tensor = _stats(output=True)
+    rstd: torch.Tensor = _stats(output=True)
+    gamma: torch.Tensor | None = _param("has_gamma")
+    beta: torch.Tensor | None = _param("has_beta")
+    residual: torch.Tensor | None = _rows(when=_residual)
+    residual_out: torch.Tensor | None = _rows(output=True, when=_residual)
 
 
 @dataclass
 class LayerNormBackwardArgs(Args):
-    dy: torch.Tensor
-    x: torch.Tensor
-    mean: torch.Tensor
-    rstd: torch.Tensor
-    dx: torch.Tensor
-    gamma: torch.Tensor | None = None
-    dgamma: torch.Tensor | None = None
-    dbeta: torch.Tensor | None = None
-    dresidual_out: torch.Tensor | None = None
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("dx", "dgamma", "dbeta")
+    dy: torch.Tensor = _rows()
+    x: torch.Tensor = _rows()
+    mean: torch.Tensor = _stats()
+    rstd: torch.Tensor = _stats()
+    dx: torch.Tensor = _rows(output=True)
+    gamma: torch.Tensor | None = _param("has_gamma")
+    dgamma: torch.Tensor | None = _param("has_gamma", output=True)
+    dbeta: torch.Tensor | None = _param("has_beta", output=True)
+    dresidual_out: torch.Tensor | None = _rows(when=_residual)

@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import ClassVar
 
 import torch
 
 from ...core import validate as V
-from ...core.plan import Args, Descriptor
+from ...core.args import Args, operand
+from ...core.plan import Descriptor
 from ...core.vocab import ElementKind
 from .descriptors import FLOATS_SORTED
+
+#: What the family package re-exports from this module.
+__all__ = [
+    "BatchNormArgs", "BatchNormBackwardArgs", "BatchNormBackwardDescriptor", "BatchNormDescriptor",
+    "GroupNormArgs", "GroupNormBackwardArgs", "GroupNormBackwardDescriptor", "GroupNormDescriptor",
+    "InstanceNormArgs", "InstanceNormBackwardArgs", "InstanceNormBackwardDescriptor",
+    "InstanceNormDescriptor",
+]
 
 
 def validate_channel_norm(desc, who: str, min_rank: int = 2) -> None:
@@ -27,9 +38,31 @@ def validate_channel_norm(desc, who: str, min_rank: int = 2) -> None:
             V.check_finite(who, name, getattr(desc, name))
             if getattr(desc, name) < 0:
                 raise V.InvalidProblem(f"{who}: {name} must be >= 0, got {getattr(desc, name)}")
+    if hasattr(desc, "num_groups"):
+        _check_groups(desc, who)
+    if getattr(desc, "has_running", True):
+        return
+    if not getattr(desc, "training", True):
+        raise V.InvalidProblem(f"{who}: eval mode (training=False) needs running statistics")
+    if not getattr(desc, "use_input_stats", True):
+        raise V.InvalidProblem(f"{who}: use_input_stats=False needs running statistics")
 
 
 class _ChannelShape:
+    """Shape helpers and the rule set shared by the channel-norm descriptors; STATS names the
+    statistics' dims: per (sample, group), per channel, or per (sample, channel)."""
+
+    STATS: ClassVar[str]
+
+    def validate(self, who: str) -> None:
+        validate_channel_norm(self, who)
+
+    @property
+    def stats_shape(self) -> tuple[int, ...]:
+        if self.STATS == "ng":
+            return (self.n, self.num_groups)  # type: ignore[attr-defined]
+        return (self.c,) if self.STATS == "c" else (self.n, self.c)
+
     @property
     def n(self) -> int:
         return self.input_shape[0]  # type: ignore[attr-defined]
@@ -40,10 +73,7 @@ class _ChannelShape:
 
     @property
     def spatial(self) -> int:
-        s = 1
-        for d in self.input_shape[2:]:  # type: ignore[attr-defined]
-            s *= d
-        return s
+        return math.prod(self.input_shape[2:])  # type: ignore[attr-defined]
 
     @property
     def stats_element(self) -> ElementKind:
@@ -51,10 +81,11 @@ class _ChannelShape:
 
 
 @dataclass(frozen=True)
-class GroupNormDescriptor(Descriptor, _ChannelShape):
+class GroupNormDescriptor(_ChannelShape, Descriptor):
     """y = (x - mean) * rstd * gamma[c] + beta[c], statistics per (sample, group of
     C / num_groups channels) over the group's channels and all spatial positions."""
 
+    STATS: ClassVar[str] = "ng"
     input_shape: tuple[int, ...]
     num_groups: int
     has_gamma: bool
@@ -62,30 +93,15 @@ class GroupNormDescriptor(Descriptor, _ChannelShape):
     eps: float
     element: ElementKind
 
-    def validate(self, who: str) -> None:
-        validate_channel_norm(self, who)
-        _check_groups(self, who)
-
-    @property
-    def stats_shape(self) -> tuple[int, ...]:
-        return (self.n, self.num_groups)
-
 
 @dataclass(frozen=True)
-class GroupNormBackwardDescriptor(Descriptor, _ChannelShape):
+class GroupNormBackwardDescriptor(_ChannelShape, Descriptor):
+    STATS: ClassVar[str] = "ng"
     input_shape: tuple[int, ...]
     num_groups: int
     has_gamma: bool
     has_beta: bool
     element: ElementKind
-
-    def validate(self, who: str) -> None:
-        validate_channel_norm(self, who)
-        _check_groups(self, who)
-
-    @property
-    def stats_shape(self) -> tuple[int, ...]:
-        return (self.n, self.num_groups)
 
 
 def _check_groups(desc, who: str) -> None:
@@ -99,10 +115,11 @@ def _check_groups(desc, who: str) -> None:
 
 
 @dataclass(frozen=True)
-class BatchNormDescriptor(Descriptor, _ChannelShape):
+class BatchNormDescriptor(_ChannelShape, Descriptor):
     """Statistics per channel over (N, spatial). training: batch statistics (biased for the
     output; running_var takes the unbiased one, momentum as torch); eval: running statistics."""
 
+    STATS: ClassVar[str] = "c"
     input_shape: tuple[int, ...]
     training: bool
     has_gamma: bool
@@ -112,40 +129,26 @@ class BatchNormDescriptor(Descriptor, _ChannelShape):
     eps: float
     element: ElementKind
 
-    def validate(self, who: str) -> None:
-        validate_channel_norm(self, who)
-        if not self.training and not self.has_running:
-            raise V.InvalidProblem(f"{who}: eval mode (training=False) needs running statistics")
-
-    @property
-    def stats_shape(self) -> tuple[int, ...]:
-        return (self.c,)
-
 
 @dataclass(frozen=True)
-class BatchNormBackwardDescriptor(Descriptor, _ChannelShape):
+class BatchNormBackwardDescriptor(_ChannelShape, Descriptor):
     """training=False: the statistics are constants (dx = dy * gamma * rstd)."""
 
+    STATS: ClassVar[str] = "c"
     input_shape: tuple[int, ...]
     training: bool
     has_gamma: bool
     has_beta: bool
     element: ElementKind
 
-    def validate(self, who: str) -> None:
-        validate_channel_norm(self, who)
-
-    @property
-    def stats_shape(self) -> tuple[int, ...]:
-        return (self.c,)
-
 
 @dataclass(frozen=True)
-class InstanceNormDescriptor(Descriptor, _ChannelShape):
+class InstanceNormDescriptor(_ChannelShape, Descriptor):
     """Statistics per (sample, channel) over spatial positions (use_input_stats), or the
     running statistics; with has_running and use_input_stats the running ones take the batch
     average of the instances' mean and unbiased variance, as torch."""
 
+    STATS: ClassVar[str] = "nc"
     input_shape: tuple[int, ...]
     use_input_stats: bool
     has_gamma: bool
@@ -155,54 +158,62 @@ class InstanceNormDescriptor(Descriptor, _ChannelShape):
     eps: float
     element: ElementKind
 
-    def validate(self, who: str) -> None:
-        validate_channel_norm(self, who)
-        if not self.use_input_stats and not self.has_running:
-            raise V.InvalidProblem(f"{who}: use_input_stats=False needs running statistics")
-
-    @property
-    def stats_shape(self) -> tuple[int, ...]:
-        return (self.n, self.c)
-
 
 @dataclass(frozen=True)
-class InstanceNormBackwardDescriptor(Descriptor, _ChannelShape):
+class InstanceNormBackwardDescriptor(_ChannelShape, Descriptor):
+    STATS: ClassVar[str] = "nc"
     input_shape: tuple[int, ...]
     use_input_stats: bool
     has_gamma: bool
     has_beta: bool
     element: ElementKind
 
-    def validate(self, who: str) -> None:
-        validate_channel_norm(self, who)
 
-    @property
-    def stats_shape(self) -> tuple[int, ...]:
-        return (self.n, self.c)
+def _full(output: bool = False):
+    """A tensor of the input's shape and element."""
+    return operand("input_shape", "element", output=output)
+
+
+def _stats(output: bool = False):
+    """A saved statistic (mean, rstd), in the descriptor's statistics shape."""
+    return operand("stats_shape", "stats_element", output=output)
+
+
+def _param(flag: str, output: bool = False, element="element"):
+    """A per-channel tensor, present exactly when the descriptor's flag is set."""
+    return operand(lambda d: (d.c,), element, output=output, when=attrgetter(flag))
+
+
+def _running_kinds(d):
+    """Running statistics are kept in the element type or the compute type."""
+    return (d.element, d.stats_element)
 
 
 @dataclass
-class GroupNormArgs(Args):
-    x: torch.Tensor
-    y: torch.Tensor
-    mean: torch.Tensor
-    rstd: torch.Tensor
-    gamma: torch.Tensor | None = None
-    beta: torch.Tensor | None = None
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("y", "mean", "rstd")
+class _ChannelNormArgs(Args):
+    x: torch.Tensor = _full()
+    y: torch.Tensor = _full(output=True)
+    mean: torch.Tensor = _stats(output=True)
+    rstd: torch.Tensor = _stats(output=True)
+    gamma: torch.Tensor | None = _param("has_gamma")
+    beta: torch.Tensor | None = _param("has_beta")
 
 
 @dataclass
 class ChannelNormBackwardArgs(Args):
-    dy: torch.Tensor
-    x: torch.Tensor
-    mean: torch.Tensor
-    rstd: torch.Tensor
-    dx: torch.Tensor
-    gamma: torch.Tensor | None = None
-    dgamma: torch.Tensor | None = None
-    dbeta: torch.Tensor | None = None
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("dx", "dgamma", "dbeta")
+    dy: torch.Tensor = _full()
+    x: torch.Tensor = _full()
+    mean: torch.Tensor = _stats()
+    rstd: torch.Tensor = _stats()
+    dx: torch.Tensor = _full(output=True)
+    gamma: torch.Tensor | None = _param("has_gamma")
+    dgamma: torch.Tensor | None = _param("has_gamma", output=True)
+    dbeta: torch.Tensor | None = _param("has_beta", output=True)
+
+
+@dataclass
+class GroupNormArgs(_ChannelNormArgs):
+    pass
 
 
 @dataclass
@@ -221,18 +232,11 @@ class InstanceNormBackwardArgs(ChannelNormBackwardArgs):
 
 
 @dataclass
-class BatchNormArgs(Args):
+class BatchNormArgs(_ChannelNormArgs):
     """running_mean / running_var are read and (training) updated in place."""
 
-    x: torch.Tensor
-    y: torch.Tensor
-    mean: torch.Tensor
-    rstd: torch.Tensor
-    gamma: torch.Tensor | None = None
-    beta: torch.Tensor | None = None
-    running_mean: torch.Tensor | None = None
-    running_var: torch.Tensor | None = None
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("y", "mean", "rstd", "running_mean", "running_var")
+    running_mean: torch.Tensor | None = _param("has_running", True, _running_kinds)
+    running_var: torch.Tensor | None = _param("has_running", True, _running_kinds)
 
 
 @dataclass

@@ -18,7 +18,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from .kernels import clamped_variance
+from ...backends.line_reduce import clamped_variance
 
 
 @triton.jit

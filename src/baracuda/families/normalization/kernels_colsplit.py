@@ -4,8 +4,8 @@ rows exchange, which reads dy and x from DRAM once instead of twice.
 
 A row of 32K+ elements does not fit a program's registers, and a program that streams whole
 rows must keep its dgamma partial (M floats) in global memory, re-reading and re-writing it
-for every row: the row-streaming backward ran near 1.0 TB/s on the H100. Here the work is
-split the other way:
+for every row, which runs far below the memory bandwidth. Here the work is split the other
+way:
 
 1. `row_grad_stats_kernel`, one program per row: c1 = mean(w dy xhat) (and for LayerNorm
    c2 = mean(w dy)) into a small [2, rows] buffer of the workspace; reads dy and x once.
@@ -27,6 +27,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from ...core.runtime import cdiv
 from .kernels import _col_off, _cols, _dx, _row_off, _store_param_partials, _xhat
 
 
@@ -134,14 +135,12 @@ def col_grad_kernel(
 
 def launch_shape(m: int, rows: int, sms: int) -> tuple[int, int, int]:
     """(BLOCK_C, rows per chunk, chunks): 1K-column blocks and enough row chunks for about
-    eight programs per SM; each chunk keeps at least 8 rows (its partial row is M floats).
-    H100 sweep (normalization/tune.py, bf16, dy + x + dx GB/s): rms [1024, 65536] 9 chunks
-    1612, 16 chunks 1718 (the row-streaming loop it replaces: ~1010); layer_norm
-    [4096, 16384] 33 chunks 1514, 66 chunks 1671 (loop 1276)."""
+    eight programs per SM (more chunks beat fewer); each chunk keeps at least 8 rows (its
+    partial row is M floats)."""
     block_c = 1024
     if rows == 0:
         return block_c, 1, 0
-    col_blocks = triton.cdiv(m, block_c)
-    chunks = max(1, min(triton.cdiv(8 * sms, col_blocks), triton.cdiv(rows, 8)))
-    chunk_rows = triton.cdiv(rows, chunks)
-    return block_c, chunk_rows, triton.cdiv(rows, chunk_rows)
+    col_blocks = cdiv(m, block_c)
+    chunks = max(1, min(cdiv(8 * sms, col_blocks), cdiv(rows, 8)))
+    chunk_rows = cdiv(rows, chunks)
+    return block_c, chunk_rows, cdiv(rows, chunk_rows)

@@ -33,7 +33,7 @@ from ...backends.gluon_chunks import (
     slice_layout,
     wait_prior_grid,
 )
-from .kernels import clamped_variance
+from ...backends.line_reduce import clamped_variance
 
 
 @gluon.jit
@@ -86,8 +86,7 @@ def row_norm_fwd_smem_kernel(
         k = 0.0
     else:
         # one scalar per program (L2 after the first), issued with the chunk's copies rather
-        # than after they land: layer bf16 [256, 262144] 2594 -> 2621 GB/s, [4096, 131072]
-        # 2877 -> 2887, [1024, 65536] 2677 -> 2680 (H100, kernel only, session 13)
+        # than after they land, so its latency hides behind theirs
         k = gl.load(x_row).to(gl.float32)
     slices = copy_chunk(x_row, c, M, R, SL, num_warps)
 
@@ -106,7 +105,7 @@ def row_norm_fwd_smem_kernel(
 
     y_row = y_ptr + row.to(gl.int64) * stride_y
     # EVEN (the row is whole chunks): no masks on the sums, parameter loads and stores; the
-    # same bits (plans_smem.fwd_even: 16-bit rows only, where it measured faster)
+    # same bits (plans_smem.fwd_even: 16-bit rows only, where it is faster)
     for s in range(R // SL):
         cols = slice_cols(c, s, R, SL, num_warps)
         if EVEN:

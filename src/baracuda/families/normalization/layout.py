@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
-import triton.language as tl
 
 from ...backends.triton_exchange import SPIN_LIMIT, chunk_length
 from ...backends.triton_support import INTERPRET, next_pow2, pad_outer, shifted_view, sm_count
@@ -109,14 +108,6 @@ def _row_layout(who, shape, n_norm, n_rows, n_stats, strides) -> RowLayout:
                      len(ishape), inner, col64)
 
 
-def acc_type(element: ElementKind):
-    return tl.float64 if element is ElementKind.F64 else tl.float32
-
-
-def acc_dtype(element: ElementKind) -> torch.dtype:
-    return torch.float64 if element is ElementKind.F64 else torch.float32
-
-
 def _clamp(v: int, lo: int, hi: int) -> int:
     return max(lo, min(hi, v))
 
@@ -144,12 +135,8 @@ PLAIN_ROWS = (512, 4096)
 
 def _gamma_first(element: ElementKind, layer: bool, block_n: int) -> bool:
     """W_FIRST of a register tile that loads its parameters per row (not PIPE): gamma's load
-    issued with the row's, not after its reductions. H100 kernel-only x + y GB/s
-    (scripts/norm_vs_liger.py, session 12): layer f32 [4096, 16384] 2885 -> 2926, rms f32
-    [16384, 4096] 2961 -> 2970, rms bf16 [16384, 4096] 2907 -> 2918, the other rows +0-0.2%;
-    but halves lose at 16K rows: layer_norm bf16 [4096, 16384] 2843 -> 2172 (beta's registers)
-    and at any row length; rms_norm's 16K plain-grid tile, padded last, bf16 2901 -> 2512, f16
-    2905 -> 2594 (scripts/norm_fwd16k_ab.py, session 13)."""
+    issued with the row's, not after its reductions: faster for most tiles, but not for
+    layer_norm halves (beta's registers) nor for rms_norm's 16K halves tile."""
     return not (_is_half(element) and (layer or block_n >= 16384))
 
 
@@ -161,23 +148,15 @@ def _fwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) ->
     leaves room (PIPE); longer rows: f32 by chunk exchange (one DRAM read, EXCHANGE_BLOCK),
     other types stream twice through a persistent grid, so that the rows in flight stay
     inside L2 for the second pass. Halves: 32 elements per thread, 4 programs per SM (2 for
-    8K tiles); H100 sweep
-    (normalization/tune.py, CUDA-graph timed, bf16 x + y GB/s) [32768, 1024] 2489 -> 2604,
-    [16384, 4096] 2719 -> 2824, [4096, 16384] 2525 -> 2822. Other types: 16 elements per
-    thread, 8 programs per SM. (sm_90a compiles: no spills.) Rows of 16K take the plain
-    grid (one row per program, no prefetch): layer_norm's prefetch would spill, and rms_norm
-    halves run 2902 there with the offsets folded (`pads_last`) against the prefetching
-    tile's 2824 (bf16 [4096, 16384], session 12; Liger 2921). `layer`: layer_norm."""
+    8K tiles); other types: 16 elements per thread, 8 programs per SM (no spills on sm_90a).
+    Rows of 16K take the plain grid (one row per program, no prefetch): layer_norm's
+    prefetch would spill, and rms_norm halves run faster there with the offsets folded
+    (`pads_last`). `layer`: layer_norm."""
     single_max = 8192 if element is ElementKind.F64 else 16384
     if PLAIN_ROWS[0] < m <= PLAIN_ROWS[1] and element is not ElementKind.F64:
         # One row per program on a plain grid, 16 elements per thread: many small programs
-        # in flight hide DRAM latency better than the persistent prefetching tile here.
-        # H100 sweep (session 6, CUDA-graph timed, x + y GB/s) at [32768, 1024]: rms bf16
-        # 2618 -> 2817, layer bf16 2555 -> 2803, rms f32 2715 -> 2914, layer f32 2665 -> 2895;
-        # at [16384, 4096]: rms bf16 2838 -> 2930, layer bf16 2815 -> 2842, rms f32 2872 ->
-        # 2966, layer f32 2659 -> 2952; [16384, 2048] is the best of its sweep too.
-        # layer_norm halves at 4096 on 4 warps (32 per thread): 2845-2856 -> 2912 at
-        # [16384, 4096] (sessions 6 and 11; Liger's kernel 2932 in a CUDA graph)
+        # in flight hide DRAM latency better than the persistent prefetching tile here;
+        # layer_norm halves at 4096 do best with 32 per thread (4 warps).
         block_n = next_pow2(m)
         per_thread = 32 if (layer and _is_half(element) and block_n == 4096) else 16
         return dict(BLOCK_R=1, BLOCK_N=block_n, SINGLE=True,
@@ -194,14 +173,9 @@ def _fwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) ->
         return dict(BLOCK_R=block_r, BLOCK_N=block_n, SINGLE=True, num_warps=warps,
                     PIPE=pipe, G=min(groups, per_sm * sm_count()) if pipe else groups,
                     W_FIRST=not pipe and _gamma_first(element, layer, block_n))
-    # 16 KB of input per loop step for halves; f32 takes 2048 (4096 x 16 warps spills 8 B in
-    # the sm_90a compile), f64 2048 (16 KB). Two programs per SM and L2 hints (first read
-    # evict_last, second read and the stores evict_first): rms_norm bf16 [1024, 65536]
-    # 1877 -> 2244 GB/s, [256, 262144] 1537 -> 1818 on the H100 (2026-11-22 sweep).
-    # rms_norm halves: 32 warps and 4 programs per SM, 2332 -> 2421 GB/s at [1024, 65536]
-    # (session-5 sweep); layer_norm's table stays the best there (2136).
-    # A second pass that re-reads the tile of several rows (shared gamma / beta loads)
-    # measured no better for halves (session-6 sweep). f32 rows exchange chunks (below).
+    # 16 KB of input per loop step (f64: 2048 elements); two programs per SM (rms_norm
+    # halves: 4, on 32 warps) and L2 hints keep the rows in flight inside L2 for the second
+    # read. f32 rows exchange chunks instead (below).
     if element is ElementKind.F32:
         return _exchange_config(m, rows)
     if _is_half(element):
@@ -217,25 +191,17 @@ def pads_last(cfg: dict, element: ElementKind, layer: bool, backward: bool) -> b
     dims last (RowLayout.launches): O1 = O2 = 1 are then the JIT's constants and `_row_off`
     folds to row * stride; padded first it divides the row index by O2 = rows (64-bit, at
     run time) before the first load. The one rule of the launches (plans.py) and the AOT
-    variants (spec.py). H100 kernel-only GB/s, padded first -> last (scripts/norm_pad_ab.py
-    and norm_vs_liger.py, session 12):
-    - backward register tiles of layer_norm halves: bf16 [32768, 1024] 2272 -> 2578,
-      [16384, 4096] 2539 -> 2822. The other backward rows stay first: within 1% but for rms
-      bf16 [32768, 1024] 2502 -> 2457 and the f32 exchange, rms [1024, 65536] 2500 -> 2263;
-    - forward of rms_norm halves on the 16K tile (the plain grid, `_fwd_config`): bf16
-      [4096, 16384] 2528 -> 2902 (Liger 2921). The other forward rows stay first: within 1%
-      but for layer_norm bf16's 16K tile, 2843 -> 2227, and the f32 exchange, layer
-      [1024, 65536] 2653 -> 2493.
-    Exchange and column-split configs are not SINGLE: they pad first."""
+    variants (spec.py). Padding last pays only for the backward register tiles of
+    layer_norm halves and the forward 16K tile of rms_norm halves; elsewhere it is neutral
+    or slower. Exchange and column-split configs are not SINGLE: they pad first."""
     if not (_is_half(element) and cfg.get("SINGLE")):
         return False
     return layer if backward else not layer and cfg["BLOCK_N"] == 16384
 
 
 #: f32 rows longer than a tile: chunk exchange (kernels_exchange.py), chunks of this many
-#: columns, 32 per thread. H100 sweep at [1024, 65536] f32 (session 6, x + y GB/s): 8192 x 8
-#: warps rms 2810 / layer 2653, 4096 x 4 2727 / 2551, against the LOOP's 2275 / 2058
-#: (4096 x 32 warps, one per SM). bf16 keeps its LOOP: exchange 2452 / 2112 vs 2466 / 2159.
+#: columns, 32 per thread: one DRAM read beats the two-pass loop for f32; halves keep the
+#: loop, which the exchange does not beat for them.
 EXCHANGE_BLOCK = 8192
 
 
@@ -247,13 +213,10 @@ def _exchange_config(m: int, rows: int) -> dict:
                 SPIN=SPIN_LIMIT)
 
 
-#: Measured exceptions to the backward rule below for f16 / bf16 rows, keyed by (layer_norm,
-#: BLOCK_N): (rows per tile, warps, next-row prefetch, programs per SM). H100 sweeps
-#: (normalization/tune.py, dy + x + dx GB/s):
-#: - rms at 1024: 64 elements per thread on 2 warps, 4 per SM, 2096 -> 2496 at [32768, 1024]
-#:   (session 6; layer_norm's dbeta partial keeps the rule's 4 warps, 2 per SM: 2175);
-#: - layer at 4096: one row per tile on 4 warps, prefetched, 2 per SM, 2220 -> 2493 at
-#:   [16384, 4096] (session 7; the rule's 2-row tile of 8 warps is rms's best, 2688).
+#: Exceptions to the backward rule below for f16 / bf16 rows, keyed by (layer_norm,
+#: BLOCK_N): (rows per tile, warps, next-row prefetch, programs per SM): rms at 1024 takes
+#: 64 elements per thread (layer_norm's dbeta partial needs the rule's registers); layer at
+#: 4096 one prefetched row per tile (the rule's 2-row tile stays rms's best).
 _HALF_BWD_TILES = {
     (False, 1024): (4, 2, True, 4),
     (True, 4096): (1, 4, True, 2),
@@ -269,20 +232,16 @@ def _bwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) ->
     or 8K; longer rows exchange chunk partials (kernels_exchange.py, BWD_EXCHANGE_TILE; G is
     the number of row groups), rows of more than 64 chunks take the column split
     (kernels_colsplit.py: row statistics, then column blocks over row chunks; G is the number
-    of chunks). H100 sweep
-    (normalization/tune.py, bf16, dy + x + dx GB/s):
-    [32768, 1024] 556 -> 1950 (4 rows x 4 warps, prefetching, 2 per SM; the old 16-warp
-    tile had 8 elements per thread), [16384, 4096] 2567 -> 2688 (2 rows x 8 warps),
-    [4096, 16384] 1517 -> 2490 (the row in registers, 16 warps, 1 per SM; was a loop).
-    `layer`: layer_norm, whose second partial (dbeta) makes a 16K row spill: it exchanges."""
+    of chunks). `layer`: layer_norm, whose second partial (dbeta) makes a 16K row spill: it
+    exchanges."""
     halves = 8192 if layer else 16384
     f32_max = 4096 if layer else 16384
     single_max = {ElementKind.F64: 2048, ElementKind.F32: f32_max}.get(element, halves)
     if m <= single_max:
         block_n = next_pow2(m)
         block_r = _clamp(_register_tile(block_n, ElementKind.BF16) // block_n, 1, 64)
-        # f64 values take two registers; f32 rows past 4K take 16 per thread: rms f32
-        # [4096, 16384] 2575 GB/s on 32 warps, 2478 on 16, the column split 1747 (session 7)
+        # f64 values take two registers; f32 rows past 4K take 16 per thread (more warps
+        # beat both fewer and the column split there)
         wide_f32 = element is ElementKind.F32 and block_n > 4096
         per_thread = 16 if element is ElementKind.F64 or wide_f32 else 32
         warps = _clamp(block_r * block_n // (32 * per_thread), 1, 32)
@@ -307,17 +266,10 @@ def _bwd_config(m: int, rows: int, element: ElementKind, layer: bool = False) ->
 
 #: Long rows' backward by chunk exchange (kernels_exchange.row_norm_bwd_exchange_kernel),
 #: keyed by (element bytes, layer_norm): chunk columns, warps, programs per SM, rows published
-#: ahead of the one finished, register cap. H100 sweeps (normalization/tune.py with
-#: TUNE_EXCHANGE_ONLY=1, session 8, dy + x + dx GB/s; the column split it replaces in ()):
-#: rms bf16 [1024, 65536] 1943-1963 (1718); layer bf16 [1024, 65536] 1749-1789 (1667),
-#: [4096, 16384] 1746-1797 (1671); rms f32 [1024, 65536] 2471-2489 (~1730); layer f32
-#: [1024, 65536] 2382-2421 (~1680), [4096, 16384] 2298-2319 (~1690). 2048 x 4 warps beat
-#: 1024 x 4, 2048 x 8 and 4096 x 8; 4 programs per SM beat 2 and 8; one row ahead beat 2
-#: and 3. The cap of 128 registers fits 4 programs per SM: layer f32 2382 with it (352 B
-#: spilled in the sm_90a compile), at most 2010 without. Halves run 5 per SM (rms uncapped,
-#: 96 registers; layer capped at 96, 244 B spilled in the sm_90a compile): rms [1024, 65536]
-#: 1955 -> 2119, layer 1790 -> 1958, layer [4096, 16384] 1746 -> 1915 (6 per SM straddles
-#: residency: 1434-1454). f64 (not timed) takes 1024 columns: the registers of f32's 2048.
+#: ahead of the one finished, register cap. The caps let layer_norm fit its programs per SM
+#: (a small spill costs less than the lost residency); halves run one more program per SM
+#: than f32 (one more straddles residency). f64 (not timed) takes 1024 columns: the
+#: registers of f32's 2048.
 BWD_EXCHANGE_TILE = {
     (2, False): (2048, 4, 5, 1, None), (2, True): (2048, 4, 5, 1, 96),
     (4, False): (2048, 4, 4, 1, None), (4, True): (2048, 4, 4, 1, 128),
@@ -344,7 +296,7 @@ def _bwd_exchange_config(m: int, rows: int, element: ElementKind, layer: bool) -
 @functools.lru_cache(maxsize=1024)
 def _partial_config(m: int, g: int) -> dict:
     block_c = min(next_pow2(m), 256 if m >= 32768 else 64)
-    if INTERPRET:  # programs cost ~0.5 ms each there; wide blocks cost little
+    if INTERPRET:  # programs are slow there; wide blocks cost little
         block_c = min(next_pow2(m), 4096)
     block_g = _clamp(next_pow2(max(g, 1)), 1, max(1, 4096 // block_c))
     return dict(BLOCK_C=block_c, BLOCK_G=block_g, num_warps=4)

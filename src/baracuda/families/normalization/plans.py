@@ -33,11 +33,11 @@ from __future__ import annotations
 import functools
 
 from ...backends.triton_exchange import exchange_bytes, split_workspace, zero
-from ...backends.triton_support import maxnreg_option, split_f64
+from ...backends.triton_support import acc_type, maxnreg_option, split_f64
 from ...core import validate as V
-from ...core.errors import InvalidProblem
 from ...core.plan import Candidate, Plan
 from ...core.registry import register_candidate, register_plan
+from ...core.runtime import cdiv
 from ...core.vocab import OpCategory
 from .descriptors import (
     LayerNormArgs,
@@ -49,12 +49,10 @@ from .descriptors import (
     RMSNormBackwardDescriptor,
     RMSNormDescriptor,
 )
-from .kernels import cdiv, row_norm_bwd_kernel, row_norm_fwd_kernel, sum_partials
+from .kernels import row_norm_bwd_kernel, row_norm_fwd_kernel, sum_partials
 from .kernels_colsplit import col_grad_kernel, row_grad_stats_kernel
 from .kernels_exchange import row_norm_bwd_exchange_kernel, row_norm_fwd_exchange_kernel
 from .layout import (
-    acc_dtype,
-    acc_type,
     bwd_config,
     fwd_config,
     pads_last,
@@ -62,121 +60,40 @@ from .layout import (
     row_layout,
 )
 
-
-def _optional(who: str, name: str, t, present: bool, flag: str, shape, element) -> None:
-    if present:
-        if t is None:
-            raise InvalidProblem(f"{who}: {name} is required when {flag}=True, got None")
-        V.check_tensor(who, name, t, shape, element)
-    elif t is not None:
-        raise InvalidProblem(f"{who}: {name} must be None when {flag}=False, got a tensor")
+#: What the family package re-exports from this module.
+__all__ = [
+    "LayerNormBackwardPlan", "LayerNormPlan", "RMSNormBackwardPlan", "RMSNormPlan",
+]
 
 
-def _check_rows(who, d, names_tensors) -> None:
-    for name, t in names_tensors:
-        V.check_tensor(who, name, t, d.input_shape, d.element)
+def make_plan(name: str, desc_t, args_t, partner: str, backward: bool, op_name, doc: str,
+              module: str = __name__):
+    """Register a normalization plan: its argument checks are the Args' declared operands;
+    `op_name(desc)` names the torch op it serves."""
+    plan = type(name, (Plan,), {
+        "__doc__": doc, "__module__": module, "category": OpCategory.NORMALIZATION,
+        "descriptor_type": desc_t, "args_type": args_t, "partner": partner,
+        "is_backward": backward, "op_name": classmethod(lambda cls, d: op_name(d)),
+    })
+    return register_plan(plan)
 
 
-def _check_stats(who, d, names_tensors) -> None:
-    for name, t in names_tensors:
-        if t is None:
-            raise InvalidProblem(f"{who}: saved statistic {name} is required, got None")
-        V.check_tensor(who, name, t, d.stats_shape, d.stats_element)
+def _row_plan(name: str, desc_t, args_t, partner: str, op: str, backward: bool = False):
+    def op_name(d) -> str:
+        return op + ("_residual" if d.has_residual else "") + ("_backward" if backward else "")
+
+    return make_plan(name, desc_t, args_t, partner, backward, op_name, __doc__)
 
 
-def _check_forward(plan, args, layer: bool) -> None:
-    who, d = type(plan).__name__, plan.desc
-    _check_rows(who, d, [("x", args.x), ("y", args.y)])
-    _check_stats(who, d, [("mean", args.mean)] if layer else [])
-    _check_stats(who, d, [("rstd", args.rstd)])
-    _optional(who, "gamma", args.gamma, d.has_gamma, "has_gamma", d.normalized_shape, d.element)
-    if layer:
-        _optional(who, "beta", args.beta, d.has_beta, "has_beta", d.normalized_shape,
-                  d.element)
-    for name in ("residual", "residual_out"):
-        _optional(who, name, getattr(args, name), d.has_residual, "has_residual",
-                  d.input_shape, d.element)
-
-
-def _check_backward(plan, args, layer: bool) -> None:
-    who, d = type(plan).__name__, plan.desc
-    _check_rows(who, d, [("dy", args.dy), ("x", args.x), ("dx", args.dx)])
-    _check_stats(who, d, [("mean", args.mean)] if layer else [])
-    _check_stats(who, d, [("rstd", args.rstd)])
-    for name in ("gamma", "dgamma"):
-        _optional(who, name, getattr(args, name), d.has_gamma, "has_gamma",
-                  d.normalized_shape, d.element)
-    if layer:
-        _optional(who, "dbeta", args.dbeta, d.has_beta, "has_beta", d.normalized_shape,
-                  d.element)
-    _optional(who, "dresidual_out", args.dresidual_out, d.has_residual, "has_residual",
-              d.input_shape, d.element)
-
-
-@register_plan
-class RMSNormPlan(Plan):
-    __doc__ = __doc__
-    category = OpCategory.NORMALIZATION
-    descriptor_type = RMSNormDescriptor
-    args_type = RMSNormArgs
-    partner = "RMSNormBackwardPlan"
-
-    @classmethod
-    def op_name(cls, desc) -> str:
-        return "rms_norm_residual" if desc.has_residual else "rms_norm"
-
-    def check_args(self, args: RMSNormArgs) -> None:
-        _check_forward(self, args, layer=False)
-
-
-@register_plan
-class RMSNormBackwardPlan(Plan):
-    __doc__ = __doc__
-    category = OpCategory.NORMALIZATION
-    descriptor_type = RMSNormBackwardDescriptor
-    args_type = RMSNormBackwardArgs
-    partner = "RMSNormPlan"
-    is_backward = True
-
-    @classmethod
-    def op_name(cls, desc) -> str:
-        return "rms_norm_residual_backward" if desc.has_residual else "rms_norm_backward"
-
-    def check_args(self, args: RMSNormBackwardArgs) -> None:
-        _check_backward(self, args, layer=False)
-
-
-@register_plan
-class LayerNormPlan(Plan):
-    __doc__ = __doc__
-    category = OpCategory.NORMALIZATION
-    descriptor_type = LayerNormDescriptor
-    args_type = LayerNormArgs
-    partner = "LayerNormBackwardPlan"
-
-    @classmethod
-    def op_name(cls, desc) -> str:
-        return "layer_norm_residual" if desc.has_residual else "layer_norm"
-
-    def check_args(self, args: LayerNormArgs) -> None:
-        _check_forward(self, args, layer=True)
-
-
-@register_plan
-class LayerNormBackwardPlan(Plan):
-    __doc__ = __doc__
-    category = OpCategory.NORMALIZATION
-    descriptor_type = LayerNormBackwardDescriptor
-    args_type = LayerNormBackwardArgs
-    partner = "LayerNormPlan"
-    is_backward = True
-
-    @classmethod
-    def op_name(cls, desc) -> str:
-        return "layer_norm_residual_backward" if desc.has_residual else "layer_norm_backward"
-
-    def check_args(self, args: LayerNormBackwardArgs) -> None:
-        _check_backward(self, args, layer=True)
+RMSNormPlan = _row_plan("RMSNormPlan", RMSNormDescriptor, RMSNormArgs, "RMSNormBackwardPlan",
+                        "rms_norm")
+RMSNormBackwardPlan = _row_plan("RMSNormBackwardPlan", RMSNormBackwardDescriptor,
+                                RMSNormBackwardArgs, "RMSNormPlan", "rms_norm", backward=True)
+LayerNormPlan = _row_plan("LayerNormPlan", LayerNormDescriptor, LayerNormArgs,
+                          "LayerNormBackwardPlan", "layer_norm")
+LayerNormBackwardPlan = _row_plan("LayerNormBackwardPlan", LayerNormBackwardDescriptor,
+                                  LayerNormBackwardArgs, "LayerNormPlan", "layer_norm",
+                                  backward=True)
 
 
 # -- launch ------------------------------------------------------------------------------------
@@ -238,7 +155,7 @@ def forward_workspace(desc) -> int:
     cfg = fwd_config(m, desc.rows, desc.element, _layer(desc))
     if not cfg.get("EXCHANGE"):
         return 0
-    return exchange_bytes(acc_dtype(desc.element), 2 * cfg["G"], desc.rows)
+    return exchange_bytes(desc.element.compute_kind.torch_dtype, 2 * cfg["G"], desc.rows)
 
 
 def _launch_forward(desc, args, rms: bool, workspace=None) -> None:
@@ -256,8 +173,8 @@ def _launch_forward(desc, args, rms: bool, workspace=None) -> None:
     cfg = fwd_config(m, rows, desc.element, _layer(desc))
     exchange = cfg.get("EXCHANGE", False)
     if exchange:
-        part, counters = split_workspace(workspace, acc_dtype(desc.element), 2 * cfg["G"],
-                                         rows)
+        part, counters = split_workspace(workspace, desc.element.compute_kind.torch_dtype,
+                                         2 * cfg["G"], rows)
     pad_last = pads_last(cfg, desc.element, _layer(desc), False)
     for views, n_rows, o1, o2, o in lay.launches(outer_ops, pad_last):
         x, r, h, y, mu, rs = views
@@ -285,7 +202,7 @@ def backward_workspace(desc) -> int:
         return 0
     n_part = int(desc.has_gamma) + int(getattr(desc, "has_beta", False))
     cfg = bwd_config(desc.norm_total_extent, desc.rows, desc.element, _layer(desc))
-    acc = acc_dtype(desc.element)
+    acc = desc.element.compute_kind.torch_dtype
     n = n_part * cfg["G"] * desc.norm_total_extent
     if cfg.get("EXCHANGE"):
         return n * acc.itemsize + exchange_bytes(acc, 2 * desc.rows * cfg["N_CHUNKS"],
@@ -358,7 +275,7 @@ def _launch_backward(desc, args, workspace, rms: bool) -> None:
     n_part = int(args.dgamma is not None) + int(dbeta is not None)
     g, n_elems, path, pad_last = _bwd_partials(desc, n_part)
     part = args.dx
-    acc = acc_dtype(desc.element)
+    acc = desc.element.compute_kind.torch_dtype
     if workspace is not None:  # sized by backward_workspace: partials, then the rest
         flat = workspace[: workspace.numel() // acc.itemsize * acc.itemsize].view(acc)
         if n_part and g:
@@ -457,25 +374,20 @@ class _RowNormCandidate(Candidate):
             _launch_forward(desc, args, self.rms, workspace)
 
 
-@register_candidate(RMSNormPlan)
-class TritonRMSNorm(_RowNormCandidate):
-    name = "triton_row_rms_norm"
-    rms, backward = True, False
+def register_row_candidates(base, class_prefix: str, name_prefix: str) -> tuple:
+    """Subclass `base` once per row-norm plan and register each: the candidates of rms_norm,
+    its backward, layer_norm and its backward, classes <class_prefix>RMSNorm... named
+    <name_prefix>_rms_norm..."""
+    made = []
+    for plan in (RMSNormPlan, RMSNormBackwardPlan, LayerNormPlan, LayerNormBackwardPlan):
+        op = plan.__name__.removesuffix("Plan")
+        rms, backward = op.startswith("RMS"), plan.is_backward
+        attrs = {"name": f"{name_prefix}_{'rms' if rms else 'layer'}_norm"
+                         + ("_backward" if backward else ""),
+                 "rms": rms, "backward": backward, "__module__": base.__module__}
+        made.append(register_candidate(plan)(type(class_prefix + op, (base,), attrs)))
+    return tuple(made)
 
 
-@register_candidate(RMSNormBackwardPlan)
-class TritonRMSNormBackward(_RowNormCandidate):
-    name = "triton_row_rms_norm_backward"
-    rms, backward = True, True
-
-
-@register_candidate(LayerNormPlan)
-class TritonLayerNorm(_RowNormCandidate):
-    name = "triton_row_layer_norm"
-    rms, backward = False, False
-
-
-@register_candidate(LayerNormBackwardPlan)
-class TritonLayerNormBackward(_RowNormCandidate):
-    name = "triton_row_layer_norm_backward"
-    rms, backward = False, True
+TritonRMSNorm, TritonRMSNormBackward, TritonLayerNorm, TritonLayerNormBackward = \
+    register_row_candidates(_RowNormCandidate, "Triton", "triton_row")

@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import math
 
-from ...backends.triton_support import split_f64
+from ...backends.triton_support import acc_type, split_f64
 from ...core import validate as V
-from ...core.errors import InvalidProblem, Unsupported
+from ...core.errors import Unsupported
 from ...core.layout import collapse_dims
-from ...core.plan import Candidate, Plan
-from ...core.registry import register_candidate, register_plan
-from ...core.vocab import OpCategory
+from ...core.plan import Candidate
+from ...core.registry import register_candidate
 from .descriptors_channel import (
     BatchNormArgs,
     BatchNormBackwardArgs,
@@ -52,41 +51,17 @@ from .kernels_channel import (
     chan_norm_fwd_kernel,
     running_from_instances_kernel,
 )
-from .layout import acc_dtype, acc_type
+from .plans import make_plan
+
+#: What the family package re-exports from this module.
+__all__ = [
+    "BatchNormBackwardPlan", "BatchNormPlan", "GroupNormBackwardPlan", "GroupNormPlan",
+    "InstanceNormBackwardPlan", "InstanceNormPlan",
+]
 
 BLOCK = 1024
 #: The partial sum over the [rows, C] dgamma / dbeta partials (kernels.sum_partials).
 _PARTIAL_CFG = {"BLOCK_G": 16, "BLOCK_C": 64, "num_warps": 4}
-
-
-def _opt(who, name, t, present, flag, shape, kinds):
-    if present:
-        if t is None:
-            raise InvalidProblem(f"{who}: {name} is required when {flag}=True, got None")
-        V.check_tensor(who, name, t, shape, kinds)
-    elif t is not None:
-        raise InvalidProblem(f"{who}: {name} must be None when {flag}=False, got a tensor")
-
-
-def _check_common(who, d, args, backward: bool) -> None:
-    names = ("dy", "x", "dx") if backward else ("x", "y")
-    for n in names:
-        V.check_tensor(who, n, getattr(args, n), d.input_shape, d.element)
-    for n in ("mean", "rstd"):
-        t = getattr(args, n)
-        if t is None:
-            raise InvalidProblem(f"{who}: saved statistic {n} is required, got None")
-        V.check_tensor(who, n, t, d.stats_shape, d.stats_element)
-    _opt(who, "gamma", args.gamma, d.has_gamma, "has_gamma", (d.c,), d.element)
-    if backward:
-        _opt(who, "dgamma", args.dgamma, d.has_gamma, "has_gamma", (d.c,), d.element)
-        _opt(who, "dbeta", args.dbeta, d.has_beta, "has_beta", (d.c,), d.element)
-    else:
-        _opt(who, "beta", args.beta, d.has_beta, "has_beta", (d.c,), d.element)
-    if not backward and hasattr(d, "has_running"):
-        kinds = (d.element, d.stats_element)
-        for n in ("running_mean", "running_var"):
-            _opt(who, n, getattr(args, n), d.has_running, "has_running", (d.c,), kinds)
 
 
 def _collapse_spatial(shape, tensors):
@@ -142,7 +117,7 @@ class _ChanCandidate(Candidate):
             return 0
         rows = 1 if self.mode == 1 else desc.n
         k = int(desc.has_gamma) + int(desc.has_beta)
-        return k * rows * desc.c * acc_dtype(desc.element).itemsize
+        return k * rows * desc.c * desc.element.compute_kind.torch_dtype.itemsize
 
     def _groups(self, desc):
         return getattr(desc, "num_groups", desc.c)
@@ -198,8 +173,8 @@ class _ChanCandidate(Candidate):
         k = int(args.dgamma is not None) + int(args.dbeta is not None)
         part = args.dx
         if k and rows * c:
-            part = workspace[: k * rows * c * acc_dtype(desc.element).itemsize]
-            part = part.view(acc_dtype(desc.element))
+            part = workspace[: k * rows * c * desc.element.compute_kind.torch_dtype.itemsize]
+            part = part.view(desc.element.compute_kind.torch_dtype)
         two = self.mode == 0
         programs = n * g if self.mode == 0 else c
         if n and c and s and programs:
@@ -219,16 +194,8 @@ class _ChanCandidate(Candidate):
 
 
 def _make(plan_name, desc_t, args_t, partner, is_bwd, mode, cand_name):
-    def check_args(self, args) -> None:
-        _check_common(type(self).__name__, self.desc, args, is_bwd)
-
-    plan = type(plan_name, (Plan,), {
-        "__doc__": __doc__, "__module__": __name__, "category": OpCategory.NORMALIZATION,
-        "descriptor_type": desc_t, "args_type": args_t, "is_backward": is_bwd,
-        "partner": partner, "check_args": check_args,
-        "op_name": classmethod(lambda cls, d: plan_name),
-    })
-    register_plan(plan)
+    plan = make_plan(plan_name, desc_t, args_t, partner, is_bwd, lambda d: plan_name, __doc__,
+                     __name__)
     cand = type("Triton" + plan_name.replace("Plan", ""), (_ChanCandidate,), {
         "name": cand_name, "mode": mode, "backward": is_bwd, "__module__": __name__})
     register_candidate(plan)(cand)
@@ -250,3 +217,10 @@ BatchNormPlan = _make("BatchNormPlan", BatchNormDescriptor, BatchNormArgs,
 BatchNormBackwardPlan = _make("BatchNormBackwardPlan", BatchNormBackwardDescriptor,
                               BatchNormBackwardArgs, "BatchNormPlan", True, 1,
                               "triton_batch_norm_backward")
+
+#: The plans by (kind, backward?), kind: "group", "batch" or "instance" (the specs' key).
+BY_KIND = {
+    ("group", False): GroupNormPlan, ("group", True): GroupNormBackwardPlan,
+    ("batch", False): BatchNormPlan, ("batch", True): BatchNormBackwardPlan,
+    ("instance", False): InstanceNormPlan, ("instance", True): InstanceNormBackwardPlan,
+}

@@ -12,7 +12,6 @@ same workspace: the plan never refuses what it selected.
 from __future__ import annotations
 
 import torch
-import triton
 
 from ...backends.gluon_chunks import (
     LANE,
@@ -28,7 +27,7 @@ from ...backends.gluon_chunks import (
 )
 from ...backends.triton_exchange import SPIN_LIMIT
 from ...backends.triton_support import maxnreg_option, next_pow2, sm_count
-from ...core.registry import register_candidate
+from ...core.runtime import cdiv
 from ...core.vocab import ElementKind
 from .descriptors import LayerNormBackwardDescriptor
 from .kernels_smem import (  # imported here: enable_fast_launch sees them
@@ -36,14 +35,11 @@ from .kernels_smem import (  # imported here: enable_fast_launch sees them
     row_norm_fwd_smem_kernel,
 )
 from .plans import (
-    LayerNormBackwardPlan,
-    LayerNormPlan,
-    RMSNormBackwardPlan,
-    RMSNormPlan,
     _bwd_layout,
     _forward_ops,
     _RowNormCandidate,
     reduce_param_partials,
+    register_row_candidates,
 )
 
 #: Rows up to this many elements are held in one program's registers (layout.fwd_config).
@@ -72,30 +68,21 @@ def launch_smem(desc, args, workspace: torch.Tensor, rms: bool,
         launch_pdl=True)  # the kernel's copies overlap the fill (wait_prior_grid)
 
 
-#: layer_norm's forward also takes f32 rows: kernel-only GB/s against the Triton exchange it
-#: replaces (H100, session 14): [1024, 65536] 2709-2713 vs 2651-2671, [256, 262144] 2616 vs
-#: 2338, [4096, 32768] 2850-2854 vs 2716. rms_norm f32 stays on its Triton exchange (2822 vs
-#: 2797 at [1024, 65536], 2808 vs 2714 at [256, 262144]; beta's reads are what the exchange
-#: kernel loses on).
+#: layer_norm's forward also takes f32 rows (it beats the Triton exchange there, which loses
+#: on beta's reads); rms_norm f32 stays on its Triton exchange, which is as fast.
 F32_FORWARD = {True: False, False: True}  # rms? -> f32 rows in shared memory
 
 
 def fwd_even(extent: int, element, cfg: dict) -> bool:
-    """The forward's EVEN constexpr: 16-bit rows of whole chunks drop their masks. H100 kernel
-    only, three alternations, GB/s off -> on (session 14): bf16 layer [1024, 65536] 2671-2673
-    -> 2678-2682, [256, 262144] 2535-2537 -> 2551-2555, rms within +-0.2%; but f32 layer
-    2711-2714 -> 2685-2686 and 2610-2615 -> 2504-2508, so f32 keeps the masks."""
+    """The forward's EVEN constexpr: 16-bit rows of whole chunks drop their masks (a small
+    gain); f32 keeps the masks, which it runs faster with."""
     return extent % (cfg["R"] * int(LANE)) == 0 and element is not ElementKind.F32
 
 
 #: The forward's exchange per CHUNK_TABLE row: the fenceless counted slots
 #: (gluon_chunks.counted_slot_pairs) or the counter protocol (exchange_pairs), as
-#: (longest row or None: the rest, slots?), first match. H100, kernel only, x + y GB/s,
-#: counters -> slots (session 19): layer bf16 [1024, 65536] 32/8/4 2686-2687 -> 2715 (three
-#: alternations; 2677 -> 2744-2747 in a later run), [256, 262144] 64/8/8 2623-2629 ->
-#: 2634-2668, [4096, 131072] 64/8/8 2884 -> 2904; layer f32 [1024, 65536] 32/4/4 2698-2710 ->
-#: 2735-2743 but [256, 262144] 2604-2613 -> 2555-2575; rms bf16 [1024, 65536] 32/4/4
-#: 2760-2770 -> 2722, [256, 262144] 64/8/8 2709-2711 -> 2700-2707.
+#: (longest row or None: the rest, slots?), first match: the slots pay for layer_norm (f32
+#: up to 64K columns only); rms_norm runs as fast or faster on the counters.
 COUNTED_SLOTS = {
     "layer_line": ((None, True),),
     "line": ((None, False),),
@@ -131,16 +118,11 @@ BWD_SINGLE_TILE = {False: 16384, True: 8192}
 #: The backward's config per kind (layer_norm?): chunk of R rows of LANE columns, shared
 #: stages per tensor, rows published ahead of the one finished, warps, programs per SM (the
 #: row groups G fill them; every program of a group must be resident) and a register cap
-#: that lets that many fit. H100 sweeps (scripts/norm_bwd_sweep.py, kernel-only dy + x + dx
-#: GB/s, bf16; the Triton exchange it replaces in ()): rows up to 65536 take 512-column
-#: chunks of one warp, 16 per SM under a 128-register cap (the register file's limit):
-#: rms [1024, 65536] 2648 (2143; 1024 columns on 2 warps, 8 per SM: 2652), layer
-#: [1024, 65536] 2548 (1955; 1024 columns on 2 warps, 6 per SM: 2442), [4096, 16384] 2517
-#: (1878; that 1024-column config: 2119; 12 per SM: 2449). Longer rows take 2048-column
-#: chunks on 4 warps: rms [256, 262144] 2619 (its column split: 1633); at 1024 columns a
-#: 262144-element row's partials vector (256 pairs over 64 threads) grew layer_norm to 199
-#: registers, too many for its 6 per SM. Two rows ahead beat one (rms 2602 vs 2345 on 2048
-#: columns) and three (2393-2513); 4 stages beat 3, 5 and 6.
+#: that lets that many fit. Rows up to 65536 take 512-column chunks of one warp, 16 per SM
+#: under a 128-register cap (the register file's limit); longer rows take 2048-column chunks
+#: on 4 warps (at 1024 columns a 262144-element row's partials vector needs too many
+#: registers for layer_norm's programs per SM). Two rows ahead and 4 stages were the best
+#: of their sweeps.
 #: ((layer_norm?, longest row or None: the rest), config), first match.
 _SHORT_ROWS = {"R": 2, "NS": 4, "AHEAD": 2, "num_warps": 1, "PER_SM": 16, "maxnreg": 128}
 BWD_TABLE = (
@@ -212,7 +194,7 @@ def launch_smem_backward(desc, args, workspace: torch.Tensor, rms: bool,
         kernel = row_norm_bwd_smem_kernel[(groups * nch,)](
             args.dy, x, x if args.gamma is None else args.gamma,
             args.rstd if mean is None else mean, args.rstd, args.dx, part, slots,
-            rows, m, groups, triton.cdiv(rows, groups), spin, **ring_constexprs(nch, cfg),
+            rows, m, groups, cdiv(rows, groups), spin, **ring_constexprs(nch, cfg),
             RMS=rms, HAS_W=desc.has_gamma,
             HAS_DB=getattr(desc, "has_beta", False), **cfg, **cap,
             launch_pdl=True)  # the first copies overlap the slot fill (wait_prior_grid)
@@ -266,25 +248,6 @@ class _SmemRowNorm(_RowNormCandidate):
             super().launch(desc, args, workspace)
 
 
-@register_candidate(RMSNormPlan)
-class SmemExchangeRMSNorm(_SmemRowNorm):
-    name = "gluon_smem_exchange_rms_norm"
-    rms, backward = True, False
-
-
-@register_candidate(LayerNormPlan)
-class SmemExchangeLayerNorm(_SmemRowNorm):
-    name = "gluon_smem_exchange_layer_norm"
-    rms, backward = False, False
-
-
-@register_candidate(RMSNormBackwardPlan)
-class SmemExchangeRMSNormBackward(_SmemRowNorm):
-    name = "gluon_smem_exchange_rms_norm_backward"
-    rms, backward = True, True
-
-
-@register_candidate(LayerNormBackwardPlan)
-class SmemExchangeLayerNormBackward(_SmemRowNorm):
-    name = "gluon_smem_exchange_layer_norm_backward"
-    rms, backward = False, True
+(SmemExchangeRMSNorm, SmemExchangeRMSNormBackward, SmemExchangeLayerNorm,
+ SmemExchangeLayerNormBackward) = register_row_candidates(_SmemRowNorm, "SmemExchange",
+                                                          "gluon_smem_exchange")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 
@@ -85,9 +87,7 @@ def row_norm_backward(dy, x, rstd, n_norm, mean=None, gamma=None, has_beta=False
 
 
 def _channel_view(x):
-    s = 1
-    for d in x.shape[2:]:
-        s *= d
+    s = math.prod(x.shape[2:])
     return x.reshape(x.shape[0], x.shape[1], s)
 
 

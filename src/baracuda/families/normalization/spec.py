@@ -3,33 +3,24 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 
 import torch
 
-from ...backends.triton_support import triton_dtype
+from ...backends.triton_support import acc_type, triton_dtype
 from ...core.errors import InvalidProblem, Unsupported
 from ...core.registry import register_bench, register_spec
 from ...core.spec import AotVariant, BenchCase, Case, Malformed, PlanSpec, single_threaded_autograd
 from ...core.testing import poisoned, randn, with_layout
 from ...core.vocab import ElementKind
 from . import reference as ref
-from . import spec_channel  # noqa: F401 - registers the channel-norm specs
-from .descriptors import (
-    LayerNormArgs,
-    LayerNormBackwardArgs,
-    LayerNormBackwardDescriptor,
-    LayerNormDescriptor,
-    RMSNormArgs,
-    RMSNormBackwardArgs,
-    RMSNormBackwardDescriptor,
-    RMSNormDescriptor,
-)
 from .kernels import partial_sum_kernel, row_norm_bwd_kernel, row_norm_fwd_kernel
 from .kernels_colsplit import col_grad_kernel, row_grad_stats_kernel
 from .kernels_exchange import row_norm_bwd_exchange_kernel, row_norm_fwd_exchange_kernel
-from .layout import acc_type, bwd_config, fwd_config, pads_last, partial_config
+from .layout import bwd_config, fwd_config, pads_last, partial_config
 from .plans import LayerNormBackwardPlan, LayerNormPlan, RMSNormBackwardPlan, RMSNormPlan
+from .spec_channel import edited  # (importing spec_channel registers its specs)
 
 FLOATS = (ElementKind.F32, ElementKind.F16, ElementKind.BF16, ElementKind.F64)
 F32_BF16 = (ElementKind.F32, ElementKind.BF16)
@@ -103,9 +94,10 @@ class _FwdSpec(PlanSpec):
     rms = True
 
     def _desc(self, shape, n_norm, gamma, beta, res, element):
-        if self.rms:
-            return RMSNormDescriptor(shape, _axes(shape, n_norm), gamma, EPS, element, res)
-        return LayerNormDescriptor(shape, _axes(shape, n_norm), gamma, beta, EPS, element, res)
+        beta = {} if self.rms else {"has_beta": beta}
+        return self.plan.descriptor_type(input_shape=shape, norm_axes=_axes(shape, n_norm),
+                                         has_gamma=gamma, eps=EPS, element=element,
+                                         has_residual=res, **beta)
 
     def cases(self, scale):
         for shape, n_norm, layout, gamma, beta, res, elements in _table(scale):
@@ -116,7 +108,7 @@ class _FwdSpec(PlanSpec):
                            desc, self._maker(desc, layout), self._expect(desc))
 
     def _maker(self, desc, layout):
-        rms = self.rms
+        rms, args_t = self.rms, self.plan.args_type
 
         def make(device, gen):
             dt = desc.element.torch_dtype
@@ -126,12 +118,10 @@ class _FwdSpec(PlanSpec):
                  if desc.has_residual else None)
             ro = poisoned(desc.input_shape, dt, device) if desc.has_residual else None
             y = poisoned(desc.input_shape, dt, device)
-            if rms:
-                return RMSNormArgs(x=x, y=y, rstd=_stats(desc, device), gamma=g, residual=r,
-                                   residual_out=ro)
-            b = _param(desc, device, gen, desc.has_beta)
-            return LayerNormArgs(x=x, y=y, mean=_stats(desc, device), rstd=_stats(desc, device),
-                                 gamma=g, beta=b, residual=r, residual_out=ro)
+            layer = {} if rms else {"mean": _stats(desc, device),
+                                    "beta": _param(desc, device, gen, desc.has_beta)}
+            return args_t(x=x, y=y, rstd=_stats(desc, device), gamma=g, residual=r,
+                          residual_out=ro, **layer)
 
         return make
 
@@ -165,15 +155,7 @@ class _FwdSpec(PlanSpec):
 
     def malformed_args(self, case, device):
         d = case.desc
-        gen = lambda: torch.Generator().manual_seed(5)
-        good = lambda: case.make_args(device, gen())
-
-        def edit(**kw):
-            a = good()
-            for k, v in kw.items():
-                setattr(a, k, v(a) if callable(v) else v)
-            return a
-
+        edit = functools.partial(edited, case, device)
         dt = d.element.torch_dtype
         bad_len = tuple(s + 1 for s in d.normalized_shape)
         yield Malformed("gamma of the wrong length",
@@ -281,20 +263,18 @@ class _BwdSpec(PlanSpec):
     rms = True
 
     def cases(self, scale):
-        fw_spec = RMSNormSpec() if self.rms else LayerNormSpec()
+        fw_spec = SPECS[self.rms, False]()
         for fw in fw_spec.cases(scale):
             d = fw.desc
-            if self.rms:
-                desc = RMSNormBackwardDescriptor(d.input_shape, d.norm_axes, d.has_gamma,
-                                                 d.element, d.has_residual)
-            else:
-                desc = LayerNormBackwardDescriptor(d.input_shape, d.norm_axes, d.has_gamma,
-                                                   d.has_beta, d.element, d.has_residual)
+            beta = {} if self.rms else {"has_beta": d.has_beta}
+            desc = self.plan.descriptor_type(d.input_shape, d.norm_axes, d.has_gamma,
+                                             element=d.element, has_residual=d.has_residual,
+                                             **beta)
             yield Case(fw.name.replace(" ", " bwd ", 1), desc, self._maker(fw, desc),
                        self._expect(desc))
 
     def _maker(self, fw, desc):
-        rms = self.rms
+        rms, args_t = self.rms, self.plan.args_type
 
         def make(device, gen):
             fargs = fw.make_args(device, gen)
@@ -308,14 +288,11 @@ class _BwdSpec(PlanSpec):
             dh = randn(desc.input_shape, dt, device, gen) if desc.has_residual else None
             dg = poisoned(desc.normalized_shape, dt, device) if desc.has_gamma else None
             dx = poisoned(desc.input_shape, dt, device)
-            rstd = out["rstd"].to(device, sdt)
-            if rms:
-                return RMSNormBackwardArgs(dy=dy, x=x, rstd=rstd, dx=dx, gamma=fargs.gamma,
-                                           dgamma=dg, dresidual_out=dh)
-            db = poisoned(desc.normalized_shape, dt, device) if desc.has_beta else None
-            return LayerNormBackwardArgs(dy=dy, x=x, mean=out["mean"].to(device, sdt),
-                                         rstd=rstd, dx=dx, gamma=fargs.gamma, dgamma=dg,
-                                         dbeta=db, dresidual_out=dh)
+            layer = {} if rms else {
+                "mean": out["mean"].to(device, sdt),
+                "dbeta": poisoned(desc.normalized_shape, dt, device) if desc.has_beta else None}
+            return args_t(dy=dy, x=x, rstd=out["rstd"].to(device, sdt), dx=dx,
+                          gamma=fargs.gamma, dgamma=dg, dresidual_out=dh, **layer)
 
         return make
 
@@ -328,25 +305,16 @@ class _BwdSpec(PlanSpec):
         return expect
 
     def malformed_descriptors(self):
-        E = ElementKind.BF16
-        if self.rms:
-            mk = lambda s, a: RMSNormBackwardDescriptor(s, a, True, E)
-        else:
-            mk = lambda s, a: LayerNormBackwardDescriptor(s, a, True, True, E)
+        beta = {} if self.rms else {"has_beta": True}
+        mk = lambda s, a: self.plan.descriptor_type(s, a, True, element=ElementKind.BF16, **beta)
         yield Malformed("non-suffix norm axes", lambda: mk((4, 8, 3), (1,)), InvalidProblem)
         yield Malformed("negative extent", lambda: mk((-4, 8), (1,)), InvalidProblem)
         yield Malformed("norm axes not a tuple", lambda: mk((4, 8), 1), InvalidProblem)
 
     def malformed_args(self, case, device):
         d = case.desc
-        good = lambda: case.make_args(device, torch.Generator().manual_seed(5))
+        edit = functools.partial(edited, case, device)
         dt = d.element.torch_dtype
-
-        def edit(**kw):
-            a = good()
-            for k, v in kw.items():
-                setattr(a, k, v(a) if callable(v) else v)
-            return a
 
         bad_len = tuple(s + 1 for s in d.normalized_shape)
         yield Malformed("missing saved statistics", lambda: edit(rstd=None), InvalidProblem)
@@ -389,11 +357,9 @@ class _BwdSpec(PlanSpec):
         sig = {"dy_ptr": t, "x_ptr": t, "w_ptr": t, "mean_ptr": s, "rstd_ptr": s, "dh_ptr": t,
                "dx_ptr": t, "part_ptr": s, "ws_ptr": s, "cnt_ptr": "*i32"}
         sig = {n: sig.get(n, "constexpr" if n in const else "i64") for n in kernel.arg_names}
-        # layer_norm under its register cap (layout.BWD_EXCHANGE_TILE) spills with these
-        # 64-bit ints and the launch's layout (padded first: O2 = rows at run time; 352 / 244
-        # B padded last), measured faster on the H100 than uncapped: f32 at 128 (4 programs
-        # per SM) 480-512 B, 2382 GB/s against at most 2010; bf16 at 96 (5 per SM) 308 B,
-        # 1958 against 1790 at [1024, 65536] (the H100's JIT build of f32: no spills, session 12)
+        # layer_norm under its register cap (layout.BWD_EXCHANGE_TILE) spills a little with
+        # these 64-bit ints and the launch's layout (padded first: O2 = rows at run time):
+        # still faster than uncapped, whose residency is lower
         allowed = 0 if self.rms else {ElementKind.F32: 512, ElementKind.BF16: 308}[element]
         return AotVariant(f"bwd exchange {'rms' if self.rms else 'ln'} {element.value} "
                           f"N={extent}", kernel, sig, const, num_warps=cfg["num_warps"],
@@ -426,10 +392,8 @@ class _BwdSpec(PlanSpec):
                 if n not in sig and n not in const:
                     sig[n] = "i64"
             sig.update({n: "constexpr" for n in const})
-            # rms f32 16K rows in registers spill (gamma re-read per row already), with these
-            # 64-bit ints padded first: 400 B (the H100's JIT build: 4 B, session 12; bf16
-            # spilled 16 B padded last, none padded first). Measured on the H100
-            # (normalization/tune.py): 2575 GB/s against 1747 (column split)
+            # rms f32 16K rows in registers spill a little with these 64-bit ints padded
+            # first (gamma re-read per row already), and still beat the column split
             allowed = 400 if self.rms and extent == 16384 and element is ElementKind.F32 \
                 else 0
             yield AotVariant(f"bwd {'rms' if self.rms else 'ln'} {element.value} N={extent}"
@@ -449,28 +413,16 @@ class _BwdSpec(PlanSpec):
                                  num_warps=warps, divisible=_aligned_ints(sig))
 
 
-class RMSNormSpec(_FwdSpec):
-    plan = RMSNormPlan
-    rms = True
-
-
-class LayerNormSpec(_FwdSpec):
-    plan = LayerNormPlan
-    rms = False
-
-
-class RMSNormBackwardSpec(_BwdSpec):
-    plan = RMSNormBackwardPlan
-    rms = True
-
-
-class LayerNormBackwardSpec(_BwdSpec):
-    plan = LayerNormBackwardPlan
-    rms = False
-
-
-for _spec in (RMSNormSpec(), LayerNormSpec(), RMSNormBackwardSpec(), LayerNormBackwardSpec()):
-    register_spec(_spec)
+#: One spec class per plan (RMSNormSpec, LayerNormBackwardSpec, ...), by (rms?, backward?).
+SPECS = {
+    (rms, plan.is_backward): type(plan.__name__.replace("Plan", "Spec"),
+                                  (_BwdSpec if plan.is_backward else _FwdSpec,),
+                                  {"plan": plan, "rms": rms, "__module__": __name__})
+    for plan, rms in ((RMSNormPlan, True), (LayerNormPlan, False), (RMSNormBackwardPlan, True),
+                      (LayerNormBackwardPlan, False))
+}
+for _cls in SPECS.values():
+    register_spec(_cls())
 
 
 BENCH_SHAPES = [(32768, 1024), (16384, 4096), (4096, 16384), (1024, 65536)]

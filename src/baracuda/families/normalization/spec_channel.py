@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import torch
 
@@ -12,28 +13,7 @@ from ...core.spec import Case, Malformed, PlanSpec
 from ...core.testing import poisoned, randn, with_layout
 from ...core.vocab import ElementKind
 from . import reference as ref
-from .descriptors_channel import (
-    BatchNormArgs,
-    BatchNormBackwardArgs,
-    BatchNormBackwardDescriptor,
-    BatchNormDescriptor,
-    GroupNormArgs,
-    GroupNormBackwardArgs,
-    GroupNormBackwardDescriptor,
-    GroupNormDescriptor,
-    InstanceNormArgs,
-    InstanceNormBackwardArgs,
-    InstanceNormBackwardDescriptor,
-    InstanceNormDescriptor,
-)
-from .plans_channel import (
-    BatchNormBackwardPlan,
-    BatchNormPlan,
-    GroupNormBackwardPlan,
-    GroupNormPlan,
-    InstanceNormBackwardPlan,
-    InstanceNormPlan,
-)
+from .plans_channel import BY_KIND
 
 F32, BF16, F16, F64 = ElementKind.F32, ElementKind.BF16, ElementKind.F16, ElementKind.F64
 
@@ -58,23 +38,29 @@ INSTANCE = [((2, 3, 40), "strided", True, True, True, True, (F32, BF16, F64)),
 MODES = {"group": GROUP, "batch": BATCH, "instance": INSTANCE}
 
 
+#: The descriptor field each kind's option sets.
+OPTION = {"group": "num_groups", "batch": "training", "instance": "use_input_stats"}
+
+
 def _fwd_desc(mode, shape, opt, gamma, beta, running, element):
-    if mode == "group":
-        return GroupNormDescriptor(shape, opt, gamma, beta, 1e-5, element)
-    if mode == "batch":
-        return BatchNormDescriptor(shape, opt, gamma, beta, running, 0.1, 1e-5, element)
-    return InstanceNormDescriptor(shape, opt, gamma, beta, running, 0.1, 1e-5, element)
+    running = {} if mode == "group" else {"has_running": running, "momentum": 0.1}
+    return BY_KIND[mode, False].descriptor_type(
+        input_shape=shape, **{OPTION[mode]: opt}, has_gamma=gamma, has_beta=beta, eps=1e-5,
+        element=element, **running)
 
 
 def _bwd_desc(mode, d):
-    if mode == "group":
-        return GroupNormBackwardDescriptor(d.input_shape, d.num_groups, d.has_gamma,
-                                           d.has_beta, d.element)
-    if mode == "batch":
-        return BatchNormBackwardDescriptor(d.input_shape, d.training, d.has_gamma, d.has_beta,
-                                           d.element)
-    return InstanceNormBackwardDescriptor(d.input_shape, d.use_input_stats, d.has_gamma,
-                                          d.has_beta, d.element)
+    return BY_KIND[mode, True].descriptor_type(d.input_shape, getattr(d, OPTION[mode]),
+                                               d.has_gamma, d.has_beta, d.element)
+
+
+def edited(case, device, **changes):
+    """The case's args (a fixed seed) with fields replaced, each by a value or a function of
+    the args: the malformed args of every normalization spec."""
+    a = case.make_args(device, torch.Generator().manual_seed(5))
+    for k, v in changes.items():
+        setattr(a, k, v(a) if callable(v) else v)
+    return a
 
 
 def _training(d) -> bool:
@@ -93,7 +79,7 @@ class _ChanFwdSpec(PlanSpec):
                            self._expect(d))
 
     def _maker(self, d, layout):
-        mode = self.mode
+        mode, args_t = self.mode, self.plan.args_type
 
         def make(device, gen):
             dt, sdt = d.element.torch_dtype, d.stats_element.torch_dtype
@@ -104,13 +90,12 @@ class _ChanFwdSpec(PlanSpec):
                           mean=poisoned(d.stats_shape, sdt, device),
                           rstd=poisoned(d.stats_shape, sdt, device), gamma=g, beta=b)
             if mode == "group":
-                return GroupNormArgs(**common)
+                return args_t(**common)
             rm = rv = None
             if d.has_running:
                 rm = randn((d.c,), sdt, device, gen)
                 rv = randn((d.c,), sdt, device, gen).abs() + 0.5
-            cls = BatchNormArgs if mode == "batch" else InstanceNormArgs
-            return cls(**common, running_mean=rm, running_var=rv)
+            return args_t(**common, running_mean=rm, running_var=rv)
 
         return make
 
@@ -148,14 +133,7 @@ class _ChanFwdSpec(PlanSpec):
 
     def malformed_args(self, case, device):
         d = case.desc
-        good = lambda: case.make_args(device, torch.Generator().manual_seed(5))
-
-        def edit(**kw):
-            a = good()
-            for k, v in kw.items():
-                setattr(a, k, v(a) if callable(v) else v)
-            return a
-
+        edit = functools.partial(edited, case, device)
         dt = d.element.torch_dtype
         yield Malformed("gamma of the wrong length",
                         lambda: edit(gamma=torch.ones(d.c + 1, dtype=dt, device=device)),
@@ -182,17 +160,14 @@ class _ChanBwdSpec(PlanSpec):
     mode = "group"
 
     def cases(self, scale):
-        fw_spec = {"group": GroupNormSpec, "batch": BatchNormSpec,
-                   "instance": InstanceNormSpec}[self.mode]()
+        fw_spec = SPECS[self.mode, False]()
         for fw in fw_spec.cases(scale):
             d = _bwd_desc(self.mode, fw.desc)
             yield Case(fw.name.replace(" ", " bwd ", 1), d, self._maker(fw, d), self._expect(d),
                        error_scale=_dx_error_scale)
 
     def _maker(self, fw, d):
-        mode = self.mode
-        cls = {"group": GroupNormBackwardArgs, "batch": BatchNormBackwardArgs,
-               "instance": InstanceNormBackwardArgs}[mode]
+        cls = self.plan.args_type
 
         def make(device, gen):
             fa = fw.make_args(device, gen)
@@ -221,7 +196,7 @@ class _ChanBwdSpec(PlanSpec):
     def malformed_descriptors(self):
         if self.mode == "group":
             yield Malformed("groups do not divide channels",
-                            lambda: GroupNormBackwardDescriptor((2, 6, 4), 4, True, True, F32),
+                            lambda: self.plan.descriptor_type((2, 6, 4), 4, True, True, F32),
                             InvalidProblem)
         base = _bwd_desc(self.mode, _fwd_desc(self.mode, (4, 6, 5),
                                               3 if self.mode == "group" else True, True, True,
@@ -230,42 +205,17 @@ class _ChanBwdSpec(PlanSpec):
                         Unsupported)
 
     def malformed_args(self, case, device):
-        good = lambda: case.make_args(device, torch.Generator().manual_seed(5))
-
-        def edit(**kw):
-            a = good()
-            for k, v in kw.items():
-                setattr(a, k, v(a) if callable(v) else v)
-            return a
-
+        edit = functools.partial(edited, case, device)
         yield Malformed("missing saved statistics", lambda: edit(mean=None), InvalidProblem)
         yield Malformed("dx overlaps dy", lambda: edit(dx=lambda a: a.dy), InvalidProblem)
 
 
-class GroupNormSpec(_ChanFwdSpec):
-    plan, mode = GroupNormPlan, "group"
-
-
-class BatchNormSpec(_ChanFwdSpec):
-    plan, mode = BatchNormPlan, "batch"
-
-
-class InstanceNormSpec(_ChanFwdSpec):
-    plan, mode = InstanceNormPlan, "instance"
-
-
-class GroupNormBackwardSpec(_ChanBwdSpec):
-    plan, mode = GroupNormBackwardPlan, "group"
-
-
-class BatchNormBackwardSpec(_ChanBwdSpec):
-    plan, mode = BatchNormBackwardPlan, "batch"
-
-
-class InstanceNormBackwardSpec(_ChanBwdSpec):
-    plan, mode = InstanceNormBackwardPlan, "instance"
-
-
-for _s in (GroupNormSpec(), BatchNormSpec(), InstanceNormSpec(), GroupNormBackwardSpec(),
-           BatchNormBackwardSpec(), InstanceNormBackwardSpec()):
-    register_spec(_s)
+#: One spec class per plan (GroupNormSpec, GroupNormBackwardSpec, ...), by (kind, backward?).
+SPECS = {
+    (kind, bwd): type(plan.__name__.replace("Plan", "Spec"),
+                      (_ChanBwdSpec if bwd else _ChanFwdSpec,),
+                      {"plan": plan, "mode": kind, "__module__": __name__})
+    for (kind, bwd), plan in BY_KIND.items()
+}
+for _cls in SPECS.values():
+    register_spec(_cls())

@@ -8,36 +8,13 @@ is cast to the input's dtype for the kernel and its gradient is returned in its 
 
 from __future__ import annotations
 
+import math
 import operator
 
 import torch
 
 from ...backends.torch_ops import define_op, run_plan
 from ...core.errors import ArgumentTypeError, InvalidProblem
-from .descriptors import (
-    LayerNormArgs,
-    LayerNormBackwardArgs,
-    LayerNormBackwardDescriptor,
-    LayerNormDescriptor,
-    RMSNormArgs,
-    RMSNormBackwardArgs,
-    RMSNormBackwardDescriptor,
-    RMSNormDescriptor,
-)
-from .descriptors_channel import (
-    BatchNormArgs,
-    BatchNormBackwardArgs,
-    BatchNormBackwardDescriptor,
-    BatchNormDescriptor,
-    GroupNormArgs,
-    GroupNormBackwardArgs,
-    GroupNormBackwardDescriptor,
-    GroupNormDescriptor,
-    InstanceNormArgs,
-    InstanceNormBackwardArgs,
-    InstanceNormBackwardDescriptor,
-    InstanceNormDescriptor,
-)
 from .plans import LayerNormBackwardPlan, LayerNormPlan, RMSNormBackwardPlan, RMSNormPlan
 from .plans_channel import (
     BatchNormBackwardPlan,
@@ -66,13 +43,19 @@ def _empty_param(x: torch.Tensor) -> torch.Tensor:
     return x.new_empty((0,))
 
 
+def _run_rows(plan, x: torch.Tensor, n_norm: int, flags: tuple, **tensors) -> None:
+    """Run a row-norm plan on x normalized over its last n_norm dims; `flags`: the rest of
+    its descriptor's fields."""
+    desc = plan.descriptor_type.cached(tuple(x.shape), _axes(x, n_norm), *flags)
+    run_plan(plan, desc, plan.args_type(x=x, **tensors))
+
+
 # -- RMSNorm -----------------------------------------------------------------------------------
 def _rms_fwd(x: torch.Tensor, n_norm: int, weight: torch.Tensor | None,
              eps: float) -> tuple[torch.Tensor, torch.Tensor]:
     y, rstd = torch.empty_like(x), _stats_like(x, n_norm)
-    run_plan(RMSNormPlan, RMSNormDescriptor.cached(tuple(x.shape), _axes(x, n_norm),
-                                                   weight is not None, eps, x.dtype),
-             RMSNormArgs(x=x, y=y, rstd=rstd, gamma=weight))
+    _run_rows(RMSNormPlan, x, n_norm, (weight is not None, eps, x.dtype),
+              y=y, rstd=rstd, gamma=weight)
     return y, rstd
 
 
@@ -84,11 +67,8 @@ def _rms_bwd(dy: torch.Tensor, x: torch.Tensor, rstd: torch.Tensor, weight: torc
              n_norm: int) -> tuple[torch.Tensor, torch.Tensor]:
     dx = torch.empty_like(x)
     dw = torch.empty_like(weight) if weight is not None else _empty_param(x)
-    run_plan(RMSNormBackwardPlan,
-             RMSNormBackwardDescriptor.cached(tuple(x.shape), _axes(x, n_norm),
-                                              weight is not None, x.dtype),
-             RMSNormBackwardArgs(dy=dy, x=x, rstd=rstd, dx=dx, gamma=weight,
-                                 dgamma=dw if weight is not None else None))
+    _run_rows(RMSNormBackwardPlan, x, n_norm, (weight is not None, x.dtype), dy=dy, rstd=rstd,
+              dx=dx, gamma=weight, dgamma=dw if weight is not None else None)
     return dx, dw
 
 
@@ -100,10 +80,9 @@ def _rms_bwd_fake(dy, x, rstd, weight, n_norm):
 _rms_norm_backward = define_op("rms_norm_backward", _rms_bwd, _rms_bwd_fake)
 
 
-# The forward ops are plain custom ops; autograd is an autograd.Function over them. That
-# costs far less host time per call than custom_op's register_autograd wrapper (measured
-# ~480 -> ~200-290 us for rms_norm forward+backward on the CPU dev machine, kernels stubbed),
-# and these ops are often host-bound (a forward moves 128 MB in ~50 us on an H100).
+# The forward ops are plain custom ops; autograd is an autograd.Function over them: that
+# costs far less host time per call than custom_op's register_autograd wrapper, and these
+# ops are often host-bound.
 _rms_norm = define_op("rms_norm", _rms_fwd, _rms_fwd_fake)
 
 
@@ -126,10 +105,8 @@ class _RMSNormFunction(torch.autograd.Function):
 def _ln_fwd(x: torch.Tensor, n_norm: int, weight: torch.Tensor | None, bias: torch.Tensor | None,
             eps: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     y, mean, rstd = torch.empty_like(x), _stats_like(x, n_norm), _stats_like(x, n_norm)
-    run_plan(LayerNormPlan, LayerNormDescriptor.cached(tuple(x.shape), _axes(x, n_norm),
-                                                       weight is not None, bias is not None,
-                                                       eps, x.dtype),
-             LayerNormArgs(x=x, y=y, mean=mean, rstd=rstd, gamma=weight, beta=bias))
+    _run_rows(LayerNormPlan, x, n_norm, (weight is not None, bias is not None, eps, x.dtype),
+              y=y, mean=mean, rstd=rstd, gamma=weight, beta=bias)
     return y, mean, rstd
 
 
@@ -144,11 +121,8 @@ def _ln_bwd(dy: torch.Tensor, x: torch.Tensor, mean: torch.Tensor, rstd: torch.T
     norm_shape = tuple(x.shape[x.dim() - n_norm:])
     dw = torch.empty_like(weight) if weight is not None else None
     db = x.new_empty(norm_shape) if has_bias else None
-    run_plan(LayerNormBackwardPlan,
-             LayerNormBackwardDescriptor.cached(tuple(x.shape), _axes(x, n_norm),
-                                                weight is not None, has_bias, x.dtype),
-             LayerNormBackwardArgs(dy=dy, x=x, mean=mean, rstd=rstd, dx=dx, gamma=weight,
-                                   dgamma=dw, dbeta=db))
+    _run_rows(LayerNormBackwardPlan, x, n_norm, (weight is not None, has_bias, x.dtype), dy=dy,
+              mean=mean, rstd=rstd, dx=dx, gamma=weight, dgamma=dw, dbeta=db)
     return (dx, dw if dw is not None else _empty_param(x),
             db if db is not None else _empty_param(x))
 
@@ -276,10 +250,10 @@ def _gn_fwd(x: torch.Tensor, num_groups: int, weight: torch.Tensor | None,
             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     y = torch.empty_like(x)
     mean, rstd = (_chan_stats(x, (x.shape[0], num_groups)) for _ in range(2))
-    desc = GroupNormDescriptor(tuple(x.shape), num_groups, weight is not None, bias is not None,
-                               eps, x.dtype)
-    run_plan(GroupNormPlan, desc, GroupNormArgs(x=x, y=y, mean=mean, rstd=rstd, gamma=weight,
-                                                beta=bias))
+    desc = GroupNormPlan.descriptor_type(tuple(x.shape), num_groups, weight is not None,
+                                         bias is not None, eps, x.dtype)
+    run_plan(GroupNormPlan, desc, GroupNormPlan.args_type(x=x, y=y, mean=mean, rstd=rstd,
+                                                          gamma=weight, beta=bias))
     return y, mean, rstd
 
 
@@ -288,16 +262,21 @@ def _gn_fwd_fake(x, num_groups, weight, bias, eps):
             _chan_stats(x, (x.shape[0], num_groups)))
 
 
+def _chan_bwd(plan, dy, x, mean, rstd, weight, has_bias, option):
+    """The backward of every channel norm; `option`: the descriptor's num_groups, training or
+    use_input_stats."""
+    dy = _dense_spatial(dy)  # the upstream gradient may have any layout
+    dx, dw, db = _chan_bwd_outputs(x, weight, has_bias)
+    desc = plan.descriptor_type(tuple(x.shape), option, weight is not None, has_bias, x.dtype)
+    run_plan(plan, desc, plan.args_type(dy=dy, x=x, mean=mean, rstd=rstd, dx=dx, gamma=weight,
+                                        dgamma=dw, dbeta=db))
+    return _pack(dx, dw, db, x)
+
+
 def _gn_bwd(dy: torch.Tensor, x: torch.Tensor, mean: torch.Tensor, rstd: torch.Tensor,
             weight: torch.Tensor | None, has_bias: bool,
             num_groups: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    dy = _dense_spatial(dy)  # the upstream gradient may have any layout
-    dx, dw, db = _chan_bwd_outputs(x, weight, has_bias)
-    desc = GroupNormBackwardDescriptor(tuple(x.shape), num_groups, weight is not None, has_bias,
-                                       x.dtype)
-    run_plan(GroupNormBackwardPlan, desc, GroupNormBackwardArgs(
-        dy=dy, x=x, mean=mean, rstd=rstd, dx=dx, gamma=weight, dgamma=dw, dbeta=db))
-    return _pack(dx, dw, db, x)
+    return _chan_bwd(GroupNormBackwardPlan, dy, x, mean, rstd, weight, has_bias, num_groups)
 
 
 def _chan_bwd_fake(dy, x, mean, rstd, weight, has_bias, option):
@@ -331,18 +310,18 @@ _group_norm = define_op("group_norm", _gn_fwd, _gn_fwd_fake, backward=_gn_autogr
                         setup_context=_gn_setup)
 
 
-def _running_fwd(plan, desc_t, args_t, stats_shape, x, running_mean, running_var, weight, bias,
-                 flag, momentum, eps):
+def _running_fwd(plan, stats_shape, x, running_mean, running_var, weight, bias, flag, momentum,
+                 eps):
     # Functional op (torch cannot attach autograd to a mutating custom op): the plan updates
     # copies of the running statistics, the public function copies them back in place.
     y = torch.empty_like(x)
     mean, rstd = (_chan_stats(x, stats_shape) for _ in range(2))
     rm = running_mean.clone() if running_mean is not None else None
     rv = running_var.clone() if running_var is not None else None
-    desc = desc_t(tuple(x.shape), flag, weight is not None, bias is not None,
-                  running_mean is not None, momentum, eps, x.dtype)
-    run_plan(plan, desc, args_t(x=x, y=y, mean=mean, rstd=rstd, gamma=weight, beta=bias,
-                                running_mean=rm, running_var=rv))
+    desc = plan.descriptor_type(tuple(x.shape), flag, weight is not None, bias is not None,
+                                running_mean is not None, momentum, eps, x.dtype)
+    run_plan(plan, desc, plan.args_type(x=x, y=y, mean=mean, rstd=rstd, gamma=weight,
+                                        beta=bias, running_mean=rm, running_var=rv))
     return (y, mean, rstd, rm if rm is not None else _empty_param(x),
             rv if rv is not None else _empty_param(x))
 
@@ -357,8 +336,8 @@ def _bn_fwd(x: torch.Tensor, running_mean: torch.Tensor | None,
             running_var: torch.Tensor | None, weight: torch.Tensor | None,
             bias: torch.Tensor | None, training: bool, momentum: float, eps: float
             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    return _running_fwd(BatchNormPlan, BatchNormDescriptor, BatchNormArgs, (x.shape[1],), x,
-                        running_mean, running_var, weight, bias, training, momentum, eps)
+    return _running_fwd(BatchNormPlan, (x.shape[1],), x, running_mean, running_var, weight,
+                        bias, training, momentum, eps)
 
 
 def _bn_fwd_fake(x, running_mean, running_var, weight, bias, training, momentum, eps):
@@ -369,9 +348,8 @@ def _in_fwd(x: torch.Tensor, running_mean: torch.Tensor | None,
             running_var: torch.Tensor | None, weight: torch.Tensor | None,
             bias: torch.Tensor | None, use_input_stats: bool, momentum: float, eps: float
             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    return _running_fwd(InstanceNormPlan, InstanceNormDescriptor, InstanceNormArgs,
-                        tuple(x.shape[:2]), x, running_mean, running_var, weight, bias,
-                        use_input_stats, momentum, eps)
+    return _running_fwd(InstanceNormPlan, tuple(x.shape[:2]), x, running_mean, running_var,
+                        weight, bias, use_input_stats, momentum, eps)
 
 
 def _in_fwd_fake(x, running_mean, running_var, weight, bias, use_input_stats, momentum, eps):
@@ -381,25 +359,14 @@ def _in_fwd_fake(x, running_mean, running_var, weight, bias, use_input_stats, mo
 def _bn_bwd(dy: torch.Tensor, x: torch.Tensor, mean: torch.Tensor, rstd: torch.Tensor,
             weight: torch.Tensor | None, has_bias: bool,
             training: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    dy = _dense_spatial(dy)  # the upstream gradient may have any layout
-    dx, dw, db = _chan_bwd_outputs(x, weight, has_bias)
-    desc = BatchNormBackwardDescriptor(tuple(x.shape), training, weight is not None, has_bias,
-                                       x.dtype)
-    run_plan(BatchNormBackwardPlan, desc, BatchNormBackwardArgs(
-        dy=dy, x=x, mean=mean, rstd=rstd, dx=dx, gamma=weight, dgamma=dw, dbeta=db))
-    return _pack(dx, dw, db, x)
+    return _chan_bwd(BatchNormBackwardPlan, dy, x, mean, rstd, weight, has_bias, training)
 
 
 def _in_bwd(dy: torch.Tensor, x: torch.Tensor, mean: torch.Tensor, rstd: torch.Tensor,
             weight: torch.Tensor | None, has_bias: bool,
             use_input_stats: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    dy = _dense_spatial(dy)  # the upstream gradient may have any layout
-    dx, dw, db = _chan_bwd_outputs(x, weight, has_bias)
-    desc = InstanceNormBackwardDescriptor(tuple(x.shape), use_input_stats, weight is not None,
-                                          has_bias, x.dtype)
-    run_plan(InstanceNormBackwardPlan, desc, InstanceNormBackwardArgs(
-        dy=dy, x=x, mean=mean, rstd=rstd, dx=dx, gamma=weight, dgamma=dw, dbeta=db))
-    return _pack(dx, dw, db, x)
+    return _chan_bwd(InstanceNormBackwardPlan, dy, x, mean, rstd, weight, has_bias,
+                     use_input_stats)
 
 
 _batch_norm_backward = define_op("batch_norm_backward", _bn_bwd, _chan_bwd_fake)
@@ -451,10 +418,7 @@ def _chan_param(p, name, input):
 def _verify_batch_size(size) -> None:
     """torch.nn.functional's check that a statistic has more than one value (size[0] times
     the spatial extents), raised as torch raises it (a ValueError)."""
-    prod = size[0]
-    for d in size[2:]:
-        prod *= d
-    if prod == 1:
+    if size[0] * math.prod(size[2:]) == 1:
         raise InvalidProblem(f"Expected more than 1 value per channel when training, got "
                              f"input size {list(size)}")
 
@@ -536,10 +500,7 @@ def instance_norm(input: torch.Tensor, running_mean: torch.Tensor | None = None,
     """torch.nn.functional.instance_norm on InstanceNormPlan; differentiable."""
     _check_floats("instance_norm", momentum=momentum, eps=eps)
     if use_input_stats:
-        size = 1
-        for d in input.shape[2:]:
-            size *= d
-        if size == 1:
+        if math.prod(input.shape[2:]) == 1:
             raise InvalidProblem(f"Expected more than 1 spatial element when training, got "
                                  f"input size {input.size()}")
     if not use_input_stats and (running_mean is None or running_var is None):

@@ -22,22 +22,11 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from ...backends.line_reduce import chunk_exp, chunk_max_sum, loop_max_sum, merge_max_sum
 from ...backends.triton_exchange import arrive_and_wait
 from ...backends.triton_support import line_offset
 
 TILE, LOOP, EXCHANGE = 0, 1, 2
-
-
-@triton.jit
-def _merge_max_sum(m_vec, s_vec, AXIS: tl.constexpr):
-    """Combine per-lane (max, sum of exp relative to that max) pairs; lanes at -inf hold 0."""
-    m = tl.max(m_vec, AXIS)
-    if AXIS == 0:
-        scaled = tl.where(m_vec > -float("inf"), s_vec * tl.exp(m_vec - m), 0.0)
-    else:
-        scaled = tl.where(m_vec > -float("inf"), s_vec * tl.exp(m_vec - m[:, None]), 0.0)
-    s = tl.sum(scaled, AXIS)
-    return m, tl.where(m == -float("inf"), float("nan"), s)  # all -inf line: NaN, as torch
 
 
 @triton.jit
@@ -46,39 +35,6 @@ def _load_chunk(line_ptr, start, stride, N, cols, other, ACC: tl.constexpr):
     registers held over the exchange's wait), `other` past its end, as ACC."""
     return tl.load(line_ptr + start * stride + cols * stride, mask=cols < N - start,
                    other=other).to(ACC)
-
-
-@triton.jit
-def _chunk_exp(x):
-    """A chunk's max and exp(x - max) (0 where x = -inf, also for an all -inf chunk)."""
-    m = tl.max(x, 0)
-    return m, tl.exp(x - tl.where(m == -float("inf"), 0.0, m))
-
-
-@triton.jit
-def _chunk_max_sum(x):
-    """A chunk's partial: its max and sum of exp relative to it (0 for an all -inf chunk)."""
-    m, e = _chunk_exp(x)
-    return m, tl.sum(e, 0)
-
-
-@triton.jit
-def _loop_max_sum(x_row, lo, hi, N, stride, cols, BLOCK: tl.constexpr, ACC: tl.constexpr,
-                  KEEP: tl.constexpr):
-    """(max, sum of exp relative to it) of elements [lo, hi) of a line, BLOCK at a time:
-    per-lane running pairs (no cross-lane reduction inside the loop), merged at the end."""
-    NEG: tl.constexpr = -float("inf")
-    m_vec = tl.full([BLOCK], NEG, ACC)
-    s_vec = tl.zeros([BLOCK], ACC)
-    for start in range(lo, hi, BLOCK):
-        c = start + cols
-        x = tl.load(x_row + c * stride, mask=c < N, other=NEG, eviction_policy=KEEP).to(ACC)
-        m_new = tl.maximum(m_vec, x)
-        alive = m_new > NEG  # lanes still at -inf keep s = 0 (avoids -inf - -inf = NaN)
-        s_vec = s_vec * tl.where(alive, tl.exp(m_vec - m_new), 1.0) + tl.where(
-            alive, tl.exp(x - m_new), 0.0)
-        m_vec = m_new
-    return _merge_max_sum(m_vec, s_vec, 0)
 
 
 @triton.jit
@@ -151,7 +107,7 @@ def softmax_fwd_kernel(
         lo = seg * seg_len
         hi = tl.minimum(lo + seg_len, N)
         x_row = x_ptr + line_offset(row, S1, S2, S3, xs0, xs1, xs2, xs3)
-        m, s = _loop_max_sum(x_row, lo, hi, N, xsn, cols, BLOCK, ACC, KEEP)
+        m, s = loop_max_sum(x_row, lo, hi, N, xsn, cols, BLOCK, ACC, KEEP)
         if PARTS > 1:  # the line's segments swap their partials (as EXCHANGE's chunks do)
             if _publish_pair(ws_ptr, cnt_ptr, pid, row, n_chunks, m, s, SPIN):
                 m_p, s_p = _line_pairs(ws_ptr, row, n_chunks, PARTS)
@@ -161,11 +117,11 @@ def softmax_fwd_kernel(
                 s_p = tl.zeros([PARTS], ACC)
                 for k in range(0, n_chunks):
                     k_lo = k * seg_len
-                    mk, sk = _loop_max_sum(x_row, k_lo, tl.minimum(k_lo + seg_len, N), N, xsn,
+                    mk, sk = loop_max_sum(x_row, k_lo, tl.minimum(k_lo + seg_len, N), N, xsn,
                                            cols, BLOCK, ACC, KEEP)
                     m_p = tl.where(j == k, mk, m_p)
                     s_p = tl.where(j == k, sk, s_p)
-            m, s = _merge_max_sum(m_p, s_p, 0)
+            m, s = merge_max_sum(m_p, s_p, 0)
         inv = 1.0 / s
         log_s = tl.log(s)
         y_row = y_ptr + line_offset(row, S1, S2, S3, ys0, ys1, ys2, ys3)
@@ -184,7 +140,7 @@ def softmax_fwd_kernel(
         base = (pid - row * n_chunks) * BLOCK  # the chunk's first element
         x_row = x_ptr + line_offset(row, S1, S2, S3, xs0, xs1, xs2, xs3)
         x = _load_chunk(x_row, base, xsn, N, cols, NEG, ACC)
-        m_c, e = _chunk_exp(x)
+        m_c, e = chunk_exp(x)
         s_c = tl.sum(e, 0)
         if LOG:
             held = x
@@ -197,15 +153,15 @@ def softmax_fwd_kernel(
             m_p = tl.full([PARTS], NEG, ACC)
             s_p = tl.zeros([PARTS], ACC)
             for k in range(0, n_chunks):
-                mk, sk = _chunk_max_sum(_load_chunk(x_row, k * BLOCK, xsn, N, cols, NEG, ACC))
+                mk, sk = chunk_max_sum(_load_chunk(x_row, k * BLOCK, xsn, N, cols, NEG, ACC))
                 m_p = tl.where(j == k, mk, m_p)
                 s_p = tl.where(j == k, sk, s_p)
             x = _load_chunk(x_row, base, xsn, N, cols, NEG, ACC)
             if LOG:  # (not held above)
                 held = x
             else:
-                held = _chunk_exp(x)[1]
-        m, s = _merge_max_sum(m_p, s_p, 0)
+                held = chunk_exp(x)[1]
+        m, s = merge_max_sum(m_p, s_p, 0)
         if LOG:
             y = (held - m) - tl.log(s)  # as MODE 0: no m + log(s) rounded first
         else:

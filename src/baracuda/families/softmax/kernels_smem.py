@@ -8,8 +8,8 @@ count in and wait for the line's other chunks; merge the line's partials in chun
 same bits in every program of the line); write the chunk from shared memory. A program that
 stops waiting after SPIN polls computes the missing partials from global memory with the same
 code (`chunk_max_sum` with FROM_GLOBAL): the same bits, only slower; GPU tests compare both.
-TMA was measured first: its descriptor is encoded on the host for every call, which made the
-frontend's calls host-bound; cp.async takes plain pointers.
+Not TMA: its descriptor is encoded on the host for every call, which makes the frontend's
+calls host-bound; cp.async takes plain pointers.
 """
 
 from __future__ import annotations
@@ -18,43 +18,14 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
 from ...backends.gluon_chunks import (
-    LANE,
+    LOG2E,
+    chunk_max_sum,
     copy_chunk,
     exchange_pairs,
-    load_slice,
+    merge_max_sum,
     slice_cols,
     slice_layout,
 )
-
-LOG2E = gl.constexpr(1.4426950408889634)
-
-
-@gluon.jit
-def chunk_max_sum(slices, line_ptr, c, N, aux, FROM_GLOBAL: gl.constexpr, R: gl.constexpr,
-                  SL: gl.constexpr, num_warps: gl.constexpr):
-    """Chunk c's (max, sum of exp(x - max)); 0 for the sum of an all -inf chunk (`aux`:
-    unused, the shape gluon_chunks.exchange_pairs calls)."""
-    layout: gl.constexpr = slice_layout(num_warps)
-    macc = gl.full([SL, LANE], float("-inf"), gl.float32, layout)
-    for s in range(R // SL):  # a loop, not unrolled: slices are re-read, not held
-        macc = gl.maximum(macc, load_slice(slices, line_ptr, c, s, N, float("-inf"),
-                                           FROM_GLOBAL, R, SL, num_warps))
-    m = gl.max(gl.max(macc, axis=1), axis=0)
-    m_safe = gl.where(m == float("-inf"), 0.0, m) * LOG2E
-    sacc = gl.zeros([SL, LANE], gl.float32, layout)
-    for s in range(R // SL):
-        x = load_slice(slices, line_ptr, c, s, N, float("-inf"), FROM_GLOBAL, R, SL, num_warps)
-        sacc += gl.exp2(x * LOG2E - m_safe)
-    return m, gl.sum(gl.sum(sacc, axis=1), axis=0)
-
-
-@gluon.jit
-def merge_max_sum(pm, ps):
-    """A line's (max, sum of exp(x - max)) from its chunks' pairs, in chunk order; the sum is
-    NaN for an all -inf line, as torch's softmax."""
-    big = gl.max(pm, axis=0)
-    total = gl.sum(gl.where(pm > float("-inf"), ps * gl.exp2((pm - big) * LOG2E), 0.0), axis=0)
-    return big, gl.where(big == float("-inf"), float("nan"), total)
 
 
 @gluon.jit

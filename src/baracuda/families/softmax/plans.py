@@ -19,8 +19,9 @@ programs count in with integer atomics, backends/triton_exchange.py).
 
 from __future__ import annotations
 
+import math
+
 import torch
-import triton.language as tl
 
 from ...backends.triton_exchange import (
     SPIN_LIMIT,
@@ -32,6 +33,7 @@ from ...backends.triton_exchange import (
 from ...backends.triton_support import (
     MAX_OUTER_DIMS,
     RecipeCache,
+    acc_type,
     maxnreg_option,
     next_pow2,
     outer_launch_groups,
@@ -40,6 +42,7 @@ from ...core import validate as V
 from ...core.layout import axis_view
 from ...core.plan import Candidate, Plan
 from ...core.registry import register_candidate, register_plan
+from ...core.runtime import cdiv
 from ...core.vocab import ElementKind, OpCategory
 from .descriptors import (
     SoftmaxArgs,
@@ -59,42 +62,28 @@ from .kernels import (
 #: Longest line held in registers in one pass (TILE); longer lines LOOP or are chunked.
 MAX_SINGLE_BLOCK = 16384
 #: EXCHANGE chunk: bytes of one tensor's chunk, and warps (backward) or elements per thread
-#: (forward). H100 sweep at [1024, 65536] and [256, 262144] (PERF_NOTES.md): backward bf16
-#: 8192 x 4 warps 2657 / 2565 GB/s (the LOOP / two-launch split it replaced: 2116 / 1794);
-#: forward bf16 8192 x 8 warps 2288 / 2117 with an L2 flush before each call (the bf16
-#: forward of many lines LOOPs, below), f32 4096 x 4 warps 2711 / 2700 against 2053 / 1874
-#: for its LOOP (session 6), so the f32 forward exchanges at any line count.
+#: (forward). The backward exchanges (one DRAM read beats the loop); the f32 forward
+#: exchanges at any line count, the bf16 forward of many lines LOOPs (below).
 EXCHANGE_BYTES = 16384
 EXCHANGE_BWD_WARPS = 4
 EXCHANGE_FWD_PER_THREAD = 32
 #: Register cap of the forward exchange of f32 lines (both kinds) and of log_softmax's 16-bit
-#: ones. log_softmax's chunk reduction keeps x and exp(x - max) alive together: uncapped at
-#: 4096 x 4 warps it compiled to 72 registers ([256, 262144]; 7 programs per SM), capped to 64
-#: without spills (sm_90a; 8 per SM): H100 kernel-only f32 [256, 262144] 2627 -> 2732 GB/s
-#: (scripts/long_row_sweep.py, session 12). softmax's 4096 x 4 chunk is 64 uncapped and
-#: measured slower capped (2744 -> 2496); its 8192 x 8 chunk needs the cap (below).
+#: ones. log_softmax's chunk reduction keeps x and exp(x - max) alive together: the cap
+#: brings it down without spills to one more program per SM. softmax's 4096 x 4 chunk fits
+#: uncapped and runs slower capped; its 8192 x 8 chunk needs the cap (below).
 EXCHANGE_FWD_MAXNREG = 64
 #: f32 forward exchanges take chunks of 8192 x 8 warps (still 32 values per thread, capped as
-#: above), half the programs per line: half the partials to swap and combine. H100 kernel only
-#: (scripts/tile_vs_liger.py long), GB/s at [256, 262144] / [1024, 65536]: log_softmax
-#: (session 16) 2771 / 2848 against 2743 / 2764 for 4096 x 4; softmax (session 17) 2778 /
-#: 2846 against 2745 / 2760 (uncapped 8192 x 8: 2635 / 2791; 8192 x 16 2351 / 2526; 4096 x 8
-#: 2400 / 2657).
+#: above), half the programs per line: half the partials to swap and combine.
 EXCHANGE_F32_FWD_BYTES = 32768
-#: The forward LOOP (second read partly from L2, hints) stays ahead of the exchange when calls
-#: run back to back (the bench's timing; scripts/softmax_long_ab.py, H100 bf16, GB/s): LOOP
-#: 2486 / 1948 vs exchange 2353 / 1857 at [1024, 65536] / [256, 262144], although the
-#: exchange is ahead at [256, 262144] when each call follows an L2 flush (2098 vs 1929). The
-#: exchange takes the forward of lines too few to fill the GPU one program per line.
+#: The 16-bit forward LOOP (second read partly from L2, hints) stays ahead of the exchange
+#: when calls run back to back; the exchange takes the forward of lines too few to fill the
+#: GPU one program per line.
 LOOP_MIN_ROWS = 256
 #: Forward LOOP lines up to this many bytes loop whole, one program each (LOOP_CFG); longer
 #: lines are cut into segments of LOOP_SEGMENT_BYTES (LOOP_SEGMENT_CFG), one program each,
 #: that swap their (max, sum): what the SMs read at once then stays in L2 for the second read
-#: (256 lines of 512 KB in flight overflow it). H100 bf16 GB/s, bench timing / do_bench
-#: (session 7, scripts/softmax_long_ab.py): [256, 262144] whole-line 8192 x 16 warps 1946 /
-#: 1928, segments of 16384 on 4096 x 8 2235 / 2193 (of 32768: 1843 / 2037; 8192 x 16 with
-#: 32768 / 65536: 1851-2095); at [1024, 65536] every segmentation loses (2476 whole against
-#: 1852-2147).
+#: (256 lines of 512 KB in flight overflow it); lines that fit loop whole, which no
+#: segmentation beats.
 LOOP_LINE_BYTES = 131072
 LOOP_SEGMENT_BYTES = 32768
 LOOP_CFG = {"MODE": LOOP, "BLOCK": 8192, "ROWS": 1, "num_warps": 16, "PARTS": 1,
@@ -102,12 +91,8 @@ LOOP_CFG = {"MODE": LOOP, "BLOCK": 8192, "ROWS": 1, "num_warps": 16, "PARTS": 1,
 LOOP_SEGMENT_CFG = dict(LOOP_CFG, BLOCK=4096, num_warps=8, SPIN=SPIN_LIMIT)
 
 
-#: Forward lines of 1024 (the one measured exception to `_tile_shape`'s rule): one line per
-#: program, not 4, on these warps per element size. H100, kernel only
-#: (scripts/tile_vs_liger.py, sessions 10-11): f32 2950-2952 GB/s vs 2904 for 4 lines, bf16
-#: 2884 vs 2872. f32 on 8 warps (4 values per thread): f32 [32768, 1024] through `softmax`
-#: against torch.compile (scripts/tile_peer_ab.py, session 17, 7 interleaved rounds): bench
-#: timing 2928 vs 4 warps 2907 (compile 2922), GPU time in a CUDA graph 2981 vs 2959 (2962).
+#: Forward lines of 1024 (the one exception to `_tile_shape`'s rule): one line per program,
+#: not 4, on these warps per element size (f32 on 8 warps: 4 values per thread).
 FORWARD_1024_WARPS = {2: 4, 4: 8, 8: 4}
 
 
@@ -119,16 +104,15 @@ def _tile_shape(block: int, size: int, backward: bool) -> tuple[int, int]:
     # short lines: several per program so each program moves >= ~8 KB
     rows_per = max(1, min(16, 4096 // block)) if block <= 2048 else 1
     elems = block * rows_per
-    if size == 4 and rows_per > 1:  # f32 short lines: 32 elements per thread, 2880 vs
-        return rows_per, max(1, elems // 1024)  # 2829 GB/s at [32768, 1024] (session-6 sweep)
+    if size == 4 and rows_per > 1:  # f32 short lines: 32 elements per thread
+        return rows_per, max(1, elems // 1024)
     return rows_per, 4 if elems <= 1024 else 8 if elems <= 4096 else 16
 
 
 def launch_config(extent: int, element: ElementKind, rows: int = 1 << 20,
                   backward: bool = False) -> dict:
     """Tile table: MODE (kernels.TILE / LOOP / EXCHANGE), block, warps, lines per program,
-    the same for softmax and log_softmax (their register caps differ: `register_cap`). Set
-    from H100 sweeps (softmax/tune.py): see PERF_NOTES.md."""
+    the same for softmax and log_softmax (their register caps differ: `register_cap`)."""
     size = element.torch_dtype.itemsize
     limit = MAX_SINGLE_BLOCK // (2 if size == 8 else 1)
     if extent <= limit:
@@ -142,12 +126,12 @@ def launch_config(extent: int, element: ElementKind, rows: int = 1 << 20,
         if whole:
             return dict(cfg, BLOCK=block)
         seg = chunk_length(LOOP_SEGMENT_BYTES // size, extent, block)
-        return dict(cfg, BLOCK=block, SEG=seg, PARTS=next_pow2(triton_cdiv(extent, seg)))
+        return dict(cfg, BLOCK=block, SEG=seg, PARTS=next_pow2(cdiv(extent, seg)))
     chunk_bytes = EXCHANGE_F32_FWD_BYTES if size == 4 and not backward else EXCHANGE_BYTES
     block = chunk_bytes // max(size, 2)
     warps = EXCHANGE_BWD_WARPS if backward else max(1, block // (32 * EXCHANGE_FWD_PER_THREAD))
     block = chunk_length(block, extent)
-    parts = next_pow2(triton_cdiv(extent, block))
+    parts = next_pow2(cdiv(extent, block))
     return {"MODE": EXCHANGE, "BLOCK": block, "ROWS": 1, "num_warps": warps, "PARTS": parts,
             "SPIN": SPIN_LIMIT}
 
@@ -173,7 +157,7 @@ def _chunk_len(extent: int, cfg: dict, backward: bool) -> int:
 
 def _chunks(extent: int, cfg: dict, backward: bool) -> int:
     """Programs per line; more than one swap partials through the workspace."""
-    return triton_cdiv(extent, _chunk_len(extent, cfg, backward))
+    return cdiv(extent, _chunk_len(extent, cfg, backward))
 
 
 def _partials_per_chunk(desc) -> int:
@@ -183,10 +167,7 @@ def _partials_per_chunk(desc) -> int:
 def lines_and_extent(desc) -> tuple[int, int]:
     """(lines, elements per line) of a descriptor: the lines run along the softmax axis."""
     extent = desc.input_shape[desc.axis]
-    lines = 1
-    for i, d in enumerate(desc.input_shape):
-        if i != desc.axis:
-            lines *= d
+    lines = math.prod(d for i, d in enumerate(desc.input_shape) if i != desc.axis)
     return lines, extent
 
 
@@ -198,7 +179,7 @@ def workspace_bytes(desc) -> int:
     chunks = _chunks(extent, cfg, desc_is_backward(desc))
     if chunks <= 1 or rows == 0:  # (0 chunks: empty lines, nothing to exchange)
         return 0
-    acc = torch.float64 if desc.element is ElementKind.F64 else torch.float32
+    acc = desc.element.compute_kind.torch_dtype
     # groups of outer dims are launched one after another and reuse the same partials
     n_partials = rows * chunks * _partials_per_chunk(desc)
     return exchange_bytes(acc, n_partials, rows)
@@ -206,10 +187,6 @@ def workspace_bytes(desc) -> int:
 
 def desc_is_backward(desc) -> bool:
     return isinstance(desc, SoftmaxBackwardDescriptor)
-
-
-def _acc(element: ElementKind):
-    return tl.float64 if element is ElementKind.F64 else tl.float32
 
 
 @register_plan
@@ -245,7 +222,7 @@ def _steps(kernel, desc, tensors, cfg):
     log = desc.kind is SoftmaxKind.LOG_SOFTMAX
     cfg = dict(cfg or launch_config(view.extent, desc.element, view.rows, backward))
     seg_len = _chunk_len(view.extent, cfg, backward)
-    n_chunks = triton_cdiv(view.extent, seg_len)
+    n_chunks = cdiv(view.extent, seg_len)
     if cfg.pop("SEG", None) is not None or cfg["MODE"] == LOOP:
         cfg["PARTS"] = next_pow2(n_chunks)  # LOOP swaps partials only between segments
     rows_per_prog = cfg.pop("ROWS")
@@ -254,21 +231,19 @@ def _steps(kernel, desc, tensors, cfg):
     wide = view.extent * max(abs(s) for s in view.axis_strides) >= WIDE_LIMIT
     # (a sweep's cfg may set its own cap; None: uncapped)
     cap = cfg.pop("maxnreg", register_cap(mode, log, backward, desc.element))
-    common = dict(LOG=log, ACC=_acc(desc.element), ROWS=rows_per_prog, num_warps=warps,
+    common = dict(LOG=log, ACC=acc_type(desc.element), ROWS=rows_per_prog, num_warps=warps,
                   WIDE=wide, **cfg, **maxnreg_option(cap))
     single = len(view.outer_shape) <= MAX_OUTER_DIMS
     out = []
     for group, shape, strides in outer_launch_groups(view, tensors, pad_last=mode == TILE):
-        n_rows = 1
-        for d in shape:
-            n_rows *= d
+        n_rows = math.prod(shape)
         stride_args = []
         for k, st in enumerate(strides):
             stride_args += [*st, view.axis_strides[k]]
         ints = (n_rows, view.extent, n_chunks, seg_len, *shape[1:], *stride_args)
         views = None if single else group
         # TILE: ROWS lines per program; else n_chunks programs per line
-        grid = (n_rows * n_chunks,) if mode != TILE else (triton_cdiv(n_rows, rows_per_prog),)
+        grid = (n_rows * n_chunks,) if mode != TILE else (cdiv(n_rows, rows_per_prog),)
         out.append((views, grid, ints, mode, common))
     return out, single
 
@@ -297,10 +272,6 @@ def _launch(kernel, desc, tensors: list[torch.Tensor], workspace, cfg: dict | No
             zero(counters)
         kernel[grid](*(tensors if views is None else views), ws, counters, *ints, MODE=mode,
                      **common)
-
-
-def triton_cdiv(a: int, b: int) -> int:
-    return (a + b - 1) // b
 
 
 @register_candidate(SoftmaxPlan)

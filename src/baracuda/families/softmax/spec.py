@@ -6,7 +6,7 @@ import itertools
 
 import torch
 
-from ...backends.triton_support import triton_dtype
+from ...backends.triton_support import acc_type, triton_dtype
 from ...core.errors import InvalidProblem, Unsupported
 from ...core.registry import register_bench, register_spec
 from ...core.spec import AotVariant, BenchCase, Case, Malformed, PlanSpec, single_threaded_autograd
@@ -132,7 +132,7 @@ class SoftmaxSpec(PlanSpec):
                     # as the JIT specializes a contiguous line: unit strides along it are
                     # constants, the other ints (row strides, extents) multiples of 16
                     const = dict({"KEEP": "", "STREAM": "", "SPIN": 0}, **cfg, MODE=mode,
-                                 LOG=False, ACC=_acc_name(element), WIDE=False,
+                                 LOG=False, ACC=acc_type(element), WIDE=False,
                                  **{n: 1 for n in kernel.arg_names if n[1:] == "sn"})
                     sig.update({n: "i32" for n in kernel.arg_names
                                 if n not in sig and n not in const})
@@ -163,12 +163,6 @@ def smem_aot_variants():
         yield AotVariant(f"softmax_fwd_smem_kernel {element.value} N={extent} log={log}",
                          softmax_fwd_smem_kernel, sig, const, num_warps=warps,
                          divisible=("N", "stride_x", "stride_y"))
-
-
-def _acc_name(element):
-    import triton.language as tl
-
-    return tl.float64 if element is ElementKind.F64 else tl.float32
 
 
 class SoftmaxBackwardSpec(PlanSpec):
@@ -220,7 +214,7 @@ QUICK_FWBW = (1024, 16384, 65536)  # line lengths whose fwd+bwd is in the quick 
 
 @register_bench("softmax")
 def softmax_benches(quick: bool):
-    from ...torch import log_softmax, softmax  # noqa: F401 - registers ops
+    from .torch_api import log_softmax, softmax  # noqa: F401 - registers ops
 
     liger = None
     try:  # the third peer, when its wheel is installed
