@@ -63,7 +63,7 @@ UNIT_LAST = "unit_last"
 
 def operand(shape: ShapeRule = None, element: ElementRule = None, *, output: bool = False,
             optional: bool = False, when: Callable[[Any], bool] | None = None,
-            strides: str | None = None) -> Any:
+            strides: str | None = None, default: Any = None) -> Any:
     """Declare a tensor field and its rule.
 
     - `shape`: a descriptor attribute holding the expected shape (``"input_shape"``), or a
@@ -76,12 +76,15 @@ def operand(shape: ShapeRule = None, element: ElementRule = None, *, output: boo
       be None otherwise (the field defaults to None).
     - `strides`: the layouts the kernels take: `NON_NEGATIVE` (any non-negative strides) or
       `UNIT_LAST` (those and a unit stride on the last dim); None: not checked here.
+    - `default`: the default of an optional or conditional field (None); `dataclasses.MISSING`
+      keeps such a field positional and required to be passed.
     """
     if strides not in (None, NON_NEGATIVE, UNIT_LAST):
         raise ValueError(f"operand: strides must be None, {NON_NEGATIVE!r} or {UNIT_LAST!r}, "
                          f"got {strides!r}")
     rule = Operand(shape, element, output, optional, when, strides)
-    default = None if (optional or when is not None) else dataclasses.MISSING
+    if not (optional or when is not None):
+        default = dataclasses.MISSING
     return dataclasses.field(default=default, metadata={"operand": rule})
 
 

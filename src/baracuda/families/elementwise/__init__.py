@@ -21,17 +21,7 @@ To add a kind:
    range or tolerance gets it in its row (`domain`) or beside the spec.
 """
 
-from . import descriptors, plans, plans_more
+from ...core.registry import export_public
+from . import descriptors, plans, plans_more, table
 
-
-def _public(*modules):
-    """The family's kinds, descriptors, args and plans defined in `modules`."""
-    for module in modules:
-        for name, obj in vars(module).items():
-            if (name.endswith(("Args", "Descriptor", "Kind", "Plan"))
-                    and getattr(obj, "__module__", "").startswith(__name__ + ".")):
-                yield name, obj
-
-
-globals().update(_public(descriptors, plans, plans_more))
-__all__ = sorted(dict(_public(descriptors, plans, plans_more)))
+__all__ = export_public(globals(), table, descriptors, plans, plans_more)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from ...core import validate as V
-from ...core.args import Args, Operand, operand
+from ...core.args import Args, operand
 from ...core.plan import Descriptor
 from ...core.vocab import FLOAT_KINDS, INDEX_KINDS, ElementKind
 
@@ -180,10 +180,8 @@ class GatherArgs(Args):
 class ScatterArgs(Args):
     """`self_` is None when the descriptor's has_self is False; `alpha` scales src (index_add)."""
 
-    # positional and without a default (the fields after it have none): `operand` would give
-    # it one, so the rule is spelled out
-    self_: torch.Tensor | None = dataclasses.field(metadata={"operand": Operand(
-        "input_shape", "element", when=lambda d: d.has_self)})
+    self_: torch.Tensor | None = operand("input_shape", "element", when=lambda d: d.has_self,
+                                         default=dataclasses.MISSING)
     index: torch.Tensor = operand("index_shape", "index_element")
     src: torch.Tensor = operand(None, "element")  # at least index_shape (the plan checks)
     out: torch.Tensor = operand("input_shape", "element", output=True)

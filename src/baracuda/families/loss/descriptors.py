@@ -11,7 +11,7 @@ from operator import attrgetter
 import torch
 
 from ...core import validate as V
-from ...core.args import Args, Operand, operand
+from ...core.args import Args, operand
 from ...core.plan import Descriptor
 from ...core.vocab import FLOAT_KINDS, INDEX_KINDS, ElementKind
 
@@ -166,10 +166,9 @@ def _loss(output: bool = False):
 
 
 def _weight():
-    """Present exactly when has_weight. Positional like the other fields (no default), so
-    its rule is built here: `operand` gives a conditional field a None default."""
-    rule = Operand(lambda d: (d.num_classes,), "element", when=attrgetter("has_weight"))
-    return dataclasses.field(metadata={"operand": rule})
+    """Present exactly when has_weight; positional like the other fields (no default)."""
+    return operand(lambda d: (d.num_classes,), "element", when=attrgetter("has_weight"),
+                   default=dataclasses.MISSING)
 
 
 @dataclass

@@ -1,14 +1,10 @@
 """Normalization family: RMSNorm and LayerNorm (with a fused residual variant), GroupNorm,
-BatchNorm and InstanceNorm; forward and deterministic backward.
+BatchNorm and InstanceNorm; forward and deterministic backward."""
 
-Each module names what it exports in its `__all__`; the package re-exports those."""
+from ...core.registry import export_public
 
-# plans_smem: imported for its registrations (the Hopper candidates)
-from . import descriptors, descriptors_channel, plans, plans_channel, plans_smem  # noqa: F401
-from .descriptors import *  # noqa: F403
-from .descriptors_channel import *  # noqa: F403
-from .plans import *  # noqa: F403
-from .plans_channel import *  # noqa: F403
+# plans_smem registers the Hopper candidates
+from . import descriptors, descriptors_channel, plans, plans_channel, plans_smem
 
-__all__ = sorted([*descriptors.__all__, *descriptors_channel.__all__, *plans.__all__,
-                  *plans_channel.__all__])
+__all__ = export_public(globals(), descriptors, descriptors_channel, plans, plans_channel,
+                        plans_smem)

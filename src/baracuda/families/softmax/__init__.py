@@ -1,16 +1,6 @@
 """Softmax family: softmax and log_softmax, forward and backward."""
 
-from . import plans_smem  # noqa: F401  (registers the Hopper candidate)
-from .descriptors import (
-    SoftmaxArgs,
-    SoftmaxBackwardArgs,
-    SoftmaxBackwardDescriptor,
-    SoftmaxDescriptor,
-    SoftmaxKind,
-)
-from .plans import SoftmaxBackwardPlan, SoftmaxPlan
+from ...core.registry import export_public
+from . import descriptors, plans, plans_smem  # plans_smem registers the Hopper candidate
 
-__all__ = [
-    "SoftmaxArgs", "SoftmaxBackwardArgs", "SoftmaxBackwardDescriptor", "SoftmaxBackwardPlan",
-    "SoftmaxDescriptor", "SoftmaxKind", "SoftmaxPlan",
-]
+__all__ = export_public(globals(), descriptors, plans, plans_smem)
