@@ -10,6 +10,8 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 FAM=${1:+--family $1}
 for side in base head; do
   src=$PWD/src; [ $side = base ] && src=$PWD/.base/src
+  [ $side = head ] && [ -f .commit ] && export BARACUDA_COMMIT=$(cat .commit)
+  [ $side = base ] && [ -f .base/COMMIT ] && export BARACUDA_COMMIT=$(cat .base/COMMIT)
   PYTHONPATH=$src:/tmp/site timeout "${AB_TIMEOUT:-270}" python3 -m baracuda.cli bench --quick $FAM \
     --json "$OUTDIR/$side.json" --png "$OUTDIR/$side.png" > "$OUTDIR/$side.log" 2>&1
   echo "$side: rc=$? $(grep -c . "$OUTDIR/$side.log") lines"
