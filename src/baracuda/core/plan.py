@@ -12,6 +12,8 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import sys
+import typing
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
@@ -29,6 +31,7 @@ from .vocab import (
     OpCategory,
     PlanPreference,
     PrecisionGuarantee,
+    coerce_enum,
 )
 
 _ATOMS = (int, float, bool, str, type(None))
@@ -64,11 +67,12 @@ class Descriptor:
 
     def __post_init__(self) -> None:
         cls = type(self)
+        enums = _enum_fields(cls)
         for name in _field_names(cls):
             value = getattr(self, name)
             norm = _normalize(value)
-            if (name == "element" or name.endswith("_element")) and isinstance(norm, str):
-                norm = ElementKind.of(norm)
+            if isinstance(norm, str) and name in enums:
+                norm = coerce_enum(enums[name], norm, cls.__name__, name)
             if norm is not value:
                 object.__setattr__(self, name, norm)
         # Descriptors are dictionary keys on every eager call (descriptor, select and launch
@@ -303,6 +307,25 @@ def _stored_hash(desc: Descriptor) -> int:
         h = hash((type(desc), *(getattr(desc, n) for n in _field_names(type(desc)))))
         object.__setattr__(desc, "_hash", h)
     return h
+
+
+@functools.cache
+def _enum_fields(cls: type) -> dict[str, type[enum.Enum]]:
+    """Fields annotated with an Enum (or an Enum | None): a string there names a member."""
+    module = vars(sys.modules[cls.__module__])
+    found = {}
+    for f in dataclasses.fields(cls):
+        try:
+            hint = eval(f.type, module) if isinstance(f.type, str) else f.type  # noqa: S307
+        except Exception:  # noqa: BLE001 - an annotation we cannot resolve takes no strings
+            continue
+        options = typing.get_args(hint) or (hint,)
+        kinds = [t for t in options if isinstance(t, type) and issubclass(t, enum.Enum)]
+        if len(kinds) == 1:
+            found[f.name] = kinds[0]
+    if "element" in _field_names(cls) and "element" not in found:
+        found["element"] = ElementKind
+    return found
 
 
 @functools.lru_cache(maxsize=8192)

@@ -11,6 +11,24 @@ from dataclasses import dataclass
 import torch
 
 
+def coerce_enum(kind: type[enum.Enum], value, who: str, name: str):
+    """`value` as a member of `kind`: a member, or a string naming one by value or by name,
+    case-insensitively (``"bf16"``, ``"BF16"``, ``"softmax"``). Anything else is a typed
+    error (InvalidProblem) that lists the members."""
+    if isinstance(value, kind):
+        return value
+    if isinstance(value, str):
+        key = value.lower()
+        for member in kind:
+            if key in (str(member.value).lower(), member.name.lower()):
+                return member
+    from .errors import InvalidProblem
+
+    options = ", ".join(repr(m.value) for m in kind)
+    raise InvalidProblem(f"{who}: {name} must be a {kind.__name__} or one of {options}, "
+                         f"got {value!r}")
+
+
 class ElementKind(enum.Enum):
     """Element type of a tensor operand; maps one-to-one onto a torch dtype."""
 
@@ -213,3 +231,19 @@ class PlanPreference:
     prefer_backend: BackendKind | None = None
     require_deterministic: bool = False
     allow_tf32: bool = False
+
+    def __post_init__(self) -> None:
+        from .errors import InvalidProblem
+
+        who = "PlanPreference"
+        if self.prefer_backend is not None:
+            backend = coerce_enum(BackendKind, self.prefer_backend, who, "prefer_backend")
+            object.__setattr__(self, "prefer_backend", backend)
+        for flag in ("require_deterministic", "allow_tf32"):
+            if not isinstance(getattr(self, flag), bool):
+                raise InvalidProblem(f"{who}: {flag} must be a bool, "
+                                     f"got {getattr(self, flag)!r}")
+        cap = self.max_workspace_bytes
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 0):
+            raise InvalidProblem(f"{who}: max_workspace_bytes must be None or an int >= 0, "
+                                 f"got {cap!r}")

@@ -139,7 +139,7 @@ class DenseGemmSpec(PlanSpec):
         yield Malformed("integer element", lambda: D.DenseGemmDescriptor(4, 4, 4, E.I32),
                         Unsupported)
         yield Malformed("bad activation",
-                        lambda: D.DenseGemmDescriptor(4, 4, 4, F32, activation="gelu"),
+                        lambda: D.DenseGemmDescriptor(4, 4, 4, F32, activation="no_such_act"),
                         InvalidProblem)
         yield Malformed("save_preact without activation",
                         lambda: D.DenseGemmDescriptor(4, 4, 4, F32, save_preact=True),
@@ -350,7 +350,7 @@ class BatchedGemmSpec(PlanSpec):
     def malformed_descriptors(self):
         yield Malformed("addmm with batch", lambda: D.BatchedGemmDescriptor(
             D.BatchedGemmKind.ADDMM, 2, 4, 4, 4, F32), InvalidProblem)
-        yield Malformed("bad kind", lambda: D.BatchedGemmDescriptor("bmm", 2, 4, 4, 4, F32),
+        yield Malformed("bad kind", lambda: D.BatchedGemmDescriptor("no_such_kind", 2, 4, 4, 4, F32),
                         InvalidProblem)
 
     def malformed_args(self, case, device):

@@ -239,7 +239,7 @@ class ScatterSpec(PlanSpec):
 
     def malformed_descriptors(self):
         yield Malformed("bad kind", lambda: D.ScatterDescriptor(
-            (3, 4), (3, 4), 1, E.F32, E.I64, "sum"), InvalidProblem)
+            (3, 4), (3, 4), 1, E.F32, E.I64, "no_such_kind"), InvalidProblem)
         yield Malformed("integer data", lambda: D.ScatterDescriptor(
             (3, 4), (3, 4), 1, E.I32, E.I64), Unsupported)
 

@@ -90,7 +90,7 @@ class SoftmaxSpec(PlanSpec):
         yield Malformed("rank 0", lambda: SoftmaxDescriptor(K, (), 0, E), Unsupported)
         yield Malformed("integer element", lambda: SoftmaxDescriptor(K, (4, 8), 1, ElementKind.I32),
                         Unsupported)
-        yield Malformed("bad kind", lambda: SoftmaxDescriptor("softmax", (4, 8), 1, E),
+        yield Malformed("bad kind", lambda: SoftmaxDescriptor("no_such_kind", (4, 8), 1, E),
                         InvalidProblem)
 
     def malformed_args(self, case, device):
