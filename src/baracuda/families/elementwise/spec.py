@@ -106,7 +106,8 @@ class UnarySpec(PlanSpec):
                         Unsupported)
         yield Malformed("bool neg", lambda: UnaryDescriptor(UnaryKind.NEG, (4,), E.BOOL),
                         Unsupported)
-        yield Malformed("bad kind", lambda: UnaryDescriptor("no_such_kind", (4,), E.F32), InvalidProblem)
+        yield Malformed("bad kind", lambda: UnaryDescriptor("no_kind", (4,), E.F32),
+                        InvalidProblem)
 
     def malformed_args(self, case, device):
         d = case.desc

@@ -350,7 +350,7 @@ class BatchedGemmSpec(PlanSpec):
     def malformed_descriptors(self):
         yield Malformed("addmm with batch", lambda: D.BatchedGemmDescriptor(
             D.BatchedGemmKind.ADDMM, 2, 4, 4, 4, F32), InvalidProblem)
-        yield Malformed("bad kind", lambda: D.BatchedGemmDescriptor("no_such_kind", 2, 4, 4, 4, F32),
+        yield Malformed("bad kind", lambda: D.BatchedGemmDescriptor("no_kind", 2, 4, 4, 4, F32),
                         InvalidProblem)
 
     def malformed_args(self, case, device):
