@@ -239,7 +239,7 @@ def apply_unary(x, p0, p1, OP: tl.constexpr):
     elif OP == U_TANHSHRINK:
         y = x - S.tanh(x)
     elif OP == U_SELU:
-        y = SELU_SCALE * tl.where(x > 0, x, SELU_ALPHA * S.expm1(x))
+        y = SELU_SCALE * tl.where(x > 0, x, S.expm1(x) * SELU_ALPHA)
     elif OP == U_LOGSIGMOID:
         y = tl.where(x < 0, x, 0.0) - S.log1p(tl.exp(-tl.abs(x)))
     elif OP == U_IDENTITY:  # casts
@@ -398,7 +398,7 @@ def grad_unary(x, g, p0, p1, OP: tl.constexpr):
         t = S.tanh(x)
         dx = g * t * t
     elif OP == U_SELU:
-        dx = g * SELU_SCALE * tl.where(x <= 0, SELU_ALPHA * tl.exp(x), 1.0)  # (as elu's)
+        dx = g * SELU_SCALE * tl.where(x <= 0, tl.exp(x) * SELU_ALPHA, 1.0)  # (as elu's)
     elif OP == U_LOGSIGMOID:
         dx = g * S.sigmoid(-x)
     elif OP == U_IDENTITY:

@@ -395,7 +395,7 @@ def grad_ternary(a, b, c, g, p0, OP: tl.constexpr, TB: tl.constexpr, TC: tl.cons
         gc = g * _in_type(b * p0, TB)
     elif OP == T_ADDCDIV:
         ga = g
-        gb = g * _in_type(p0 / c, TC)
+        gb = g * _in_type(_in_type(p0, TC) / c, TC)  # torch: value / tensor2, value cast first
         gc = -g * _in_types(_in_type(b * p0, TB) / _in_type(c * c, TC), TB, TC)
     elif OP == T_CLAMP:  # torch's clamp_backward_min_max
         ga = tl.where((a >= b) & (a <= c), g, zero)

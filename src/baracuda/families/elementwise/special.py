@@ -126,7 +126,7 @@ def atan2(y, x):
     both_zero = (ay == 0) & (ax == 0)
     t = atan(ay / tl.where(both_zero, 1.0, ax))
     t = tl.where(both_inf, 0.7853981633974483, t)
-    t = tl.where(signbit(x), PI - t, t)
+    t = tl.where(signbit(x), -t + PI, t)
     return tl.where(signbit(y), -t, t)
 
 
