@@ -134,3 +134,28 @@ def test_no_constexpr_left_of_a_tensor_in_tl_calls(module):
                         if name in consts and not isinstance(node.right, ast.Constant):
                             bad.append(ast.unparse(call))
     assert not bad, bad
+
+
+def test_zero_dim_cpu_tensor_moves_to_the_other_device():
+    """The device rule on the CPU (a meta tensor stands in for CUDA); the category rule is
+    torch_result's (a 0-d f64 does not widen an f32 tensor, a 0-d float widens an int one)."""
+    from baracuda.families.elementwise.custom_ops import torch_result, zero_dims_to_result
+    x = torch.empty(3, device="meta")
+    a, b = zero_dims_to_result(x, torch.tensor(2.0, dtype=torch.float64))
+    assert a is x and b.device.type == "meta" and b.dtype == torch.float32
+    i = torch.empty(3, dtype=torch.int32, device="meta")
+    assert torch_result(i, torch.tensor(2.0).to("meta")) == torch.float32
+    c = torch.tensor(1.0)
+    assert zero_dims_to_result(c, torch.tensor(2.0))[0] is c  # all on the CPU: untouched
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "maximum", "remainder", "pow",
+                                  "eq", "lt", "ge", "atan2", "fmod"])
+def test_cuda_tensor_with_zero_dim_cpu_tensor(name):
+    x = torch.randn(4, 5, device="cuda", dtype=torch.float32) + 3.0
+    for s in (torch.tensor(2.0), torch.tensor(2.0, dtype=torch.float64), torch.tensor(2)):
+        ref = getattr(torch, name)(x, s)
+        got = getattr(bt, name)(x, s)
+        assert got.device == ref.device and got.dtype == ref.dtype
+        torch.testing.assert_close(got, ref)
