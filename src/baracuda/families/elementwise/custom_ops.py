@@ -258,11 +258,26 @@ def torch_result(*tensors: torch.Tensor) -> torch.dtype:
     return z if _category(z) > _category(d) else d
 
 
+def _cpu_scalar(t) -> bool:
+    return isinstance(t, torch.Tensor) and t.dim() == 0 and t.device.type == "cpu"
+
+
+def zero_dims_to_device(*tensors):
+    """torch takes a 0-d CPU tensor beside tensors of one other device as a scalar: it moves
+    there (a host-to-device copy of one element; its category rule is zero_dims_to_result's)."""
+    devices = {t.device for t in tensors if isinstance(t, torch.Tensor) and not _cpu_scalar(t)}
+    if len(devices) != 1 or next(iter(devices)).type == "cpu":
+        return tensors
+    device = devices.pop()
+    return tuple(t.to(device) if _cpu_scalar(t) else t for t in tensors)
+
+
 def zero_dims_to_result(*tensors):
     """The operands with each 0-d tensor cast to torch's result dtype: a 0-d tensor of the
     same category as the dimensioned ones does not widen the result (torch's rule), while the
     plans promote all operands alike. A bool one never widens it and stays bool (torch's
     derivative formulas see it as bool: table.Row.bool_in_grad)."""
+    tensors = zero_dims_to_device(*tensors)
     ts = [t for t in tensors if isinstance(t, torch.Tensor)]
     if all(t.dim() == 0 for t in ts) or all(t.dim() > 0 for t in ts):
         return tensors

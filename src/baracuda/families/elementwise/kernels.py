@@ -16,7 +16,7 @@ import triton.language as tl
 
 from ...backends.triton_support import join_f64
 from .codes import T_WHERE
-from .ops import apply_unary, grad_unary
+from .ops import apply_unary, grad_unary, round_to
 from .ops_nary import apply_binary, apply_ternary, grad_binary, grad_ternary
 
 
@@ -65,14 +65,12 @@ def _off(c0, c1, c2, c3, s0, s1, s2, s3, MODE: tl.constexpr):
 
 @triton.jit
 def _out(v, ptr):
-    """v as the output's element type. f64 into a half goes through f32, as torch's
-    conversion does (c10's Half / BFloat16 are built from a float: the same two roundings),
-    and the interpreter, which reads an f64 cast to bf16 as an integer's bits, gets right."""
+    """v as the output's element type (floats rounded once, to nearest even: `ops.round_to`)."""
     ty = ptr.dtype.element_ty
     if ty == tl.int1:
         return v != 0
-    elif v.dtype == tl.float64 and (ty == tl.float16 or ty == tl.bfloat16):
-        return v.to(tl.float32).to(ty)
+    elif v.dtype.is_floating() and ty.is_floating():
+        return round_to(v, ty)
     else:
         return v.to(ty)
 
@@ -135,7 +133,8 @@ def binary_kernel(
     yo = _off(c0, c1, c2, c3, ys0, ys1, ys2, ys3, MODE)
     a = _to_acc(tl.load(a_ptr + ao, mask=m, other=1), ACC)
     b = _to_acc(tl.load(b_ptr + bo, mask=m, other=1), ACC)
-    y = apply_binary(a, b, join_f64(p0h, p0l, ACC), join_f64(p1h, p1l, ACC), OP)
+    y = apply_binary(a, b, join_f64(p0h, p0l, ACC), join_f64(p1h, p1l, ACC), OP,
+                     y_ptr.dtype.element_ty)
     tl.store(y_ptr + yo, _out(y, y_ptr), mask=m)
 
 
@@ -219,7 +218,8 @@ def ternary_bwd_kernel(
         a = tl.load(a_ptr + ao, mask=m, other=1).to(ACC)
     b = tl.load(b_ptr + bo, mask=m, other=1).to(ACC)
     c = tl.load(c_ptr + co, mask=m, other=1).to(ACC)
-    ga, gb, gc = grad_ternary(a, b, c, g, join_f64(p0h, p0l, ACC), OP)
+    ga, gb, gc = grad_ternary(a, b, c, g, join_f64(p0h, p0l, ACC), OP,
+                              b_ptr.dtype.element_ty, c_ptr.dtype.element_ty)
     if WRITE_A:
         tl.store(da_ptr + dao, _out(ga, da_ptr), mask=m)
     if WRITE_B:

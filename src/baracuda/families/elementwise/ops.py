@@ -9,6 +9,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from ...backends.triton_support import INTERP
 from ...backends.triton_support import gelu_erf as _gelu
 from ...backends.triton_support import gelu_erf_grad as _gelu_grad
 from ...backends.triton_support import gelu_tanh as _gelu_tanh
@@ -20,6 +21,22 @@ from .codes import *  # noqa: F403
 
 SELU_ALPHA = tl.constexpr(1.6732632423543772848170429916717)
 SELU_SCALE = tl.constexpr(1.0507009873554804934193349852946)
+
+
+@triton.jit
+def round_to(v, TY: tl.constexpr):
+    """Float v rounded once, to nearest even, to float type TY. f64 into a half goes through
+    f32, as torch's conversion does (c10's Half / BFloat16 are built from a float). The
+    interpreter truncates f32 to bf16 (and reads an f64 cast to bf16 as an integer's bits), so
+    there the rounding is done on the bits; on the GPU `.to` rounds to nearest even."""
+    if v.dtype == tl.float64 and (TY == tl.float16 or TY == tl.bfloat16):
+        v = v.to(tl.float32)
+    if INTERP and TY == tl.bfloat16 and v.dtype == tl.float32:
+        bits = v.to(tl.uint32, bitcast=True)
+        r = bits + 0x7FFF + ((bits >> 16) & 1)
+        r = tl.where(v != v, bits | 0x400000, r)  # a NaN stays a (quiet) NaN
+        return (r >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True)
+    return v.to(TY)
 
 
 @triton.jit
@@ -86,7 +103,11 @@ def apply_unary(x, p0, p1, OP: tl.constexpr):
     elif OP == U_ABS:
         y = tl.abs(x)
     elif OP == U_SIGN:  # NaN gives 0, as torch
-        y = tl.where(x > 0, 1, tl.where(x < 0, -1, 0)).to(x.dtype)
+        if x.dtype.is_floating():  # float constants: no int -> float conversion of the result
+            zero = tl.zeros_like(x)
+            y = tl.where(x > 0, zero + 1.0, tl.where(x < 0, zero - 1.0, zero))
+        else:
+            y = tl.where(x > 0, 1, tl.where(x < 0, -1, 0)).to(x.dtype)
     elif OP == U_RECIPROCAL:
         y = 1.0 / x
     elif OP == U_SQUARE:
@@ -218,7 +239,7 @@ def apply_unary(x, p0, p1, OP: tl.constexpr):
     elif OP == U_TANHSHRINK:
         y = x - S.tanh(x)
     elif OP == U_SELU:
-        y = SELU_SCALE * tl.where(x > 0, x, SELU_ALPHA * S.expm1(x))
+        y = SELU_SCALE * tl.where(x > 0, x, S.expm1(x) * SELU_ALPHA)
     elif OP == U_LOGSIGMOID:
         y = tl.where(x < 0, x, 0.0) - S.log1p(tl.exp(-tl.abs(x)))
     elif OP == U_IDENTITY:  # casts
@@ -377,7 +398,7 @@ def grad_unary(x, g, p0, p1, OP: tl.constexpr):
         t = S.tanh(x)
         dx = g * t * t
     elif OP == U_SELU:
-        dx = g * SELU_SCALE * tl.where(x <= 0, SELU_ALPHA * tl.exp(x), 1.0)  # (as elu's)
+        dx = g * SELU_SCALE * tl.where(x <= 0, tl.exp(x) * SELU_ALPHA, 1.0)  # (as elu's)
     elif OP == U_LOGSIGMOID:
         dx = g * S.sigmoid(-x)
     elif OP == U_IDENTITY:

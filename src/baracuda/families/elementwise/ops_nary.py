@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import triton
 import triton.language as tl
+from triton.language.extra import libdevice
 
+from ...backends.triton_support import INTERP
 from . import special as S
 from .codes import *  # noqa: F403
 from .ops import (
@@ -19,14 +21,25 @@ from .ops import (
     _silu,
     _silu_grad,
     pow_any,
+    round_to,
 )
+
+
+@triton.jit
+def _div(a, b):
+    """IEEE a / b: f32 `/` compiles to sm_90's approximate division, off by an ulp where the
+    rounding divisions need the correctly rounded quotient (torch's)."""
+    if a.dtype == tl.float32:
+        return tl.math.div_rn(a, b)
+    else:
+        return a / b
 
 
 @triton.jit
 def _floor_div_float(a, b):
     """torch's div_floor for floats (fmod-based, exact at integer quotients)."""
-    mod = a % b
-    div = (a - mod) / b
+    mod = _fmod(a, b)
+    div = _div(a - mod, b)
     div = tl.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1.0, div)
     fl = tl.math.floor(div)
     fl = tl.where(div - fl > 0.5, fl + 1.0, fl)
@@ -36,11 +49,17 @@ def _floor_div_float(a, b):
 
 @triton.jit
 def _fmod(a, b):
-    """C fmod: NaN for a zero divisor or an infinite dividend, which sm_90 code from `%` on
-    floats does not give (the interpreter's numpy does)."""
-    r = a % b
+    """C fmod, exact as torch's: `%` on floats compiles to a - b * trunc(a / b) on sm_90
+    (wrong for large quotients, and no NaN for a zero divisor), so the GPU calls libdevice;
+    the interpreter's `%` is numpy's exact fmod."""
     if a.dtype.is_floating():
+        if INTERP:
+            r = a % b
+        else:
+            r = libdevice.fmod(a, b)
         r = tl.where((b == 0) | (tl.abs(a) == float("inf")), float("nan"), r)
+    else:
+        r = a % b
     return r
 
 
@@ -101,8 +120,9 @@ def _nextafter(a, b):
 
 
 @triton.jit
-def apply_binary(a, b, p0, p1, OP: tl.constexpr):
-    """Forward formula of binary kind OP (B_* BinaryKind, G_* GatedKind, C_* CompareKind)."""
+def apply_binary(a, b, p0, p1, OP: tl.constexpr, OUT: tl.constexpr):
+    """Forward formula of binary kind OP (B_* BinaryKind, G_* GatedKind, C_* CompareKind);
+    OUT is the stored element type (trunc division rounds its quotient to it, as torch)."""
     if OP == B_ADD:  # add(alpha=p0)
         y = a + b * p0
     elif OP == B_SUB:  # sub(alpha=p0)
@@ -113,7 +133,8 @@ def apply_binary(a, b, p0, p1, OP: tl.constexpr):
         y = a / b
     elif OP == B_DIV_TRUNC:  # div rounding_mode="trunc"
         if a.dtype.is_floating():
-            y = S.trunc(a / b)
+            # torch's half types divide in their own type (the quotient rounded) before trunc
+            y = S.trunc(round_to(_div(a, b), OUT).to(a.dtype))
         else:
             y = a // b
     elif OP == B_DIV_FLOOR:  # div rounding_mode="floor", floor_divide
@@ -254,11 +275,11 @@ def grad_binary(a, b, g, p0, p1, OP: tl.constexpr):
         ga = tl.where(den == 0, zero, g * b / safe)
         gb = tl.where(den == 0, zero, -g * a / safe)
     elif OP == B_HYPOT:
-        y = apply_binary(a, b, p0, p1, B_HYPOT)
+        y = apply_binary(a, b, p0, p1, B_HYPOT, a.dtype)
         ga = g * a / y
         gb = g * b / y
     elif OP == B_COPYSIGN:
-        y = apply_binary(a, b, p0, p1, B_COPYSIGN)
+        y = apply_binary(a, b, p0, p1, B_COPYSIGN, a.dtype)
         ga = tl.where(a == 0, zero, g * (y / tl.where(a == 0, 1.0, a)))
         gb = zero
     elif OP == B_MAXIMUM or OP == B_MINIMUM:
@@ -282,7 +303,7 @@ def grad_binary(a, b, g, p0, p1, OP: tl.constexpr):
         gb = -g * _floor_div_float(a, b)
     elif OP == B_FMOD:
         ga = g
-        gb = -g * S.trunc(a / b)
+        gb = -g * S.trunc(_div(a, b))
     elif OP == B_XLOGY:
         ga = tl.where(g == 0, zero, g * tl.log(b))  # torch: xlogy(g, b), 0 where a = 0, b <= 0
         ga = tl.where((a == 0) & (b <= 0), zero, ga)
@@ -338,7 +359,31 @@ def apply_ternary(a, b, c, p0, OP: tl.constexpr):
 
 
 @triton.jit
-def grad_ternary(a, b, c, g, p0, OP: tl.constexpr):
+def _in_type(v, T: tl.constexpr):
+    """v rounded to float type T where torch's formula computes that factor in T (no-op when
+    T is not a float or not narrower than v's compute type)."""
+    if T.is_floating():
+        if T.primitive_bitwidth < v.dtype.primitive_bitwidth:
+            v = round_to(v, T).to(v.dtype)
+    return v
+
+
+@triton.jit
+def _in_types(v, T1: tl.constexpr, T2: tl.constexpr):
+    """v rounded to torch's promoted type of two float-or-integer operand types."""
+    if T1 == T2 or not T2.is_floating():
+        v = _in_type(v, T1)
+    elif not T1.is_floating():
+        v = _in_type(v, T2)
+    elif T1.primitive_bitwidth < 64 and T2.primitive_bitwidth < 64:
+        v = _in_type(v, tl.float32)  # f32 with a half, or f16 with bf16
+    return v
+
+
+@triton.jit
+def grad_ternary(a, b, c, g, p0, OP: tl.constexpr, TB: tl.constexpr, TC: tl.constexpr):
+    """Gradients of ternary kind OP; TB and TC are the stored types of b and c (torch forms
+    addcmul's and addcdiv's factors such as tensor2 * value in those types)."""
     zero = tl.zeros_like(g)
     if OP == T_LERP:
         ga = g * (1.0 - c)
@@ -346,12 +391,12 @@ def grad_ternary(a, b, c, g, p0, OP: tl.constexpr):
         gc = g * (b - a)
     elif OP == T_ADDCMUL:
         ga = g
-        gb = g * p0 * c
-        gc = g * p0 * b
+        gb = g * _in_type(c * p0, TC)
+        gc = g * _in_type(b * p0, TB)
     elif OP == T_ADDCDIV:
         ga = g
-        gb = g * p0 / c
-        gc = -g * p0 * b / (c * c)
+        gb = g * _in_type(_in_type(p0, TC) / c, TC)  # torch: value / tensor2, value cast first
+        gc = -g * _in_types(_in_type(b * p0, TB) / _in_type(c * c, TC), TB, TC)
     elif OP == T_CLAMP:  # torch's clamp_backward_min_max
         ga = tl.where((a >= b) & (a <= c), g, zero)
         # torch: min takes the gradient only below a non-empty range (min < max); max takes

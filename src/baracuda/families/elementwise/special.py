@@ -1,5 +1,7 @@
 """Special functions written with `tl` arithmetic only (the interpreter has no libdevice, and
 Triton 3.6's `tl.math` lacks log1p, expm1, tanh, atan, lgamma, digamma, erfinv and i0).
+A constexpr constant multiplies a tensor from the right (`r * PI`): Triton 3.8's interpreter
+makes `PI * r` an object that `tl.sin` and the other `tl.math` functions reject.
 
 Every function is generic over the compute type: f32 for f32/f16/bf16 inputs, f64 for f64
 (series lengths are chosen so f64 results meet the 1e-10 relative tolerance of the tests).
@@ -124,7 +126,7 @@ def atan2(y, x):
     both_zero = (ay == 0) & (ax == 0)
     t = atan(ay / tl.where(both_zero, 1.0, ax))
     t = tl.where(both_inf, 0.7853981633974483, t)
-    t = tl.where(signbit(x), PI - t, t)
+    t = tl.where(signbit(x), -t + PI, t)
     return tl.where(signbit(y), -t, t)
 
 
@@ -132,7 +134,7 @@ def atan2(y, x):
 def sinpi_abs(x):
     """|sin(pi x)| with exact argument reduction (period 1 for the absolute value)."""
     r = x - tl.math.floor(x + 0.5)
-    return tl.abs(tl.sin(PI * r))
+    return tl.abs(tl.sin(r * PI))
 
 
 @triton.jit
@@ -182,7 +184,7 @@ def digamma(x):
     z = tl.where(neg, 1.0 - x, x)
     core = _digamma_pos(z)
     r = x - tl.math.floor(x + 0.5)  # in [-0.5, 0.5): tan(pi r) = tan(pi x), exact for tiny x
-    refl = core - PI * tl.cos(PI * r) / tl.sin(PI * r)
+    refl = core - tl.cos(r * PI) * PI / tl.sin(r * PI)
     out = tl.where(neg, refl, core)
     out = tl.where(neg & (r == 0), float("nan"), out)
     out = tl.where(x == 0, tl.where(signbit(x), float("inf"), -float("inf")), out)
@@ -253,7 +255,7 @@ def bessel_i(x, NU: tl.constexpr):
     for k in tl.static_range(1, 20):
         t = t * ((2 * k - 1) * (2 * k - 1) - 4 * NU * NU) * inv / k
         s = s + t
-    asym = tl.exp(ax) * tl.math.rsqrt(2.0 * PI * ax) * s
+    asym = tl.exp(ax) * tl.math.rsqrt(ax * (2.0 * PI)) * s
     r = tl.where(ax > 30.0, asym, total)
     if NU == 1:
         r = tl.where(x < 0, -r, r)

@@ -346,7 +346,8 @@ def check_unary_params(who: str, kind: UnaryParamKind, params) -> None:
         raise V.InvalidProblem(f"{who}: celu alpha must be nonzero, got 0")
     if kind is UnaryParamKind.SOFTPLUS and params[0] == 0:
         raise V.InvalidProblem(f"{who}: softplus beta must be nonzero, got 0")
-    if kind in (UnaryParamKind.HARDSHRINK, UnaryParamKind.SOFTSHRINK) and params[0] < 0:
+    # torch: hardshrink takes any lambd (a negative one shrinks nothing), softshrink needs >= 0
+    if kind is UnaryParamKind.SOFTSHRINK and params[0] < 0:
         raise V.InvalidProblem(f"{who}: lambd must be >= 0, got {params[0]}")
 
 

@@ -1,0 +1,161 @@
+"""Issue 32 regressions in the elementwise family, against torch on the device in use: sign,
+the exact rounding ops (fmod, remainder, trunc division), addcmul / addcdiv gradients with mixed
+dtypes, hardshrink's negative lambd, and the Triton 3.8 interpreter's constexpr rule."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import baracuda.torch as bt
+from baracuda.families import elementwise
+from conftest import DEVICE
+
+HALVES = (torch.bfloat16, torch.float16)
+ELEMENTWISE = pathlib.Path(elementwise.__file__).parent
+
+
+def _same(got: torch.Tensor, ref: torch.Tensor) -> None:
+    """Bit-for-bit as torch (NaN where torch has NaN)."""
+    assert got.dtype == ref.dtype
+    nan = ref.isnan()
+    assert torch.equal(got.isnan(), nan)
+    bad = (got != ref) & ~nan
+    assert not bad.any(), (got[bad][:5], ref[bad][:5])
+
+
+@pytest.mark.parametrize("dtype", [*HALVES, torch.float32])
+def test_sign_matches_torch(dtype):
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(20, 20, generator=g).to(dtype)
+    x[0, :4] = torch.tensor([0.0, -0.0, float("nan"), float("-inf")])
+    x = x.to(DEVICE)
+    _same(bt.sign(x), torch.sign(x))
+    _same(bt.sign(x.t()), torch.sign(x.t()))
+
+
+def _operands(dtype, seed, n=4096):
+    """Wide quotients (|a / b| up to ~1e5), exact ties of the half roundings and integers."""
+    g = torch.Generator().manual_seed(seed)
+    a = torch.randn(n, generator=g, dtype=torch.float64) * torch.randn(n, generator=g).exp() * 30
+    b = torch.randn(n, generator=g, dtype=torch.float64) * torch.randn(n, generator=g).exp()
+    a[:8] = torch.tensor([1.8203125, -3.890625, 8.375, 2.984375, 5.0, -7.0, 0.0, 3.0],
+                         dtype=torch.float64)
+    b[:8] = torch.tensor([-4.5625, -0.216796875, 0.55859375, -0.06103515625, 0.0, 2.0, 1.5,
+                          float("inf")], dtype=torch.float64)
+    return a.to(dtype).to(DEVICE), b.to(dtype).to(DEVICE)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, *HALVES])
+@pytest.mark.parametrize("op", ["fmod", "remainder", "trunc", "floor"])
+def test_rounding_ops_match_torch(op, dtype):
+    a, b = _operands(dtype, seed=11)
+    if op in ("trunc", "floor"):
+        if op == "floor" and dtype in HALVES:
+            pytest.skip("torch's half floor division rounds every step in the half type")
+        got, ref = bt.div(a, b, rounding_mode=op), torch.div(a, b, rounding_mode=op)
+    else:
+        got, ref = getattr(bt, op)(a, b), getattr(torch, op)(a, b)
+    _same(got, ref)
+
+
+def test_bf16_result_rounds_to_nearest_even():
+    """f32 results stored as bf16 round to nearest (ties to even), as torch's conversion."""
+    x = torch.tensor([1.0 + 3 * 2**-9, -2.7421875, 1.0 + 2**-8, 3.0e38], dtype=torch.float32,
+                     device=DEVICE)
+    _same(bt.add(x, 0.0).bfloat16(), x.bfloat16())  # (the cast plan)
+    y = torch.tensor([1.0, -1.0, 1.0, 1.0], dtype=torch.bfloat16, device=DEVICE)
+    _same(bt.mul(x, y), torch.mul(x, y).to(torch.float32))
+    _same(bt.remainder(torch.tensor([1.8203125], dtype=torch.bfloat16, device=DEVICE),
+                       torch.tensor([-4.5625], dtype=torch.bfloat16, device=DEVICE)),
+          torch.tensor([-2.75], dtype=torch.bfloat16, device=DEVICE))
+
+
+@pytest.mark.parametrize("name", ["addcmul", "addcdiv"])
+@pytest.mark.parametrize("t1, t2", [(torch.bfloat16, torch.float32),
+                                    (torch.float32, torch.bfloat16),
+                                    (torch.float16, torch.float16),
+                                    (torch.bfloat16, torch.float16)])
+def test_addc_mixed_dtype_gradients(name, t1, t2):
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(6, 7, generator=g).to(DEVICE).requires_grad_()
+    a = torch.randn(6, 7, generator=g).to(t1).to(DEVICE).requires_grad_()
+    b = (torch.rand(6, 7, generator=g) + 0.5).to(t2).to(DEVICE).requires_grad_()
+    up = torch.randn(6, 7, generator=g).to(DEVICE)
+    outs = []
+    for fn in (getattr(torch, name), getattr(bt, name)):
+        y = fn(x, a, b, value=0.7)
+        outs.append((y, *torch.autograd.grad(y, (x, a, b), up)))
+    for ref, got in zip(*outs):
+        assert got.dtype == ref.dtype
+        torch.testing.assert_close(got, ref, rtol=1e-6, atol=1e-6)
+
+
+def test_hardshrink_negative_lambd():
+    g = torch.Generator().manual_seed(2)
+    x = torch.randn(5, 6, generator=g, dtype=torch.float64).to(DEVICE).requires_grad_()
+    ref = F.hardshrink(x, -0.5)
+    got = bt.hardshrink(x, -0.5)
+    torch.testing.assert_close(got, ref)
+    torch.testing.assert_close(torch.autograd.grad(got.sum(), x)[0],
+                               torch.autograd.grad(ref.sum(), x)[0])
+    with pytest.raises(Exception):  # noqa: B017 - torch raises too (softshrink needs lambd >= 0)
+        F.softshrink(x, -0.5)
+    with pytest.raises(Exception):  # noqa: B017
+        bt.softshrink(x, -0.5)
+
+
+def _module_constexprs(tree: ast.Module) -> set[str]:
+    return {t.id for node in tree.body if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call) and ast.unparse(node.value.func) == "tl.constexpr"
+            for t in node.targets if isinstance(t, ast.Name)}
+
+
+@pytest.mark.parametrize("module", ["special.py", "ops.py", "ops_nary.py"])
+def test_no_constexpr_left_of_a_tensor_in_tl_calls(module):
+    """Triton 3.8's interpreter turns `CONST * tensor` (a module tl.constexpr on the left) into
+    an object `tl.sin` / `tl.math.*` reject (lgamma, digamma and i0 crashed): the constant goes
+    on the right."""
+    tree = ast.parse((ELEMENTWISE / module).read_text())
+    consts = _module_constexprs(tree) | {"PI", "PIO2", "LN2", "HALF_LOG_2PI"}
+    bad = []
+    for call in ast.walk(tree):
+        if isinstance(call, ast.Call) and ast.unparse(call.func).startswith("tl."):
+            for arg in call.args:
+                for node in ast.walk(arg):
+                    if isinstance(node, ast.BinOp) and isinstance(node.left, (ast.Name,
+                                                                               ast.Attribute)):
+                        name = node.left.attr if isinstance(node.left, ast.Attribute) \
+                            else node.left.id
+                        if name in consts and not isinstance(node.right, ast.Constant):
+                            bad.append(ast.unparse(call))
+    assert not bad, bad
+
+
+def test_zero_dim_cpu_tensor_moves_to_the_other_device():
+    """The device rule on the CPU (a meta tensor stands in for CUDA); the category rule is
+    torch_result's (a 0-d f64 does not widen an f32 tensor, a 0-d float widens an int one)."""
+    from baracuda.families.elementwise.custom_ops import torch_result, zero_dims_to_result
+    x = torch.empty(3, device="meta")
+    a, b = zero_dims_to_result(x, torch.tensor(2.0, dtype=torch.float64))
+    assert a is x and b.device.type == "meta" and b.dtype == torch.float32
+    i = torch.empty(3, dtype=torch.int32, device="meta")
+    assert torch_result(i, torch.tensor(2.0).to("meta")) == torch.float32
+    c = torch.tensor(1.0)
+    assert zero_dims_to_result(c, torch.tensor(2.0))[0] is c  # all on the CPU: untouched
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "maximum", "remainder", "pow",
+                                  "eq", "lt", "ge", "atan2", "fmod"])
+def test_cuda_tensor_with_zero_dim_cpu_tensor(name):
+    x = torch.randn(4, 5, device="cuda", dtype=torch.float32) + 3.0
+    for s in (torch.tensor(2.0), torch.tensor(2.0, dtype=torch.float64), torch.tensor(2)):
+        ref = getattr(torch, name)(x, s)
+        got = getattr(bt, name)(x, s)
+        assert got.device == ref.device and got.dtype == ref.dtype
+        torch.testing.assert_close(got, ref)
