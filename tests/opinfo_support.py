@@ -56,7 +56,7 @@ FLOOR = {torch.float64: 1e-12, torch.float32: 2e-6, torch.bfloat16: 8e-3,
 REFUSALS: dict[tuple[str, str], str] = {}
 
 # the known failures live beside this module (one line each, what differs)
-from opinfo_known import GPU_KNOWN_FAILURES, KNOWN_FAILURES  # noqa: E402,F401
+from opinfo_known import FULL_KNOWN_FAILURES, KNOWN_FAILURES  # noqa: E402,F401
 
 
 @dataclass(frozen=True)
