@@ -126,6 +126,22 @@ def test_probability_target_gradcheck():
             (x, q, w))
 
 
+def test_probability_target_opcheck_and_compile():
+    g = _gen(6)
+    x = torch.randn(3, 6, generator=g, dtype=torch.float64).to(DEVICE)
+    q = torch.rand(3, 6, generator=g, dtype=torch.float64).to(DEVICE)
+    w = (torch.rand(6, generator=g, dtype=torch.float64) + 0.1).to(DEVICE)
+    gl = torch.tensor(1.5, dtype=torch.float64, device=DEVICE)
+    torch.library.opcheck(torch.ops.baracuda.cross_entropy_backward_target,
+                          (gl, x, q, w, "mean", -100, 0.1))
+    qa, qb = q.clone().requires_grad_(), q.clone().requires_grad_()
+    out = torch.compile(lambda t: bt.cross_entropy(x, t, w, label_smoothing=0.1),
+                        fullgraph=True, backend="aot_eager")(qa)
+    (da,) = torch.autograd.grad(out, qa, gl)
+    (db,) = torch.autograd.grad(F.cross_entropy(x, qb, w, label_smoothing=0.1), qb, gl)
+    torch.testing.assert_close(da, db)
+
+
 def test_plan_refuses_grad_target_for_class_indices():
     desc = bc.CrossEntropyLossBackwardDescriptor((4, 6), torch.float64, torch.int64, "sum")
     plan = bc.CrossEntropyLossBackwardPlan.select(desc)
