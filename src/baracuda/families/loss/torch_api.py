@@ -39,6 +39,10 @@ def _run(plan, input, target, weight, options: tuple, *tensors) -> None:
     `check_args`) on the first call of each argument signature, which holds their shapes,
     strides, dtypes and devices."""
     reduction, *rest = options
+    if weight is not None and not weight.is_contiguous():
+        # the kernels read the class weights as a dense vector (C elements: a cheap copy)
+        dense = weight.contiguous()
+        tensors = tuple(dense if t is weight else t for t in tensors)
     desc = plan.descriptor_type.cached(tuple(input.shape), input.dtype, target.dtype, reduction,
                                        weight is not None, *rest)
     run_plan(plan, desc, plan.args_type(*tensors))
@@ -276,8 +280,6 @@ def cross_entropy(input: torch.Tensor, target: torch.Tensor, weight: torch.Tenso
             common = torch.promote_types(common, weight.dtype)
         input, target = input.to(common), target.to(common)
         weight = weight.to(common) if weight is not None else None
-    if weight is not None:
-        weight = weight.contiguous()  # the kernels read the class weights as a dense vector
     args = (input, target, weight, reduction, int(ignore_index), label_smoothing)
     # the fused plan gives the input's gradient only
     others = target.requires_grad or (weight is not None and weight.requires_grad)
@@ -328,6 +330,4 @@ def nll_loss(input: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | N
     if size_average is not None or reduce is not None:
         reduction = _Reduction.legacy_get_string(size_average, reduce)
     _weight_grad_refused("nll_loss_forward", weight)
-    if weight is not None:
-        weight = weight.contiguous()  # the kernels read the class weights as a dense vector
     return _nll_op(input, target, weight, reduction, int(ignore_index))
