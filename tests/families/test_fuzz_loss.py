@@ -1,16 +1,15 @@
 """Differential fuzzing of baracuda.torch.cross_entropy / nll_loss against torch
 (tests/fuzz.py).
 
-Ours is a documented superset of torch in two ways, which the cases respect:
-- int32 class-index targets, and uint8 ones at any rank (torch takes int64, and uint8 only
-  for (C,) / (N, C) inputs): torch is given the same targets as int64 there;
-- a class index outside [0, C) (not ignore_index) poisons the loss and gradient with NaN
-  instead of raising (a kernel cannot raise; torch raises on the CPU and device-asserts on
-  CUDA, so these cases are drawn on the CPU only and checked by `_check_poisoned`).
+Ours is a documented superset of torch in one way, which the cases respect: int32 class-index
+targets, and uint8 ones at any rank (torch takes int64, and uint8 only for (C,) / (N, C)
+inputs): torch is given the same targets as int64 there. A class index outside [0, C) (not
+ignore_index) raises torch's IndexError on the CPU, as torch (CUDA fails a device-side assert,
+which would end the process: these cases are drawn on the CPU only, `_check_out_of_range`).
 
 Local helpers beside tests/fuzz.py: `_check_both_raise` (an error differential() cannot
 see: its torch reference runs on float64 copies, so a weight of the wrong dtype passes there)
-and `_check_poisoned`. Where torch itself is inconsistent the cases steer clear (comments
+and `_check_out_of_range`. Where torch itself is inconsistent the cases steer clear (comments
 at each): the gradient of an ignored all -inf sample, the mean over no kept sample of a (C,)
 input on CUDA, f16 sums that overflow, uint8 targets where torch wants int64, a weight of
 another dtype beside an empty input on CUDA.
@@ -161,14 +160,17 @@ def _check_both_raise(ours, theirs, inputs, describe: str) -> None:
     raise AssertionError(f"{describe}: torch raises, but ours returned a result")
 
 
-def _check_poisoned(ours, inputs, describe: str) -> None:
-    """Out-of-range class index: torch raises; ours raises too or returns NaN there."""
+def _check_out_of_range(ours, inputs, describe: str) -> None:
+    """Out-of-range class index: torch's IndexError ("Target 99 is out of bounds."), or an
+    error torch's own argument checks raise first (a wrong shape drawn beside it)."""
     try:
         out = ours(*inputs)
-    except (ValueError, RuntimeError, IndexError):
+    except IndexError as e:
+        assert "is out of bounds" in str(e), f"{describe}: {e}"
         return
-    assert torch.isnan(out.detach().float()).any(), (
-        f"{describe}: a class index out of range gave no error and no NaN: {out}")
+    except (ValueError, RuntimeError):
+        return
+    raise AssertionError(f"{describe}: a class index out of range raised nothing: {out}")
 
 
 def _common(r: random.Random, case: int, nll: bool):
@@ -273,7 +275,16 @@ def _common(r: random.Random, case: int, nll: bool):
     terms = None
     if not nll and invalid is None:
         terms = _grad_terms(t, weight, axis, prob, ignore_index, reduction)
+    grad_of = [0]
+    if prob and invalid is None and r.random() < 0.5:
+        # torch differentiates probability targets (and then the class weights) too
+        t.requires_grad_()
+        grad_of.append(1)
+        if weight is not None and r.random() < 0.5:
+            weight.requires_grad_()
+            grad_of.append(2)
     return dict(dtype=element, x=x, t=t, weight=weight, reduction=reduction, grad_terms=terms,
+                grad_of=grad_of,
                 ignore_index=ignore_index, smoothing=smoothing, invalid=invalid, desc=desc,
                 uniform=t_dtype == dtype and (weight is None or w_dtype == dtype))
 
@@ -281,11 +292,11 @@ def _common(r: random.Random, case: int, nll: bool):
 def _run_case(c: dict, ours, theirs, describe: str) -> None:
     inputs = [c["x"], c["t"], c["weight"]]
     if c["invalid"] == "out_of_range":
-        _check_poisoned(ours, inputs, describe)
+        _check_out_of_range(ours, inputs, describe)
     elif c["invalid"] == "weight_dtype":
         _check_both_raise(ours, theirs, inputs, describe)
     else:
-        differential(ours, theirs, inputs, grad_of=[0], element=c["dtype"], scale=4.0,
+        differential(ours, theirs, inputs, grad_of=c["grad_of"], element=c["dtype"], scale=4.0,
                      describe=describe, grad_terms=c.get("grad_terms"))
 
 

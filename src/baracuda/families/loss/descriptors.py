@@ -11,7 +11,7 @@ from operator import attrgetter
 import torch
 
 from ...core import validate as V
-from ...core.args import Args, operand
+from ...core.args import UNIT_LAST, Args, operand
 from ...core.plan import Descriptor
 from ...core.vocab import FLOAT_KINDS, INDEX_KINDS, ElementKind
 
@@ -166,9 +166,10 @@ def _loss(output: bool = False):
 
 
 def _weight():
-    """Present exactly when has_weight; positional like the other fields (no default)."""
+    """Present exactly when has_weight; positional like the other fields (no default). The
+    kernels index it by class as a dense vector: a strided weight is refused (typed)."""
     return operand(lambda d: (d.num_classes,), "element", when=attrgetter("has_weight"),
-                   default=dataclasses.MISSING)
+                   strides=UNIT_LAST, default=dataclasses.MISSING)
 
 
 @dataclass
@@ -186,6 +187,9 @@ class CrossEntropyLossBackwardArgs(Args):
     target: torch.Tensor = _target()
     weight: torch.Tensor | None = _weight()
     grad_input: torch.Tensor = _input(output=True)
+    #: d(loss)/d(target) of probability targets, when wanted (None: not computed)
+    grad_target: torch.Tensor | None = operand(_target_shape, "target_element", output=True,
+                                               optional=True)
 
 
 @dataclass

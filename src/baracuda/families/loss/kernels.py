@@ -44,7 +44,7 @@ def _row_scale(g_ptr, ws_ptr, rowc, S1, S2, S3, gs0, gs1, gs2, gs3,
 
 @triton.jit
 def ce_kernel(
-    x_ptr, t_ptr, w_ptr, g_ptr, loss_ptr, dx_ptr, ws_ptr,
+    x_ptr, t_ptr, w_ptr, g_ptr, loss_ptr, dx_ptr, dt_ptr, ws_ptr,
     n_rows, row_base, C, ignore_index, eps_hi, eps_lo,
     S1, S2, S3,
     xs0, xs1, xs2, xs3, xsc,
@@ -52,13 +52,18 @@ def ce_kernel(
     ls0, ls1, ls2, ls3,
     gs0, gs1, gs2, gs3,
     ds0, ds1, ds2, ds3, dsc,
+    es0, es1, es2, es3, esc,
     PROB: tl.constexpr, HAS_W: tl.constexpr, SMOOTH: tl.constexpr,
     LOSS: tl.constexpr, GRAD: tl.constexpr, MEAN: tl.constexpr,
     ACC: tl.constexpr, BLOCK: tl.constexpr, SINGLE: tl.constexpr, ROWS: tl.constexpr,
     WIDE: tl.constexpr, KEEP: tl.constexpr = "", STREAM: tl.constexpr = "",
+    DT: tl.constexpr = False, CHECK: tl.constexpr = False,
 ):
     """LOSS: 0 none, 1 per-sample into loss_ptr, 2 per-sample into the workspace.
-    GRAD: 0 none, 1 unit upstream gradient (fused), 2 per-sample g, 3 scalar g."""
+    GRAD: 0 none, 1 unit upstream gradient (fused), 2 per-sample g, 3 scalar g.
+    DT (probability targets, GRAD != 0): also the target's gradient into dt_ptr (strides
+    es*), -log p * w * (1 - eps) * scale. CHECK: a device-side assert on class indices out of
+    range (CUDA, backends.rows.ASSERT_LAUNCH)."""
     pid = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
     if WIDE:  # offsets past 2**31 elements along the line: 64-bit column indices
@@ -74,6 +79,7 @@ def ce_kernel(
         rowc = tl.minimum(row, n_rows - 1)
         x_row = x_ptr + line_offset(rowc, S1, S2, S3, xs0, xs1, xs2, xs3)
         d_row = dx_ptr + line_offset(rowc, S1, S2, S3, ds0, ds1, ds2, ds3)
+        e_row = dt_ptr + line_offset(rowc, S1, S2, S3, es0, es1, es2, es3)
         t_row = t_ptr + line_offset(rowc, S1, S2, S3, ts0, ts1, ts2, ts3)
         if PROB:
             t = tl.full([], -1, tl.int64)
@@ -85,6 +91,8 @@ def ce_kernel(
             valid = (t != ignore_index) & row_ok
             inb = (t >= 0) & (t < C)
             bad = valid & (~inb)  # out-of-range class: NaN loss and gradient, no stray read
+            if CHECK:
+                tl.device_assert(~bad, "cross_entropy: target out of bounds (t >= 0 && t < C)")
             if HAS_W:
                 tw = tl.load(w_ptr + t, mask=valid & inb, other=0.0).to(ACC)
             else:
@@ -206,6 +214,10 @@ def ce_kernel(
                 g = tl.where(valid, g, 0.0)
                 g = tl.where(bad, float("nan"), g)
                 tl.store(d_row + cols * dsc, g.to(dx_ptr.dtype.element_ty), mask=mask)
+                if DT:
+                    # d loss / d q = -log p * w (1 - eps) * scale; log p as in pass 2 below
+                    gt = ((m - x) + log_s) * (wc * keep * scale)
+                    tl.store(e_row + cols * esc, gt.to(dt_ptr.dtype.element_ty), mask=mask)
             else:
                 last = ((C - 1) // BLOCK) * BLOCK
                 for i in range(0, C, BLOCK):
@@ -237,6 +249,10 @@ def ce_kernel(
                     g = tl.where(bad, float("nan"), g)
                     tl.store(d_row + c * dsc, g.to(dx_ptr.dtype.element_ty), mask=mask,
                              eviction_policy=STREAM)
+                    if DT:
+                        gt = ((m - x) + log_s) * (wc * keep * scale)
+                        tl.store(e_row + c * esc, gt.to(dt_ptr.dtype.element_ty), mask=mask,
+                                 eviction_policy=STREAM)
 
 
 @triton.jit
@@ -244,6 +260,7 @@ def nll_fwd_kernel(
     x_ptr, t_ptr, w_ptr, loss_ptr, ws_ptr, n_rows, row_base, C, ignore_index,
     S1, S2, S3, xs0, xs1, xs2, xs3, xsc, ts0, ts1, ts2, ts3, ls0, ls1, ls2, ls3,
     HAS_W: tl.constexpr, LOSS: tl.constexpr, ACC: tl.constexpr, BLOCK_R: tl.constexpr,
+    CHECK: tl.constexpr = False,
 ):
     rows = tl.program_id(0).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
     ok = rows < n_rows
@@ -251,6 +268,8 @@ def nll_fwd_kernel(
                 other=ignore_index).to(tl.int64)
     valid = ok & (t != ignore_index)
     inb = (t >= 0) & (t < C)
+    if CHECK:  # CUDA: torch's device-side assert (backends.rows.ASSERT_LAUNCH)
+        tl.device_assert(inb | ~valid, "nll_loss: target out of bounds (t >= 0 && t < C)")
     x_t = tl.load(x_ptr + line_offset(rows, S1, S2, S3, xs0, xs1, xs2, xs3) + t * xsc,
                   mask=valid & inb, other=0.0).to(ACC)
     if HAS_W:
@@ -271,7 +290,7 @@ def nll_bwd_kernel(
     t_ptr, w_ptr, g_ptr, dx_ptr, ws_ptr, n_rows, C, ignore_index,
     S1, S2, S3, ts0, ts1, ts2, ts3, gs0, gs1, gs2, gs3, ds0, ds1, ds2, ds3, dsc,
     HAS_W: tl.constexpr, GRAD: tl.constexpr, MEAN: tl.constexpr, ACC: tl.constexpr,
-    BLOCK: tl.constexpr, WIDE: tl.constexpr,
+    BLOCK: tl.constexpr, WIDE: tl.constexpr, CHECK: tl.constexpr = False,
 ):
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
@@ -280,6 +299,8 @@ def nll_bwd_kernel(
     t = tl.load(t_ptr + line_offset(row, S1, S2, S3, ts0, ts1, ts2, ts3)).to(tl.int64)
     valid = t != ignore_index
     inb = (t >= 0) & (t < C)
+    if CHECK:  # CUDA: torch's device-side assert (backends.rows.ASSERT_LAUNCH)
+        tl.device_assert(inb | ~valid, "nll_loss: target out of bounds (t >= 0 && t < C)")
     if HAS_W:
         w_t = tl.load(w_ptr + t, mask=valid & inb, other=0.0).to(ACC)
     else:

@@ -11,7 +11,7 @@ line, and on the no-wait path). The sample's target logit x[t] and weight w[t] a
 loads. Loss (chunk 0 writes it): w[t] ((max - x[t]) + log(sum)); the gradient of the chunk:
 (exp(x - lse) - [c == t]) w[t] / (total weight, for mean), its target entry from
 exp((x[t] - max) - log(sum)) - 1 (precise for a confident sample), 0 for an ignored
-sample, NaN for a class index out of range (torch raises; a kernel cannot).
+sample; a class index out of range fails a device-side assert (CHECK), as torch's does.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ def ce_fused_smem_kernel(
     C, stride_x, stride_dx, ignore_index, SPIN,
     NCH: gl.constexpr, NCH_P2: gl.constexpr, R: gl.constexpr, SL: gl.constexpr,
     HAS_W: gl.constexpr, LOSS: gl.constexpr, MEAN: gl.constexpr, num_warps: gl.constexpr,
+    CHECK: gl.constexpr = False,
 ):
     """LOSS: 1 per-sample into loss_ptr (reduction none), 2 per-sample into the workspace
     slot ws_ptr[4 + row] (mean / sum: finalize_kernel adds them in order). MEAN: the gradient
@@ -50,6 +51,8 @@ def ce_fused_smem_kernel(
     valid = t != ignore_index
     inb = (t >= 0) & (t < C)
     bad = valid & (~inb)
+    if CHECK:  # torch's device-side assert (backends.rows.ASSERT_LAUNCH)
+        gl.device_assert(~bad, "cross_entropy: target out of bounds (t >= 0 && t < C)")
     if HAS_W:
         tw = gl.load(w_ptr + t, mask=valid & inb, other=0.0).to(gl.float32)
     else:

@@ -3,9 +3,13 @@
 **Formulas** (torch.nn.functional semantics; p = softmax(x) over the class axis,
 lse = logsumexp(x), eps = label_smoothing, C classes, w = class weights or 1):
 - per sample, class index t: l = (1 - eps) w[t] (lse - x[t]) + eps / C * sum_c w[c] (lse - x[c]);
-  0 when t == ignore_index; NaN when t is outside [0, C) (torch raises; a kernel cannot).
+  0 when t == ignore_index. A t outside [0, C) fails a device-side assert on CUDA, as in
+  torch; under the interpreter the loss and gradient are NaN (the torch functions raise
+  torch's IndexError on the host first).
 - probability target q: q' = (1 - eps) q + eps / C; l = sum_c w[c] q'[c] (lse - x[c]).
 - with a[c] the coefficient of (lse - x[c]) above and A = sum_c a[c]: dl/dx[c] = p[c] A - a[c].
+  Probability targets are differentiable too: dl/dq[c] = (1 - eps) w[c] (lse - x[c]) (the
+  backward plan's optional grad_target, written in the same pass).
 - reduction mean divides by sum of w[t] over kept samples (class indices) or by the number
   of samples (probabilities); sum adds; none keeps the per-sample losses.
 - NLL: l = -w[t] x[t] (x holds log-probabilities); dl/dx = -w[t] at t, 0 elsewhere.
@@ -28,6 +32,7 @@ import math
 
 import numpy as np
 
+from ...backends.rows import ASSERT_LAUNCH
 from ...backends.triton_support import acc_type, next_pow2, outer_launch_groups
 from ...core import validate as V
 from ...core.layout import axis_view
@@ -124,7 +129,7 @@ WIDE_LIMIT = 2**31
 
 
 def _wide(desc, info) -> bool:
-    full = ("x", "dx", "t") if getattr(desc, "probability_target", False) else ("x", "dx")
+    full = ("x", "dx", "t", "dt") if getattr(desc, "probability_target", False) else ("x", "dx")
     stride = max([abs(info[n][2]) for n in full if n in info] + [1])
     return desc.num_classes * stride >= WIDE_LIMIT
 
@@ -175,8 +180,9 @@ def ce_workspace(desc, loss: bool, grad: bool) -> int:
 
 
 def launch_ce(desc, x, target, weight, loss=None, grad_input=None, grad_loss=None,
-              workspace=None, cfg: dict | None = None) -> None:
-    """Forward (loss), backward (grad_input from grad_loss) or fused (both, unit gradient)."""
+              workspace=None, cfg: dict | None = None, grad_target=None) -> None:
+    """Forward (loss), backward (grad_input, and grad_target for probability targets when
+    given, from grad_loss) or fused (both, unit gradient)."""
     prob = desc.probability_target
     mean = desc.reduction is LossReduction.MEAN
     ws = _ws_view(desc, workspace)
@@ -201,6 +207,8 @@ def launch_ce(desc, x, target, weight, loss=None, grad_input=None, grad_loss=Non
             per_row["t"] = target
         if grad_input is not None:
             full["dx"] = grad_input
+        if grad_target is not None:
+            full["dt"] = grad_target
         if loss_mode == 1:
             per_row["l"] = loss
         if grad_mode == 2:
@@ -213,14 +221,16 @@ def launch_ce(desc, x, target, weight, loss=None, grad_input=None, grad_loss=Non
                 info["x"][0], info["t"][0], weight if weight is not None else dummy,
                 _ptr(info, "g", grad_loss if grad_loss is not None else dummy),
                 _ptr(info, "l", loss if loss is not None else dummy),
-                _ptr(info, "dx", dummy), ws if ws is not None else dummy,
+                _ptr(info, "dx", dummy), _ptr(info, "dt", dummy),
+                ws if ws is not None else dummy,
                 n_rows, base, desc.num_classes, desc.ignore_index, eps_hi, eps - eps_hi,
                 *outer, *_strides(info, "x", True), *_strides(info, "t", True),
                 *_strides(info, "l", False), *_strides(info, "g", False),
-                *_strides(info, "dx", True),
+                *_strides(info, "dx", True), *_strides(info, "dt", True),
                 PROB=prob, HAS_W=weight is not None, SMOOTH=eps > 0.0, LOSS=loss_mode,
                 GRAD=grad_mode, MEAN=mean and grad_mode != 0, ACC=acc_type(desc.element),
-                ROWS=rows_per_prog, num_warps=warps, WIDE=_wide(desc, info), **cfg,
+                ROWS=rows_per_prog, num_warps=warps, WIDE=_wide(desc, info),
+                DT=grad_target is not None, **cfg, **({} if prob else ASSERT_LAUNCH),
             )
     if loss_mode == 2:
         _finalize(desc, ws, loss)
@@ -242,7 +252,7 @@ def launch_nll_forward(desc, x, target, weight, loss, workspace) -> None:
             desc.num_classes, desc.ignore_index, *outer, *_strides(info, "x", True),
             *_strides(info, "t", False), *_strides(info, "l", False),
             HAS_W=weight is not None, LOSS=loss_mode, ACC=acc_type(desc.element), BLOCK_R=block_r,
-            num_warps=4,
+            num_warps=4, **ASSERT_LAUNCH,
         )
     if loss_mode == 2:
         _finalize(desc, ws, loss)
@@ -266,7 +276,7 @@ def launch_nll_backward(desc, grad_loss, target, weight, grad_input, workspace) 
             *_strides(info, "g", False), *_strides(info, "dx", True),
             HAS_W=weight is not None, GRAD=2 if none else 3, MEAN=mean,
             ACC=acc_type(desc.element), BLOCK=block, num_warps=4 if block <= 1024 else 8,
-            WIDE=_wide(desc, info),
+            WIDE=_wide(desc, info), **ASSERT_LAUNCH,
         )
 
 
@@ -298,6 +308,13 @@ class CrossEntropyLossBackwardPlan(_LossPlan):
     args_type = CrossEntropyLossBackwardArgs
     partner = "CrossEntropyLossPlan"
     is_backward = True
+
+    def check_args(self, args) -> None:
+        super().check_args(args)
+        if args.grad_target is not None and not self.desc.probability_target:
+            raise V.InvalidProblem(
+                f"{type(self).__name__}: grad_target is for probability targets only; class "
+                f"indices have no gradient, got a {type(args.grad_target).__name__}")
 
 
 @register_plan
@@ -341,7 +358,8 @@ class _TritonLoss(Candidate):
     def launch(self, desc, a, workspace) -> None:
         launch_ce(desc, a.input, a.target, a.weight, loss=getattr(a, "loss", None),
                   grad_input=getattr(a, "grad_input", None),
-                  grad_loss=getattr(a, "grad_loss", None), workspace=workspace)
+                  grad_loss=getattr(a, "grad_loss", None), workspace=workspace,
+                  grad_target=getattr(a, "grad_target", None))
 
 
 @register_candidate(CrossEntropyLossPlan)

@@ -23,6 +23,7 @@ from ...backends.gluon_chunks import (
     n_chunks,
     unsupported,
 )
+from ...backends.rows import ASSERT_LAUNCH
 from ...backends.triton_exchange import SPIN_LIMIT
 from ...backends.triton_support import next_pow2
 from ...core.plan import Candidate
@@ -70,7 +71,7 @@ def launch_smem(desc, a, workspace: torch.Tensor, spin: int = SPIN_LIMIT,
         a.input, a.target, a.input if a.weight is None else a.weight, a.grad_input, a.loss,
         ws, partials, counters, classes, classes, classes, desc.ignore_index, spin,
         NCH=nch, NCH_P2=next_pow2(nch), HAS_W=a.weight is not None, LOSS=2 if reduce else 1,
-        MEAN=mean, **cfg,
+        MEAN=mean, **cfg, **ASSERT_LAUNCH,
         launch_pdl=True)  # the kernel's copies overlap the counter fill (wait_prior_grid)
     if reduce:
         _finalize(desc, ws, a.loss)

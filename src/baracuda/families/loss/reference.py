@@ -30,6 +30,15 @@ def cross_entropy_grad(g, x, t, w, reduction, ignore_index, label_smoothing, pro
     return dx
 
 
+def cross_entropy_target_grad(g, x, t, w, reduction, ignore_index, label_smoothing):
+    """d loss / d t of probability targets for upstream gradient g."""
+    tr = _f64(t).requires_grad_(True)
+    loss = F.cross_entropy(_f64(x), tr, _f64(w), ignore_index=ignore_index,
+                           reduction=reduction, label_smoothing=label_smoothing)
+    (dt,) = torch.autograd.grad(loss, tr, _f64(g))
+    return dt
+
+
 def nll_loss(x, t, w, reduction: str, ignore_index: int):
     return F.nll_loss(_f64(x), _target(t, False), _f64(w), ignore_index=ignore_index,
                       reduction=reduction)

@@ -180,11 +180,18 @@ class _CESpec(PlanSpec):
         def make(device, gen):
             x, t, w = _make_inputs(row, element, device, gen)
             g = randn(desc.loss_shape, dt, device, gen)
-            return args_t(g, x, t, w, poisoned(row.shape, dt, device))
+            # probability targets: their gradient too (the optional grad_target output)
+            dtg = poisoned(row.shape, dt, device) if prob else None
+            return args_t(g, x, t, w, poisoned(row.shape, dt, device), dtg)
 
         def expect(a):
-            return {"grad_input": ref.cross_entropy_grad(a.grad_loss, a.input, a.target,
-                                                         a.weight, **rkw)}
+            out = {"grad_input": ref.cross_entropy_grad(a.grad_loss, a.input, a.target,
+                                                        a.weight, **rkw)}
+            if prob:
+                out["grad_target"] = ref.cross_entropy_target_grad(
+                    a.grad_loss, a.input, a.target, a.weight, row.reduction, row.ignore_index,
+                    row.smoothing)
+            return out
 
         return Case(name, desc, make, expect)
 
@@ -212,10 +219,11 @@ class _CESpec(PlanSpec):
             warps = cfg.pop("num_warps")
             t = "*" + triton_dtype(element.torch_dtype)
             ptrs = {"x_ptr": t, "t_ptr": "*i64", "w_ptr": t, "g_ptr": t, "loss_ptr": t,
-                    "dx_ptr": t, "ws_ptr": "*fp32"}
+                    "dx_ptr": t, "dt_ptr": t, "ws_ptr": "*fp32"}
             sig = dict(ptrs)
             const = dict({"KEEP": "", "STREAM": ""}, **cfg, PROB=False, HAS_W=False,
-                         SMOOTH=False, LOSS=2, GRAD=1, MEAN=True, ACC=acc_type(element), WIDE=False)
+                         SMOOTH=False, LOSS=2, GRAD=1, MEAN=True, ACC=acc_type(element), WIDE=False,
+                         DT=False, CHECK=True)
             for n in ce_kernel.arg_names:
                 if n not in ptrs and n not in const:
                     sig[n] = "fp32" if n.startswith("eps") else "i64"
@@ -239,7 +247,8 @@ def _smem_variants():
                "C": "i32", "stride_x": "i32", "stride_dx": "i32", "ignore_index": "i32",
                "SPIN": "i32"}
         nch = n_chunks(C, cfg)
-        const = dict(cfg, NCH=nch, NCH_P2=nch, HAS_W=has_w, LOSS=loss, MEAN=loss == 2)
+        const = dict(cfg, NCH=nch, NCH_P2=nch, HAS_W=has_w, LOSS=loss, MEAN=loss == 2,
+                     CHECK=True)
         sig.update({n: "constexpr" for n in const})
         yield AotVariant(f"ce smem fused bf16 C={C} weight={has_w} loss={loss}", kernel, sig,
                          const, num_warps=cfg["num_warps"], divisible=("C", "stride_x",
@@ -254,11 +263,12 @@ def _ce_variants(mode: str):
         t = "*" + triton_dtype(element.torch_dtype)
         ws = "*fp64" if element is F64 else "*fp32"
         sig = {"x_ptr": t, "t_ptr": t, "w_ptr": t, "g_ptr": t, "loss_ptr": t, "dx_ptr": t,
-               "ws_ptr": ws}
+               "dt_ptr": t, "ws_ptr": ws}
         grad = 0 if mode == "forward" else 3
+        # the backward with the target's gradient too: the most live values
         const = dict({"KEEP": "", "STREAM": ""}, **cfg, PROB=True, HAS_W=True, SMOOTH=True,
                      LOSS=2 if grad == 0 else 0, GRAD=grad, MEAN=grad != 0, ACC=acc_type(element),
-                     WIDE=False)
+                     WIDE=False, DT=grad != 0, CHECK=False)
         for n in ce_kernel.arg_names:
             if n not in sig and n not in const:
                 sig[n] = "fp32" if n.startswith("eps") else "i64"
@@ -276,12 +286,14 @@ def _small_variants(backward: bool):
         if backward:
             kern, sig = nll_bwd_kernel, {"t_ptr": "*i64", "w_ptr": t, "g_ptr": t, "dx_ptr": t,
                                          "ws_ptr": ws}
-            const = dict(HAS_W=True, GRAD=3, MEAN=True, ACC=acc, BLOCK=4096, WIDE=False)
+            const = dict(HAS_W=True, GRAD=3, MEAN=True, ACC=acc, BLOCK=4096, WIDE=False,
+                         CHECK=True)
             items = [(kern, sig, const, 8)]
         else:
             items = [
                 (nll_fwd_kernel, {"x_ptr": t, "t_ptr": "*i32", "w_ptr": t, "loss_ptr": t,
-                                  "ws_ptr": ws}, dict(HAS_W=True, LOSS=2, ACC=acc, BLOCK_R=128), 4),
+                                  "ws_ptr": ws}, dict(HAS_W=True, LOSS=2, ACC=acc, BLOCK_R=128,
+                                                      CHECK=True), 4),
                 (weight_total_kernel, {"t_ptr": "*i64", "w_ptr": t, "ws_ptr": ws},
                  dict(HAS_W=True, PROB=False, ACCUMULATE=True, ACC=acc, BLOCK=1024), 4),
                 (finalize_kernel, {"ws_ptr": ws, "loss_ptr": t}, dict(MEAN=True, ACC=acc,
@@ -349,6 +361,13 @@ def _bad_args(d, good, device):
     yield Malformed(f"{out} wrong dtype", replace(**{out: lambda a: getattr(a, out).to(
         torch.float64 if d.element is not F64 else torch.float32)}), InvalidProblem)
     yield Malformed("target not a tensor", replace(target=[1, 2]), InvalidProblem)
+    if d.has_weight:
+        yield Malformed("weight strided", replace(weight=lambda a: torch.ones(
+            2 * d.num_classes, dtype=a.weight.dtype, device=device)[::2]), Unsupported)
+    if hasattr(good(), "grad_target") and not d.probability_target:
+        yield Malformed("grad_target for class indices", replace(
+            grad_target=lambda a: torch.empty(d.sample_shape, dtype=d.element.torch_dtype,
+                                              device=device)), InvalidProblem)
 
 
 class CrossEntropyLossSpec(_CESpec):

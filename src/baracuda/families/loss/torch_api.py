@@ -5,7 +5,12 @@ requires grad under grad mode, reduction mean or sum): the forward then reads th
 and writes the loss and the gradient for a unit upstream gradient; the backward only rescales
 that gradient in place when the upstream gradient is not 1 (a device-side check, no sync).
 Otherwise the forward plan runs and the backward recomputes the softmax from the logits.
-Gradients flow to the input only (targets and weights are treated as constants).
+Gradients flow to the input and, as in torch, to probability targets and (with probability
+targets) to the class weights; class-index targets with a weight that requires grad raise as
+torch's nll_loss does.
+
+A class index outside [0, C) other than ignore_index raises torch's IndexError on the CPU (a
+host check) and fails a device-side assert on CUDA, as torch's kernels do (no host sync).
 """
 
 from __future__ import annotations
@@ -34,9 +39,30 @@ def _run(plan, input, target, weight, options: tuple, *tensors) -> None:
     `check_args`) on the first call of each argument signature, which holds their shapes,
     strides, dtypes and devices."""
     reduction, *rest = options
+    if weight is not None and not weight.is_contiguous():
+        # the kernels read the class weights as a dense vector (C elements: a cheap copy)
+        dense = weight.contiguous()
+        tensors = tuple(dense if t is weight else t for t in tensors)
     desc = plan.descriptor_type.cached(tuple(input.shape), input.dtype, target.dtype, reduction,
                                        weight is not None, *rest)
     run_plan(plan, desc, plan.args_type(*tensors))
+
+
+def _check_targets(input: torch.Tensor, target: torch.Tensor, ignore_index: int) -> None:
+    """CPU: torch's IndexError for the first class index outside [0, C) that is not
+    ignore_index. CUDA kernels assert on the device instead (no sync per call)."""
+    if target.is_cuda or target.is_floating_point() or target.numel() == 0 or input.dim() == 0:
+        return
+    classes = input.shape[1 if input.dim() >= 2 else 0]
+    bad = (target != ignore_index) & ((target < 0) | (target >= classes))
+    if bool(bad.any()):
+        raise IndexError(f"Target {int(target[bad].flatten()[0])} is out of bounds.")
+
+
+def _weight_grad_refused(fn: str, weight: torch.Tensor | None) -> None:
+    if weight is not None and weight.requires_grad and torch.is_grad_enabled():
+        raise RuntimeError(f"The function '{fn}' is not differentiable with respect to argument "
+                           "'weight'. This input cannot have requires_grad True.")
 
 
 def _loss_like(input: torch.Tensor, target: torch.Tensor, reduction: str) -> torch.Tensor:
@@ -50,6 +76,7 @@ def _loss_like(input: torch.Tensor, target: torch.Tensor, reduction: str) -> tor
 # -- cross_entropy ---------------------------------------------------------------------------
 def _ce_forward(input: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None,
                 reduction: str, ignore_index: int, label_smoothing: float) -> torch.Tensor:
+    _check_targets(input, target, ignore_index)
     loss = _loss_like(input, target, reduction)
     _run(CrossEntropyLossPlan, input, target, weight, (reduction, ignore_index, label_smoothing),
          input, target, weight, loss)
@@ -76,6 +103,56 @@ def _ce_backward_fake(grad, input, target, weight, reduction, ignore_index, labe
 _ce_bwd_op = define_op("cross_entropy_backward", _ce_backward, _ce_backward_fake)
 
 
+def _ce_backward_target(grad: torch.Tensor, input: torch.Tensor, target: torch.Tensor,
+                        weight: torch.Tensor | None, reduction: str, ignore_index: int,
+                        label_smoothing: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Probability targets: the gradients of the input and of the target, in one pass."""
+    dx = torch.empty_like(input, memory_format=torch.contiguous_format)
+    dt = torch.empty_like(target, memory_format=torch.contiguous_format)
+    _run(CrossEntropyLossBackwardPlan, input, target, weight,
+         (reduction, ignore_index, label_smoothing), grad, input, target, weight, dx, dt)
+    return dx, dt
+
+
+def _ce_backward_target_fake(grad, input, target, weight, reduction, ignore_index,
+                             label_smoothing):
+    return (torch.empty_like(input, memory_format=torch.contiguous_format),
+            torch.empty_like(target, memory_format=torch.contiguous_format))
+
+
+_ce_bwd_target_op = define_op("cross_entropy_backward_target", _ce_backward_target,
+                              _ce_backward_target_fake)
+
+
+def _ce_weight_grad(grad, input, target, weight, reduction, ignore_index, label_smoothing):
+    """d loss / d weight (probability targets): sum over samples of q' (lse - x) scale, with
+    q' the smoothed target; (lse - x) scale is the target gradient of an unweighted,
+    unsmoothed problem (its scale, 1 / N for mean, does not depend on the weight)."""
+    _, g = _ce_bwd_target_op(grad, input, target, None, reduction, ignore_index, 0.0)
+    classes = input.shape[1 if input.dim() >= 2 else 0]
+    q = target * (1.0 - label_smoothing) + label_smoothing / classes if label_smoothing \
+        else target
+    prod = q * g
+    if input.dim() >= 2:
+        prod = prod.transpose(0, 1)
+    return prod.reshape(classes, -1).sum(1)
+
+
+def _ce_autograd(ctx, grad):
+    """Input gradient; probability targets and their weights get theirs when asked for."""
+    input, target, weight = ctx.saved_tensors
+    need = ctx.needs_input_grad
+    nones = tuple(None for _ in ctx.params)
+    dt = dw = None
+    if need[1]:  # only probability targets can require grad
+        dx, dt = _ce_bwd_target_op(grad, input, target, weight, *ctx.params)
+    else:
+        dx = _ce_bwd_op(grad, input, target, weight, *ctx.params)
+    if weight is not None and need[2]:
+        dw = _ce_weight_grad(grad, input, target, weight, *ctx.params)
+    return (dx if need[0] else None), dt, dw, *nones
+
+
 def _save_inputs(ctx, inputs, output):
     input, target, weight, *params = inputs
     # only the shape and dtype of input are needed; a meta-like empty view would do, but
@@ -96,12 +173,13 @@ def _autograd(backward_op):
 
 
 _ce_op = define_op("cross_entropy", _ce_forward, _ce_forward_fake,
-                   backward=_autograd(_ce_bwd_op), setup_context=_save_inputs)
+                   backward=_ce_autograd, setup_context=_save_inputs)
 
 
 def _ce_fused(input: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None,
               reduction: str, ignore_index: int,
               label_smoothing: float) -> tuple[torch.Tensor, torch.Tensor]:
+    _check_targets(input, target, ignore_index)
     loss = _loss_like(input, target, reduction)
     dx = torch.empty_like(input, memory_format=torch.contiguous_format)
     _run(CrossEntropyLossFusedPlan, input, target, weight,
@@ -180,7 +258,8 @@ def cross_entropy(input: torch.Tensor, target: torch.Tensor, weight: torch.Tenso
                   size_average: bool | None = None, ignore_index: int = -100,
                   reduce: bool | None = None, reduction: str = "mean",
                   label_smoothing: float = 0.0) -> torch.Tensor:
-    """torch.nn.functional.cross_entropy on CrossEntropyLoss plans; differentiable in input."""
+    """torch.nn.functional.cross_entropy on CrossEntropyLoss plans; differentiable in input
+    and in probability targets and their class weights."""
     if size_average is not None or reduce is not None:
         reduction = _Reduction.legacy_get_string(size_average, reduce)
     label_smoothing = float(label_smoothing)
@@ -189,7 +268,10 @@ def cross_entropy(input: torch.Tensor, target: torch.Tensor, weight: torch.Tenso
         # smooths only when it is > 0: a negative or NaN value is no smoothing there, so it is
         # here (the descriptor keeps [0, 1] for the plan API)
         label_smoothing = 0.0
-    if target.is_floating_point() and input.is_floating_point():
+    prob = target.is_floating_point()
+    if not prob:
+        _weight_grad_refused("nll_loss_forward", weight)
+    if prob and input.is_floating_point():
         # probability targets: torch multiplies log_softmax(input) by the target (and the
         # weight), so mixed float dtypes promote there and the loss has the promoted dtype;
         # the plans take one dtype, so the operands are cast to it (differentiably)
@@ -199,7 +281,10 @@ def cross_entropy(input: torch.Tensor, target: torch.Tensor, weight: torch.Tenso
         input, target = input.to(common), target.to(common)
         weight = weight.to(common) if weight is not None else None
     args = (input, target, weight, reduction, int(ignore_index), label_smoothing)
-    if (torch.is_grad_enabled() and input.requires_grad and reduction in ("mean", "sum")):
+    # the fused plan gives the input's gradient only
+    others = target.requires_grad or (weight is not None and weight.requires_grad)
+    if (torch.is_grad_enabled() and input.requires_grad and not others
+            and reduction in ("mean", "sum")):
         return _ce_fused_op(*args)[0]
     return _ce_op(*args)
 
@@ -207,6 +292,7 @@ def cross_entropy(input: torch.Tensor, target: torch.Tensor, weight: torch.Tenso
 # -- nll_loss --------------------------------------------------------------------------------
 def _nll_forward(input: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None,
                  reduction: str, ignore_index: int) -> torch.Tensor:
+    _check_targets(input, target, ignore_index)
     loss = _loss_like(input, target, reduction)
     _run(NllLossPlan, input, target, weight, (reduction, ignore_index), input, target, weight,
          loss)
@@ -243,4 +329,5 @@ def nll_loss(input: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | N
     """torch.nn.functional.nll_loss on NllLoss plans; differentiable in input."""
     if size_average is not None or reduce is not None:
         reduction = _Reduction.legacy_get_string(size_average, reduce)
+    _weight_grad_refused("nll_loss_forward", weight)
     return _nll_op(input, target, weight, reduction, int(ignore_index))

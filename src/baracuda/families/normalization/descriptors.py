@@ -41,9 +41,8 @@ def validate_row_norm(desc, who: str, with_eps: bool) -> None:
         if hasattr(desc, flag):
             _check_flag(who, flag, getattr(desc, flag))
     if with_eps:
+        # any finite eps, as torch: a negative one gives NaN where var + eps < 0, as there
         V.check_finite(who, "eps", desc.eps)
-        if desc.eps < 0:
-            raise V.InvalidProblem(f"{who}: eps must be >= 0, got {desc.eps!r}")
 
 
 class _RowNormShape:
@@ -82,7 +81,8 @@ class _RowNormShape:
 
 @dataclass(frozen=True)
 class RMSNormDescriptor(_RowNormShape, Descriptor):
-    """y = x * rstd * gamma, rstd = 1 / sqrt(mean(x^2 over norm_axes) + eps).
+    """y = x * rstd * gamma, rstd = 1 / sqrt(mean(x^2 over norm_axes) + eps); any finite eps
+    (a negative one gives NaN where mean(x^2) + eps < 0, as torch).
 
     ``has_residual``: the fused residual variant, h = x + residual (rounded to `element`),
     y = rms_norm(h); h is also written (``residual_out``) and is what the backward takes as x.
@@ -111,7 +111,8 @@ class RMSNormBackwardDescriptor(_RowNormShape, Descriptor):
 @dataclass(frozen=True)
 class LayerNormDescriptor(_RowNormShape, Descriptor):
     """y = (x - mean) * rstd * gamma + beta over norm_axes; rstd = 1 / sqrt(var + eps),
-    biased variance. ``has_residual`` as in RMSNormDescriptor."""
+    biased variance; any finite eps (NaN where var + eps < 0, as torch). ``has_residual`` as
+    in RMSNormDescriptor."""
 
     input_shape: tuple[int, ...]
     norm_axes: tuple[int, ...]

@@ -1,4 +1,7 @@
-"""Channel-norm descriptors and args: GroupNorm, BatchNorm, InstanceNorm (channels on axis 1)."""
+"""Channel-norm descriptors and args: GroupNorm, BatchNorm, InstanceNorm (channels on axis 1).
+
+eps and momentum take any finite value, as torch's kernels do: a negative eps gives NaN where
+var + eps < 0, a momentum outside [0, 1] extrapolates the running statistics."""
 
 from __future__ import annotations
 
@@ -33,11 +36,11 @@ def validate_channel_norm(desc, who: str, min_rank: int = 2) -> None:
     for flag in ("has_gamma", "has_beta", "has_running", "training", "use_input_stats"):
         if hasattr(desc, flag) and not isinstance(getattr(desc, flag), bool):
             raise V.InvalidProblem(f"{who}: {flag} must be a bool, got {getattr(desc, flag)!r}")
+    # any finite eps and momentum, as torch's kernels take them (a negative eps gives NaN
+    # where var + eps < 0; F.batch_norm's own eps checks are in the torch function)
     for name in ("eps", "momentum"):
         if hasattr(desc, name):
             V.check_finite(who, name, getattr(desc, name))
-            if getattr(desc, name) < 0:
-                raise V.InvalidProblem(f"{who}: {name} must be >= 0, got {getattr(desc, name)}")
     if hasattr(desc, "num_groups"):
         _check_groups(desc, who)
     if getattr(desc, "has_running", True):

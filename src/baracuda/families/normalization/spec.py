@@ -148,7 +148,8 @@ class _FwdSpec(PlanSpec):
         yield Malformed("rank 9", lambda: mk((1,) * 9, (8,)), Unsupported)
         yield Malformed("integer element", lambda: mk((4, 8), (1,), element=ElementKind.I32),
                         Unsupported)
-        yield Malformed("negative eps", lambda: mk((4, 8), (1,), eps=-1.0), InvalidProblem)
+        yield Malformed("infinite eps", lambda: mk((4, 8), (1,), eps=float("inf")),
+                        InvalidProblem)
         yield Malformed("nan eps", lambda: mk((4, 8), (1,), eps=float("nan")), InvalidProblem)
         yield Malformed("has_gamma not a bool", lambda: mk((4, 8), (1,), has_gamma=1),
                         InvalidProblem)

@@ -118,7 +118,7 @@ class _ChanFwdSpec(PlanSpec):
                          True, F32)
         yield Malformed("rank 1", lambda: dataclasses.replace(base, input_shape=(4,)),
                         Unsupported)
-        yield Malformed("negative eps", lambda: dataclasses.replace(base, eps=-1.0),
+        yield Malformed("nan eps", lambda: dataclasses.replace(base, eps=float("nan")),
                         InvalidProblem)
         yield Malformed("integer element",
                         lambda: dataclasses.replace(base, element=ElementKind.I32), Unsupported)
