@@ -533,3 +533,29 @@ def test_every_candidate_top_left_causal_rectangular(sq, sk, dtype):
             for name, got, exp in zip(("dq", "dk", "dv"), grads, want):
                 res = compare(got, exp, tol.scaled(3.0), f"{bp.sku.candidate} {name}")
                 assert res.ok, res.message
+
+
+@pytest.mark.parametrize("mask_shape,causal,hkv", [((3, 6), False, 4), ((4, 1, 3, 6), True, 2),
+                                                   ((6,), False, 1)])
+def test_additive_mask_gradient_matches_torch(mask_shape, causal, hkv):
+    """An additive attn_mask that requires grad gets torch's gradient (dS, summed over the
+    dims it broadcasts along), with GQA and the causal diagonal (torch's OpInfo sample)."""
+    g = torch.Generator().manual_seed(len(mask_shape) + hkv)
+    mk = lambda *s: torch.randn(*s, generator=g, dtype=torch.float64)  # noqa: E731
+    q, k, v, m, do = mk(4, 4, 3, 8), mk(4, hkv, 6, 8), mk(4, hkv, 6, 8), mk(*mask_shape), \
+        mk(4, 4, 3, 8)
+    gold = [t.clone().requires_grad_() for t in (q, k, v, m)]
+    # torch takes no 1-D mask and no mask with is_causal: its explicit equivalent
+    ref_mask = gold[3].expand(3, 6) if len(mask_shape) == 1 else gold[3]
+    if causal:
+        ref_mask = ref_mask + torch.full((3, 6), -math.inf, dtype=torch.float64).triu(1)
+    want = F.scaled_dot_product_attention(*gold[:3], attn_mask=ref_mask, enable_gqa=hkv != 4)
+    want_g = torch.autograd.grad(want, gold, do)
+    ours_in = [t.to(DEVICE).requires_grad_() for t in (q, k, v, m)]
+    got = sdpa(*ours_in[:3], attn_mask=ours_in[3], is_causal=causal, enable_gqa=hkv != 4)
+    got_g = torch.autograd.grad(got, ours_in, do.to(DEVICE))
+    torch.testing.assert_close(got.cpu(), want, atol=1e-10, rtol=1e-9)
+    for a, b in zip(got_g, want_g):
+        torch.testing.assert_close(a.cpu(), b, atol=1e-10, rtol=1e-9)
+    with pytest.raises(bc.Unsupported):  # with dropout: refused, typed
+        sdpa(*ours_in[:3], attn_mask=ours_in[3], dropout_p=0.5)
