@@ -349,7 +349,9 @@ def test_every_candidate_matches_reference_and_lse_pairs_across_backends(causal)
     other way round) is correct; deterministic candidates rerun bit-identically."""
     if plans_cudnn.cudnn_missing():
         pytest.skip(plans_cudnn.cudnn_missing())
-    q, k, v, do, d, db = _half_problem(2, 8, 2, 700, 900, 128, causal)
+    # top-left with Sq != Sk is the Triton kernels' alone (see the test below)
+    q, k, v, do, d, db = _half_problem(2, 8, 2, 900 if causal is C.TOP_LEFT else 700, 900, 128,
+                                       causal)
     kw = {"scale": d.scale, "causal_offset": None if causal is C.NONE else d.causal_offset}
     want_out, want_lse = ref.sdpa_forward(q, k, v, **kw)
     want = ref.sdpa_backward(q, k, v, do, **kw)
@@ -452,3 +454,108 @@ def test_one_dimensional_mask_broadcasts_over_queries():
     got = sdpa(q, k, v, attn_mask=m)
     want, _ = ref.sdpa_forward(q, k, v, m.expand(2, 3, 4, 6), scale=1 / math.sqrt(8))
     torch.testing.assert_close(got.cpu(), want, atol=1e-12, rtol=1e-10)
+
+
+# -- torch's is_causal with Sq != Sk (issue #32): the diagonal starts top-left ----------------
+_RECT = [((4, 3, 8), (4, 6, 8)), ((4, 4, 3, 8), (4, 4, 6, 8)), ((2, 3, 7, 8), (2, 3, 5, 8))]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("shapes", _RECT)
+def test_is_causal_rectangular_matches_torch(shapes, dtype):
+    """Forward and gradients against torch's float64 result, within 2x torch's own error in
+    this dtype (+ one ulp-scale margin): torch's query i sees keys 0..i, for any Sq, Sk."""
+    sq, sk = shapes
+    g = torch.Generator().manual_seed(sum(sq) + sum(sk))
+    base = [torch.randn(s, generator=g, dtype=torch.float64) for s in (sq, sk, sk)]
+    do = torch.randn(sq, generator=g, dtype=torch.float64)
+    gold = [t.clone().requires_grad_() for t in base]
+    want = F.scaled_dot_product_attention(*gold, is_causal=True)
+    want_g = torch.autograd.grad(want, gold, do)
+    low = [t.to(dtype).requires_grad_() for t in base]
+    theirs = F.scaled_dot_product_attention(*low, is_causal=True)
+    theirs_g = torch.autograd.grad(theirs, low, do.to(dtype))
+    ours_in = [t.to(DEVICE, dtype).requires_grad_() for t in base]
+    ours = sdpa(*ours_in, is_causal=True)
+    ours_g = torch.autograd.grad(ours, ours_in, do.to(DEVICE, dtype))
+    eps = torch.finfo(dtype).eps
+    for name, a, b, w in zip(("out", "dq", "dk", "dv"), (ours, *ours_g), (theirs, *theirs_g),
+                             (want, *want_g)):
+        err = (a.detach().cpu().double() - w).abs().max().item()
+        ref_err = (b.detach().double() - w).abs().max().item()
+        assert err <= 2 * ref_err + 4 * eps, (name, dtype, err, ref_err)
+
+
+def test_cudnn_refuses_top_left_causal_with_unequal_lengths(monkeypatch):
+    """cuDNN takes torch's is_causal only where Sq == Sk; the rest goes to the Triton kernels,
+    which align the diagonal top-left (checked on the CPU without a GPU: the static rule)."""
+    from baracuda.core.vocab import ArchSku
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(plans_cudnn, "cudnn_missing", lambda: None)
+
+    def reason(sq, sk, causal):
+        d = bc.SdpaDescriptor(4, 4, 4, sq, sk, 8, 8, 0.35, torch.bfloat16, causal)
+        return plans_cudnn._static_reason(d, ArchSku.SM90A)
+
+    assert "top-left" in reason(3, 6, C.TOP_LEFT) and "top-left" in reason(6, 3, C.TOP_LEFT)
+    assert reason(6, 6, C.TOP_LEFT) is None
+    assert reason(3, 6, C.BOTTOM_RIGHT) is None and reason(3, 6, C.NONE) is None
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("sq,sk", [(3, 6), (6, 3), (200, 333)])
+def test_every_candidate_top_left_causal_rectangular(sq, sk, dtype):
+    """Every candidate that accepts top-left causal with Sq != Sk (cuDNN must decline it)
+    against the f64 reference, forward and backward, on the GPU."""
+    g = torch.Generator().manual_seed(sq + sk)
+    mk = lambda *s: torch.randn(*s, generator=g).to(DEVICE, dtype)  # noqa: E731
+    q, k, v, do = mk(4, 4, sq, 8), mk(4, 4, sk, 8), mk(4, 4, sk, 8), mk(4, 4, sq, 8)
+    fields = (4, 4, 4, sq, sk, 8, 8, 1 / math.sqrt(8), dtype, C.TOP_LEFT)
+    d, db = bc.SdpaDescriptor(*fields), bc.SdpaBackwardDescriptor(*fields)
+    want_out, _ = ref.sdpa_forward(q, k, v, scale=d.scale, causal_offset=0)
+    want = ref.sdpa_backward(q, k, v, do, scale=d.scale, causal_offset=0)
+    fwd, bwd = _supported(bc.SdpaPlan, d), _supported(bc.SdpaBackwardPlan, db)
+    assert fwd and bwd and all(p.sku.backend is not BackendKind.CUDNN for p in fwd + bwd)
+    tol = tolerance_for(bc.ElementKind.of(dtype))
+    for fp in fwd:
+        out = torch.full_like(q, float("nan"))
+        lse = torch.full(d.lse_shape, float("nan"), device=DEVICE)
+        fp.run(bc.SdpaArgs(q, k, v, out, lse),
+               workspace=torch.empty(fp.workspace_size(), dtype=torch.uint8, device=DEVICE))
+        res = compare(out, want_out, tol, f"{fp.sku.candidate} out")
+        assert res.ok, res.message
+        for bp in bwd:
+            grads = [torch.full_like(x, float("nan")) for x in (q, k, v)]
+            bp.run(bc.SdpaBackwardArgs(q, k, v, out, do, lse, *grads),
+                   workspace=torch.empty(bp.workspace_size(), dtype=torch.uint8, device=DEVICE))
+            for name, got, exp in zip(("dq", "dk", "dv"), grads, want):
+                res = compare(got, exp, tol.scaled(3.0), f"{bp.sku.candidate} {name}")
+                assert res.ok, res.message
+
+
+@pytest.mark.parametrize("mask_shape,causal,hkv", [((3, 6), False, 4), ((4, 1, 3, 6), True, 2),
+                                                   ((6,), False, 1)])
+def test_additive_mask_gradient_matches_torch(mask_shape, causal, hkv):
+    """An additive attn_mask that requires grad gets torch's gradient (dS, summed over the
+    dims it broadcasts along), with GQA and the causal diagonal (torch's OpInfo sample)."""
+    g = torch.Generator().manual_seed(len(mask_shape) + hkv)
+    mk = lambda *s: torch.randn(*s, generator=g, dtype=torch.float64)  # noqa: E731
+    q, k, v, m, do = mk(4, 4, 3, 8), mk(4, hkv, 6, 8), mk(4, hkv, 6, 8), mk(*mask_shape), \
+        mk(4, 4, 3, 8)
+    gold = [t.clone().requires_grad_() for t in (q, k, v, m)]
+    # torch takes no 1-D mask and no mask with is_causal: its explicit equivalent
+    ref_mask = gold[3].expand(3, 6) if len(mask_shape) == 1 else gold[3]
+    if causal:
+        ref_mask = ref_mask + torch.full((3, 6), -math.inf, dtype=torch.float64).triu(1)
+    want = F.scaled_dot_product_attention(*gold[:3], attn_mask=ref_mask, enable_gqa=hkv != 4)
+    want_g = torch.autograd.grad(want, gold, do)
+    ours_in = [t.to(DEVICE).requires_grad_() for t in (q, k, v, m)]
+    got = sdpa(*ours_in[:3], attn_mask=ours_in[3], is_causal=causal, enable_gqa=hkv != 4)
+    got_g = torch.autograd.grad(got, ours_in, do.to(DEVICE))
+    torch.testing.assert_close(got.cpu(), want, atol=1e-10, rtol=1e-9)
+    for a, b in zip(got_g, want_g):
+        torch.testing.assert_close(a.cpu(), b, atol=1e-10, rtol=1e-9)
+    with pytest.raises(bc.Unsupported):  # with dropout: refused, typed
+        sdpa(*ours_in[:3], attn_mask=ours_in[3], dropout_p=0.5)

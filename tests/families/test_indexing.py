@@ -222,3 +222,115 @@ def test_compile_scatter_and_masks(device):
     (g1,) = torch.autograd.grad(compiled(x), x)
     (g2,) = torch.autograd.grad(f(x), x)
     torch.testing.assert_close(g1, g2)
+
+
+# -- torch's semantics on its own OpInfo samples (issue #32) ---------------------------------
+def _same_as_torch(ours, theirs, *inputs, seed=50):
+    """ours(*inputs) against theirs(*inputs): values and the gradient of every float input."""
+    a = [t.detach().clone().requires_grad_(t.is_floating_point()) for t in inputs]
+    b = [t.detach().clone().requires_grad_(t.is_floating_point()) for t in inputs]
+    out, exp = ours(*a), theirs(*b)
+    torch.testing.assert_close(out, exp)
+    wrt = [(x, y) for x, y in zip(a, b) if x.requires_grad]
+    g = torch.randn(exp.shape, generator=_g(seed), dtype=exp.dtype).to(exp.device)
+    got = torch.autograd.grad(out, [x for x, _ in wrt], g, allow_unused=True)
+    want = torch.autograd.grad(exp, [y for _, y in wrt], g, allow_unused=True)
+    for gx, gy, (x, _) in zip(got, want, wrt):
+        torch.testing.assert_close(torch.zeros_like(x) if gx is None else gx,
+                                   torch.zeros_like(x) if gy is None else gy)
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_index_copy_duplicates_source_grad(dim, device):
+    # torch's source gradient is grad.index_select(dim, index): every duplicate gets it
+    x = torch.randn(5, 6, generator=_g(60), dtype=torch.float64).to(device)
+    idx = torch.tensor([0, 0, 3, 0, 3], device=device) % x.shape[dim]
+    shape = list(x.shape)
+    shape[dim] = idx.numel()
+    src = torch.randn(shape, generator=_g(61), dtype=torch.float64).to(device)
+    _same_as_torch(lambda a, s: bt.index_copy(a, dim, idx, s),
+                   lambda a, s: torch.index_copy(a, dim, idx, s), x, src)
+
+
+def test_scatter_duplicates_source_grad(device):
+    x = torch.randn(4, 5, generator=_g(62), dtype=torch.float64).to(device)
+    src = torch.randn(3, 5, generator=_g(63), dtype=torch.float64).to(device)
+    idx = torch.zeros(3, 5, dtype=torch.int64, device=device)  # all onto row 0
+    g = torch.randn(4, 5, generator=_g(64), dtype=torch.float64).to(device)
+    s1, s2 = src.clone().requires_grad_(), src.clone().requires_grad_()
+    (a,) = torch.autograd.grad(bt.scatter(x, 0, idx, s1), s1, g)
+    (b,) = torch.autograd.grad(torch.scatter(x, 0, idx, s2), s2, g)
+    torch.testing.assert_close(a, b)
+
+
+@pytest.mark.parametrize("shapes", [((3, 4), (3, 4)), ((4,), (3, 4)), ((), ())])
+def test_masked_fill_tensor_value_grad(shapes, device):
+    xs, ms = shapes
+    x = torch.randn(xs, generator=_g(65), dtype=torch.float64).to(device)
+    m = (torch.rand(ms, generator=_g(66)) > 0.4).to(device)
+    v = torch.randn((), generator=_g(67), dtype=torch.float64).to(device)
+    _same_as_torch(lambda a, v: bt.masked_fill(a, m, v),
+                   lambda a, v: torch.masked_fill(a, m, v), x, v)
+
+
+@pytest.mark.filterwarnings("ignore:The reduce argument")
+def test_scatter_zero_dim_and_reduce(device):
+    x, s = (torch.randn((), generator=_g(s), dtype=torch.float64).to(device) for s in (68, 69))
+    i = torch.tensor(0, device=device)
+    _same_as_torch(lambda a, b: bt.scatter(a, 0, i, b), lambda a, b: torch.scatter(a, 0, i, b),
+                   x, s)
+    _same_as_torch(lambda a: bt.scatter(a, 0, i, value=2.5),
+                   lambda a: torch.scatter(a, 0, i, value=2.5), x)
+    y = torch.randn(5, 4, generator=_g(70), dtype=torch.float64).to(device)
+    idx = torch.randint(0, 5, (3, 4), generator=_g(71)).to(device)
+    src = torch.randn(3, 4, generator=_g(72), dtype=torch.float64).to(device)
+    for r in ("add", "multiply"):  # deprecated in torch, still computed
+        torch.testing.assert_close(bt.scatter(y, 0, idx, src, reduce=r),
+                                   torch.scatter(y, 0, idx, src, reduce=r))
+        torch.testing.assert_close(bt.scatter(x, 0, i, value=1.5, reduce=r),
+                                   torch.scatter(x, 0, i, value=1.5, reduce=r))
+    with pytest.raises(RuntimeError, match="add or multiply"):
+        bt.scatter(y, 0, idx, src, reduce="mean")
+
+
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce_prod_grad(include_self, device):
+    x = torch.randn(6, 4, generator=_g(73), dtype=torch.float64).to(device)
+    src = torch.randn(8, 4, generator=_g(74), dtype=torch.float64).to(device)
+    x[1, 2] = 0.0
+    src[0, 0] = src[3, 1] = src[5, 1] = 0.0  # a lone zero and two zeros sharing a target
+    idx = torch.randint(0, 6, (8, 4), generator=_g(75)).to(device)
+    idx[3, 1] = idx[5, 1] = 2
+    _same_as_torch(lambda a, s: bt.scatter_reduce(a, 0, idx, s, "prod",
+                                                  include_self=include_self),
+                   lambda a, s: torch.scatter_reduce(a, 0, idx, s, "prod",
+                                                     include_self=include_self), x, src)
+
+
+def test_take_along_dim_negative_indices(device):
+    x = torch.randn(4, 5, generator=_g(76), dtype=torch.float64).to(device)
+    i = torch.randint(-5, 5, (4, 3), generator=_g(81)).to(device)
+    _same_as_torch(lambda a: bt.take_along_dim(a, i, 1),
+                   lambda a: torch.take_along_dim(a, i, 1), x)
+    i0 = torch.tensor([[-4, -1, 3, 0, -2]], device=device)
+    _same_as_torch(lambda a: bt.take_along_dim(a, i0, 0),
+                   lambda a: torch.take_along_dim(a, i0, 0), x)
+    with pytest.raises(RuntimeError):  # torch too: no wrap when dim is None
+        bt.take_along_dim(x, torch.tensor([-1], device=device))
+
+
+def test_masked_scatter_input_broadcasts(device):
+    x = torch.randn(5, generator=_g(77), dtype=torch.float64).to(device)
+    m = (torch.rand(4, 5, generator=_g(78)) > 0.5).to(device)
+    src = torch.randn(4, 5, generator=_g(79), dtype=torch.float64).to(device)
+    _same_as_torch(lambda a, s: bt.masked_scatter(a, m, s),
+                   lambda a, s: torch.masked_scatter(a, m, s), x, src)
+
+
+@pytest.mark.parametrize("index", [(0,), (2, 0), (0, 3, 2)])
+@pytest.mark.parametrize("dtype", [torch.int64, torch.uint8, torch.float32])
+def test_gather_empty_index(index, dtype, device):
+    # torch takes an empty index of any rank, extents and dtype
+    x = torch.randn(5, generator=_g(80), dtype=torch.float64).to(device)
+    idx = torch.empty(index, dtype=dtype, device=device)
+    _same_as_torch(lambda a: bt.gather(a, 0, idx), lambda a: torch.gather(a, 0, idx), x)

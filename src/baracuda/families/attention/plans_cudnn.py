@@ -2,9 +2,9 @@
 
 cuDNN's fused flash attention (the kernels behind torch's cuDNN SDPA backend) is the fastest
 path on Hopper for the cells it takes: f16/bf16, no user mask, no dropout, scale >= 0, top-left
-causal or bottom-right causal without fully masked rows, head dims multiples of 8. Its softmax
-stats are the natural-log row logsumexp, f32 — exactly our `lse` contract — so a cuDNN backward
-accepts the lse of a Triton forward and the other way round (tested in
+causal with Sq == Sk or bottom-right causal without fully masked rows, head dims multiples of 8.
+Its softmax stats are the natural-log row logsumexp, f32 — exactly our `lse` contract — so a
+cuDNN backward accepts the lse of a Triton forward and the other way round (tested in
 tests/families/test_attention.py).
 
 One built graph per (descriptor, operand strides, device, thread): cuDNN handles must not be
@@ -73,6 +73,10 @@ def _static_reason(desc: SdpaDescriptor, arch: ArchSku) -> str | None:
         # cuDNN 9's fused forward returns NaN rows for a negative attn_scale (torch's cuDNN
         # backend does the same)
         return f"negative scale {desc.scale} (cuDNN's fused attention returns NaN)"
+    if desc.causal is CausalKind.TOP_LEFT and desc.query_len != desc.key_len:
+        # torch's is_causal diagonal (query i sees keys 0..i); on the H100 halves went through
+        # cuDNN wrong for Sq != Sk (issue #32), as if aligned bottom-right: Triton takes them
+        return "top-left causal with Sq != Sk (torch's is_causal): cuDNN's results differ there"
     if desc.causal is CausalKind.BOTTOM_RIGHT and desc.query_len > desc.key_len:
         return "bottom-right causal with Sq > Sk has fully masked rows (lse = +inf convention)"
     return cudnn_missing()

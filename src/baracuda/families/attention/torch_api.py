@@ -81,12 +81,34 @@ def _setup(ctx, inputs, output):
     ctx.set_materialize_grads(False)  # no zero-filled gradient for lse on every step
 
 
+def _mask_grad(dout, q, k, v, out, lse, mask, causal: int, scale: float) -> torch.Tensor:
+    """d(additive mask) = dS = P ∘ (dP − rowsum(dO ∘ O)), as torch's math backend gives it;
+    recomputed in torch at [B, H, Sq, Sk] (only when the mask itself requires grad)."""
+    acc = lse.dtype
+    group = q.shape[1] // max(k.shape[1], 1)
+    k, v = (t.repeat_interleave(group, 1) if group > 1 else t for t in (k, v))
+    s = (q.to(acc) @ k.to(acc).transpose(-1, -2)) * scale + mask.to(acc)
+    if causal:
+        sq, sk = q.shape[2], k.shape[2]
+        off = sk - sq if _CAUSAL[causal] is D.CausalKind.BOTTOM_RIGHT else 0
+        i = torch.arange(sq, device=q.device)[:, None]
+        s = s.masked_fill(torch.arange(sk, device=q.device)[None, :] > i + off, -math.inf)
+    p = torch.exp(s - lse[..., None])  # rows that see no key: lse = +inf, p = 0
+    dp = dout.to(acc) @ v.to(acc).transpose(-1, -2)
+    delta = (dout.to(acc) * out.to(acc)).sum(-1, keepdim=True)
+    return (p * (dp - delta)).to(mask.dtype)
+
+
 def _autograd(ctx, dout, _dlse):
     if dout is None:
         return None, None, None, None, None, None, None, None
     q, k, v, out, lse, mask, rng = ctx.saved_tensors
     dq, dk, dv = _sdpa_bwd(dout, q, k, v, out, lse, mask, rng, *ctx.params)
-    return dq, dk, dv, None, None, None, None, None
+    dmask = None
+    if ctx.needs_input_grad[3]:
+        _, causal, scale = ctx.params
+        dmask = _mask_grad(dout, q, k, v, out, lse, mask, causal, scale)
+    return dq, dk, dv, dmask, None, None, None, None
 
 
 _sdpa_fwd = define_op("sdpa", _fwd, _fwd_fake, backward=_autograd, setup_context=_setup)
@@ -209,9 +231,10 @@ def scaled_dot_product_attention(query: torch.Tensor, key: torch.Tensor, value: 
     if key.shape[-2] != value.shape[-2]:
         raise RuntimeError(f"scaled_dot_product_attention: key and value lengths differ: "
                            f"{key.shape[-2]} vs {value.shape[-2]}")
-    if attn_mask is not None and attn_mask.requires_grad and torch.is_grad_enabled():
-        raise Unsupported("scaled_dot_product_attention: a gradient for attn_mask is not "
-                          "implemented; pass attn_mask.detach()")
+    if (attn_mask is not None and attn_mask.requires_grad and torch.is_grad_enabled()
+            and dropout_p > 0.0):
+        raise Unsupported("scaled_dot_product_attention: a gradient for attn_mask with "
+                          "dropout is not implemented; pass attn_mask.detach()")
     q, k, v, lead = _broadcast_qkv(query, key, value, enable_gqa)
     sq, sk, dk, dv = q.shape[2], k.shape[2], q.shape[3], v.shape[3]
     mask, causal = _mask_and_causal(attn_mask, is_causal, q, lead, sq, sk)

@@ -188,12 +188,12 @@ def gather(input: torch.Tensor, dim: int, index: torch.Tensor, *,
            sparse_grad: bool = False) -> torch.Tensor:
     """torch.gather; the backward is a deterministic scatter-add."""
     d = normalize_dim(dim, input.dim(), "gather")
+    if index.numel() == 0:
+        # torch accepts an empty index of any rank, extents and dtype: an empty result,
+        # still in the graph so the input's gradient is zeros
+        return input.reshape(-1)[:0].reshape(index.shape).clone()
     _check_gather_shapes(input, d, index, "gather")
     _check_index(index, input.shape[d] if input.dim() else 1, "gather", d)
-    if index.numel() == 0:
-        # torch accepts an empty index of any extents (the plan checks them against the
-        # input): an empty result, still in the graph so the input's gradient is zeros
-        return input.reshape(-1)[:0].reshape(index.shape).clone()
     return _gather(input, d, index)
 
 
@@ -212,6 +212,11 @@ def take_along_dim(input: torch.Tensor, indices: torch.Tensor,
     b = list(torch.broadcast_shapes(shape_i, shape_x))
     bi, bx = list(b), list(b)
     bi[d], bx[d] = indices.shape[d], input.shape[d]
+    if indices.dtype in (torch.int32, torch.int64):
+        # torch wraps negative indices along dim (not when dim is None); on the device,
+        # no sync
+        n = input.shape[d] if input.dim() else 1
+        indices = torch.where(indices < 0, indices + n, indices)
     return gather(input.expand(bx), d, indices.expand(bi))
 
 
@@ -230,16 +235,10 @@ def _sr_autograd(ctx, grad):
         g_self = grad.masked_fill(hit > 0, 0)
     else:
         g_self = grad
-    if kind in ("assign", "sum"):
-        g_src = _gather(grad, dim, index) * ctx.alpha if kind == "sum" else _gather(grad, dim,
-                                                                                     index)
-        if kind == "assign":  # only the element that won (the last duplicate) gets gradient
-            pos = torch.arange(index.shape[dim] if index.dim() else 1, device=index.device)
-            view = [1] * max(index.dim(), 1)
-            view[dim] = -1
-            pos = pos.view(view).expand(index.shape).to(src.dtype)
-            last = _scatter_raw(None, dim, index, pos, shape, "amax", False, 1.0)
-            g_src = torch.where(_gather(last, dim, index) == pos, g_src, 0)
+    if kind == "assign":  # torch's formula: every source element, duplicates too
+        g_src = _gather(grad, dim, index)
+    elif kind == "sum":
+        g_src = _gather(grad, dim, index) * ctx.alpha
     elif kind == "mean":
         n = hit + (1 if ctx.include_self else 0)
         g = grad / n.clamp_min(1)
@@ -255,8 +254,20 @@ def _sr_autograd(ctx, grad):
         g = grad / cnt.clamp_min(1)
         g_self = torch.where(hit > 0, torch.where(self_hit, g, 0), grad)
         g_src = _gather(g, dim, index) * src_hit
-    else:
-        raise NotImplementedError("baracuda scatter_reduce: the prod gradient is not supported")
+    else:  # prod, torch's formula: exclusive products, zeros handled without dividing by 0
+        srcv = src[tuple(slice(0, e) for e in index.shape)]
+        masked_self = self_.masked_fill(self_ == 0, 1)
+        res = _scatter_raw(masked_self, dim, index, srcv, shape, "prod", ctx.include_self, 1.0)
+        g_self = grad * res / masked_self
+        if not ctx.include_self:
+            g_self = g_self.masked_fill(hit > 0, 0)
+        src_zero = srcv == 0
+        zeros = _scatter_raw(None, dim, index, src_zero.to(src.dtype), shape, "sum", False, 1.0)
+        single = src_zero & (_gather(zeros, dim, index) == 1)
+        res1 = _scatter_raw(self_, dim, index, srcv.masked_fill(single, 1), shape, "prod",
+                            ctx.include_self, 1.0)
+        g_src = torch.where(single, _gather(grad * res1, dim, index),
+                            _gather(grad * out, dim, index) / srcv.masked_fill(src_zero, 1))
     return g_self, None, None, _pad_to(g_src, src.shape), None, None, None, None
 
 
@@ -290,14 +301,16 @@ def scatter(input: torch.Tensor, dim: int, index: torch.Tensor, src=None, *, val
             reduce: str | None = None) -> torch.Tensor:
     """torch.scatter (src tensor or scalar value); duplicates: the last index wins
     (deterministic, where torch leaves it unspecified)."""
-    if reduce is not None:
-        raise NotImplementedError("baracuda scatter: reduce= is deprecated in torch; use "
-                                  "scatter_reduce")
+    kind = "assign"
+    if reduce is not None:  # deprecated in torch, still computed: scatter_reduce's sum / prod
+        if reduce not in ("add", "multiply"):
+            raise RuntimeError("reduce argument must be either add or multiply.")
+        kind = "sum" if reduce == "add" else "prod"
     if src is None:
         src = value
     if not isinstance(src, torch.Tensor):
-        src = torch.full(index.shape, float(src), dtype=input.dtype, device=input.device)
-    return _scatter_call("scatter", input, dim, index, src, "assign")
+        src = torch.full(index.shape, src, dtype=input.dtype, device=input.device)
+    return _scatter_call("scatter", input, dim, index, src, kind)
 
 
 def scatter_add(input: torch.Tensor, dim: int, index: torch.Tensor,
@@ -344,17 +357,10 @@ def _iu_setup(ctx, inputs, output):
 def _iu_autograd(ctx, grad):
     (index,) = ctx.saved_tensors
     g_src = _index_select(grad, ctx.dim, index)
-    if ctx.copy:  # overwritten rows get no gradient; only the winning duplicate's source does
+    if ctx.copy:
+        # torch's formula: overwritten rows get none, and every source row (each duplicate
+        # too) gets the gradient at its destination
         g_in = _index_update(grad, ctx.dim, index, torch.zeros_like(g_src), 1.0, True)
-        k = index.numel()
-        pos = torch.arange(k, device=index.device, dtype=torch.float64)  # exact positions
-        n = grad.shape[ctx.dim] if grad.dim() else 1
-        winner = _index_update(torch.full((n,), -1.0, dtype=torch.float64, device=grad.device),
-                               0, index, pos, 1.0, True)
-        keep = (winner.index_select(0, index) == pos).to(grad.dtype)
-        view = [1] * max(grad.dim(), 1)
-        view[ctx.dim] = -1
-        g_src = g_src * keep.view(view).reshape(view)
     else:
         g_in = grad
         g_src = g_src * ctx.alpha

@@ -40,20 +40,47 @@ _masked_fill = define_op("masked_fill", _mf_fwd, _mf_fake, backward=_mf_autograd
                          setup_context=_mf_setup)
 
 
+def _scalar(x: torch.Tensor, value):
+    return float(value) if x.is_floating_point() else int(value)
+
+
+def _mft_fwd(x: torch.Tensor, mask: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    # a 0-dim value is read on the host, as torch's masked_fill does
+    return _mf_fwd(x, mask, _scalar(x, value.item()))
+
+
+def _mft_fake(x, mask, value):
+    return torch.empty(x.shape, dtype=x.dtype, device=x.device)
+
+
+def _mft_setup(ctx, inputs, output):
+    ctx.save_for_backward(inputs[1])
+    ctx.value_dtype = inputs[2].dtype
+
+
+def _mft_autograd(ctx, grad):
+    (mask,) = ctx.saved_tensors
+    # the value's gradient: the upstream gradient summed over the masked positions
+    g_value = _masked_fill(grad, mask.logical_not(), 0.0).sum().to(ctx.value_dtype)
+    return _masked_fill(grad, mask, 0.0), None, g_value
+
+
+_masked_fill_tensor = define_op("masked_fill_tensor", _mft_fwd, _mft_fake,
+                                backward=_mft_autograd, setup_context=_mft_setup)
+
+
 def masked_fill(input: torch.Tensor, mask: torch.Tensor, value) -> torch.Tensor:
     """torch.masked_fill (out of place); mask broadcasts (stride-0 views, no copies)."""
     if mask.dtype != torch.bool:
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
                            f"{mask.dtype}")
+    shape = torch.broadcast_shapes(input.shape, mask.shape)
     if isinstance(value, torch.Tensor):
         if value.dim() != 0:
             raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but "
                                f"got tensor with {value.dim()} dimension(s).")
-        value = value.item()
-    shape = torch.broadcast_shapes(input.shape, mask.shape)
-    out = _masked_fill(input.expand(shape), mask.expand(shape), float(value)
-                       if input.is_floating_point() else int(value))
-    return out
+        return _masked_fill_tensor(input.expand(shape), mask.expand(shape), value)
+    return _masked_fill(input.expand(shape), mask.expand(shape), _scalar(input, value))
 
 
 def one_hot(tensor: torch.Tensor, num_classes: int = -1) -> torch.Tensor:
@@ -180,9 +207,9 @@ def masked_scatter(input: torch.Tensor, mask: torch.Tensor,
     if source.dtype != input.dtype:
         raise RuntimeError("masked_scatter: expected self and source to have same dtypes but "
                            f"got {input.dtype} and {source.dtype}")
-    m = mask.expand(input.shape)
+    shape = torch.broadcast_shapes(input.shape, mask.shape)  # both broadcast, as in torch
+    m = mask.expand(shape)
     if int(m.sum()) > source.numel():
         raise RuntimeError("masked_scatter: expected source to have at least as many elements "
                            "as there are ones in mask")
-    out = _masked_scatter(input, m, source.reshape(-1))
-    return out
+    return _masked_scatter(input.expand(shape), m, source.reshape(-1))
