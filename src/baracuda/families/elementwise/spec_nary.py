@@ -147,7 +147,9 @@ class BinarySpec(PlanSpec):
                 exact = not out.is_float or (not compute.is_float)
                 native = torch.promote_types(desc.a_element.torch_dtype,
                                              desc.b_element.torch_dtype)
-                if desc.kind is BinaryKind.NEXTAFTER:
+                if desc.kind is BinaryKind.NEXTAFTER or (
+                        desc.kind is BinaryKind.DIV_TRUNC and out.is_float):
+                    # torch truncates the quotient as its own type holds it (rounded first)
                     return {"y": ref.forward(fn, [args.a, args.b], out, native=out.torch_dtype)}
                 if exact:
                     return {"y": ref.forward(fn, [args.a, args.b], out, native=native)}
