@@ -46,6 +46,22 @@ def _none_if_empty(t, needed):
 # -- unary ----------------------------------------------------------------------------------------
 
 
+def _define_x_op(name, fw, fake, bw, bw_fake):
+    """A forward op whose backward reads only x (its first input) and the forward's trailing
+    options (kind, params, dim), and the backward op it calls."""
+    backward = define_op(f"{name}_backward", bw, bw_fake)
+
+    def setup(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+        ctx.options = tuple(inputs[1:])
+
+    def grad(ctx, dy):
+        (x,) = ctx.saved_tensors
+        return (backward(dy, x, *ctx.options), *(None for _ in ctx.options))
+
+    return define_op(name, fw, fake, backward=grad, setup_context=setup), backward
+
+
 def _unary_fw(x: torch.Tensor, kind: str) -> torch.Tensor:
     k = D.UnaryKind(kind)
     # empty_like keeps a dense input's layout (a transposed view stays one flat pass), as torch
@@ -70,21 +86,8 @@ def _unary_bw_fake(dy: torch.Tensor, x: torch.Tensor, kind: str) -> torch.Tensor
     return torch.empty_like(x)
 
 
-_unary_backward = define_op("ew_unary_backward", _unary_bw, _unary_bw_fake)
-
-
-def _unary_setup(ctx, inputs, output):
-    ctx.save_for_backward(inputs[0])
-    ctx.kind = inputs[1]
-
-
-def _unary_grad(ctx, grad):
-    (x,) = ctx.saved_tensors
-    return _unary_backward(grad, x, ctx.kind), None
-
-
-_unary = define_op("ew_unary", _unary_fw, _unary_fake, backward=_unary_grad,
-                   setup_context=_unary_setup)
+_unary, _unary_backward = _define_x_op("ew_unary", _unary_fw, _unary_fake, _unary_bw,
+                                        _unary_bw_fake)
 
 
 def _el(t: torch.Tensor) -> ElementKind:
@@ -121,21 +124,8 @@ def _uparam_bw_fake(dy, x, kind: str, params: list[float]) -> torch.Tensor:
     return torch.empty_like(x)
 
 
-_uparam_backward = define_op("ew_unary_param_backward", _uparam_bw, _uparam_bw_fake)
-
-
-def _uparam_setup(ctx, inputs, output):
-    ctx.save_for_backward(inputs[0])
-    ctx.kind, ctx.params = inputs[1], inputs[2]
-
-
-def _uparam_grad(ctx, grad):
-    (x,) = ctx.saved_tensors
-    return _uparam_backward(grad, x, ctx.kind, ctx.params), None, None
-
-
-_uparam = define_op("ew_unary_param", _uparam_fw, _uparam_fake, backward=_uparam_grad,
-                    setup_context=_uparam_setup)
+_uparam, _uparam_backward = _define_x_op("ew_unary_param", _uparam_fw, _uparam_fake,
+                                         _uparam_bw, _uparam_bw_fake)
 
 
 # -- binary ---------------------------------------------------------------------------------------
@@ -541,18 +531,5 @@ def _gated_bw_fake(dy, x, kind: str, dim: int) -> torch.Tensor:
     return torch.empty_like(x)
 
 
-_gated_backward = define_op("ew_gated_backward", _gated_bw, _gated_bw_fake)
-
-
-def _gated_setup(ctx, inputs, output):
-    ctx.save_for_backward(inputs[0])
-    ctx.kind, ctx.dim = inputs[1], inputs[2]
-
-
-def _gated_grad(ctx, grad):
-    (x,) = ctx.saved_tensors
-    return _gated_backward(grad, x, ctx.kind, ctx.dim), None, None
-
-
-_gated = define_op("ew_gated", _gated_fw, _gated_fake, backward=_gated_grad,
-                   setup_context=_gated_setup)
+_gated, _gated_backward = _define_x_op("ew_gated", _gated_fw, _gated_fake, _gated_bw,
+                                       _gated_bw_fake)
