@@ -113,3 +113,4 @@ def test_clamped_variance_keeps_nan():
     out = torch.empty_like(v)
     _clamp_kernel[(1,)](v, out, N=4)
     assert out[:3].tolist() == [0.0, 0.0, 2.5] and out[3].isnan()
+

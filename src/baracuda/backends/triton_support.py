@@ -61,6 +61,22 @@ SQRT_2_OVER_PI = tl.constexpr(0.7978845608028654)
 
 
 @triton.jit
+def round_to(v, TY: tl.constexpr):
+    """Float v rounded once, to nearest even, to float type TY. f64 into a half goes through
+    f32, as torch's conversion does (c10's Half / BFloat16 are built from a float). The
+    interpreter truncates f32 to bf16 (and reads an f64 cast to bf16 as an integer's bits), so
+    there the rounding is done on the bits; on the GPU `.to` rounds to nearest even."""
+    if v.dtype == tl.float64 and (TY == tl.float16 or TY == tl.bfloat16):
+        v = v.to(tl.float32)
+    if INTERP and TY == tl.bfloat16 and v.dtype == tl.float32:
+        bits = v.to(tl.uint32, bitcast=True)
+        r = bits + 0x7FFF + ((bits >> 16) & 1)
+        r = tl.where(v != v, bits | 0x400000, r)  # a NaN stays a (quiet) NaN
+        return (r >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True)
+    return v.to(TY)
+
+
+@triton.jit
 def gelu_erf(x):
     return 0.5 * x * (1.0 + tl.math.erf(x * SQRT1_2))
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ...backends.triton_support import join_f64
+from ...backends.triton_support import join_f64, round_to
 from .codes import T_WHERE
-from .ops import apply_unary, grad_unary, round_to
+from .ops import apply_unary, grad_unary
 from .ops_nary import apply_binary, apply_ternary, grad_binary, grad_ternary
 
 
@@ -65,7 +65,7 @@ def _off(c0, c1, c2, c3, s0, s1, s2, s3, MODE: tl.constexpr):
 
 @triton.jit
 def _out(v, ptr):
-    """v as the output's element type (floats rounded once, to nearest even: `ops.round_to`)."""
+    """v as the output's element type (floats rounded once, to nearest even: `round_to`)."""
     ty = ptr.dtype.element_ty
     if ty == tl.int1:
         return v != 0

@@ -9,7 +9,6 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ...backends.triton_support import INTERP
 from ...backends.triton_support import gelu_erf as _gelu
 from ...backends.triton_support import gelu_erf_grad as _gelu_grad
 from ...backends.triton_support import gelu_tanh as _gelu_tanh
@@ -21,22 +20,6 @@ from .codes import *  # noqa: F403
 
 SELU_ALPHA = tl.constexpr(1.6732632423543772848170429916717)
 SELU_SCALE = tl.constexpr(1.0507009873554804934193349852946)
-
-
-@triton.jit
-def round_to(v, TY: tl.constexpr):
-    """Float v rounded once, to nearest even, to float type TY. f64 into a half goes through
-    f32, as torch's conversion does (c10's Half / BFloat16 are built from a float). The
-    interpreter truncates f32 to bf16 (and reads an f64 cast to bf16 as an integer's bits), so
-    there the rounding is done on the bits; on the GPU `.to` rounds to nearest even."""
-    if v.dtype == tl.float64 and (TY == tl.float16 or TY == tl.bfloat16):
-        v = v.to(tl.float32)
-    if INTERP and TY == tl.bfloat16 and v.dtype == tl.float32:
-        bits = v.to(tl.uint32, bitcast=True)
-        r = bits + 0x7FFF + ((bits >> 16) & 1)
-        r = tl.where(v != v, bits | 0x400000, r)  # a NaN stays a (quiet) NaN
-        return (r >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True)
-    return v.to(TY)
 
 
 @triton.jit

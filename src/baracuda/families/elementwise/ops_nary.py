@@ -9,7 +9,7 @@ import triton
 import triton.language as tl
 from triton.language.extra import libdevice
 
-from ...backends.triton_support import INTERP
+from ...backends.triton_support import INTERP, round_to
 from . import special as S
 from .codes import *  # noqa: F403
 from .ops import (
@@ -21,7 +21,6 @@ from .ops import (
     _silu,
     _silu_grad,
     pow_any,
-    round_to,
 )
 
 
