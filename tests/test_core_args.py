@@ -69,3 +69,14 @@ def test_when_false_forbids_the_field():
 def test_unknown_stride_rule_is_refused_at_declaration():
     with pytest.raises(ValueError, match="strides must be"):
         operand("shape", strides="rows")
+
+
+def test_first_out_of_range_reports_the_first_bad_value_and_skips_ignore():
+    from baracuda.core.validate import first_out_of_range
+
+    idx = torch.tensor([3, 0, -100, 7, 9, -1])
+    assert first_out_of_range(idx, 8) == -100
+    assert first_out_of_range(idx, 8, ignore=-100) == 9
+    assert first_out_of_range(torch.tensor([0, 7]), 8) is None
+    assert first_out_of_range(torch.tensor([], dtype=torch.int64), 0) is None
+    assert first_out_of_range(torch.tensor([-100, -100]), 2, ignore=-100) is None

@@ -242,3 +242,19 @@ def check_workspace(who: str, workspace: torch.Tensor | None, needed: int) -> No
     got = 0 if workspace is None else workspace.numel() * workspace.element_size()
     if got < needed:
         raise WorkspaceTooSmall(who, needed, got)
+
+
+def first_out_of_range(index: torch.Tensor, n: int, ignore: int | None = None) -> int | None:
+    """The first value of an integer `index` outside [0, n) (skipping `ignore`), or None.
+    Reads the device, so the torch functions call it on CPU tensors (and where torch itself
+    checks on the host); CUDA kernels assert on the device instead."""
+    if index.numel() == 0:
+        return None
+    valid = None if ignore is None else index != ignore
+    lo, hi = torch.aminmax(index if valid is None else torch.where(valid, index, 0))
+    if int(lo) >= 0 and int(hi) < n:
+        return None
+    bad = (index < 0) | (index >= n)
+    if valid is not None:
+        bad &= valid
+    return int(index[bad].flatten()[0])

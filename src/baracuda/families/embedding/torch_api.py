@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from ...backends.torch_ops import define_op, run_plan
+from ...core import validate as V
 from . import descriptors as D
 from .plans import EmbeddingBackwardPlan, EmbeddingPlan, EmbeddingRenormPlan
 from .plans_bag import EmbeddingBagPlan
@@ -29,10 +30,8 @@ def _flat(indices: torch.Tensor) -> torch.Tensor:
 
 
 def _check_range(indices: torch.Tensor, v: int) -> None:
-    if indices.numel():
-        lo, hi = torch.aminmax(indices)  # one reduction and one sync
-        if int(lo) < 0 or int(hi) >= v:
-            raise IndexError("index out of range in self")
+    if V.first_out_of_range(indices, v) is not None:  # one reduction and one sync
+        raise IndexError("index out of range in self")
 
 
 def _forward(input: torch.Tensor, weight: torch.Tensor, padding_idx: int) -> torch.Tensor:

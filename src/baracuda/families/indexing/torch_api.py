@@ -13,6 +13,7 @@ import math
 import torch
 
 from ...backends.torch_ops import define_op, normalize_dim, run_plan
+from ...core import validate as V
 from . import descriptors as D
 from .plans import (
     GatherPlan,
@@ -36,22 +37,11 @@ def _lines(t: torch.Tensor) -> torch.Tensor:
 
 
 # -- index_select ---------------------------------------------------------------------------
-def _out_of_range(index: torch.Tensor, n: int) -> int | None:
-    """The first index outside [0, n), read on the host inside the custom op (one sync;
-    opaque to torch.compile, so graphs stay whole)."""
-    if index.numel() == 0:
-        return None
-    lo, hi = torch.aminmax(index)
-    if int(lo) >= 0 and int(hi) < n:
-        return None
-    return int(index[(index < 0) | (index >= n)].flatten()[0])
-
-
 def _is_fwd(x: torch.Tensor, dim: int, index: torch.Tensor) -> torch.Tensor:
     xl = _lines(x)
     idx = index.reshape(-1)
     # on CUDA the gather kernel asserts on the device, as torch's does: no host sync
-    if not idx.is_cuda and _out_of_range(idx, xl.shape[dim]) is not None:
+    if not idx.is_cuda and V.first_out_of_range(idx, xl.shape[dim]) is not None:
         raise IndexError("index out of range in self")
     desc = D.IndexSelectDescriptor(tuple(xl.shape), dim, idx.shape[0], x.dtype, idx.dtype)
     out = x.new_empty(desc.out_shape)
@@ -115,7 +105,7 @@ def _check_index(index: torch.Tensor, n: int, who: str, dim: int) -> None:
 
 
 def _check_bounds(index: torch.Tensor, n: int, dim: int) -> None:
-    bad = _out_of_range(index, n)
+    bad = V.first_out_of_range(index, n)
     if bad is not None:
         raise RuntimeError(f"index {bad} is out of bounds for dimension {dim} with size {n}")
 
@@ -334,9 +324,7 @@ def _iu_fwd(x: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor
     xl, sl = _lines(x), _lines(source)
     idx = index.reshape(-1)
     n = xl.shape[dim]
-    bad = _out_of_range(idx, n)
-    if bad is not None:
-        raise RuntimeError(f"index {bad} is out of bounds for dimension {dim} with size {n}")
+    _check_bounds(idx, n, dim)
     out = torch.empty_like(xl)
     desc = D.IndexUpdateDescriptor(tuple(xl.shape), dim, idx.shape[0], x.dtype, idx.dtype)
     run_plan(IndexCopyPlan if copy else IndexAddPlan, desc,

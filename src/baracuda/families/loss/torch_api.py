@@ -20,6 +20,7 @@ from torch.nn import _reduction as _Reduction
 
 from ...backends.torch_ops import define_op, run_plan
 from ...backends.triton_support import sm_count
+from ...core import validate as V
 from .kernels import scale_unless_one_kernel
 from .plans import (
     CrossEntropyLossBackwardPlan,
@@ -53,10 +54,9 @@ def _check_targets(input: torch.Tensor, target: torch.Tensor, ignore_index: int)
     ignore_index. CUDA kernels assert on the device instead (no sync per call)."""
     if target.is_cuda or target.is_floating_point() or target.numel() == 0 or input.dim() == 0:
         return
-    classes = input.shape[1 if input.dim() >= 2 else 0]
-    bad = (target != ignore_index) & ((target < 0) | (target >= classes))
-    if bool(bad.any()):
-        raise IndexError(f"Target {int(target[bad].flatten()[0])} is out of bounds.")
+    bad = V.first_out_of_range(target, input.shape[1 if input.dim() >= 2 else 0], ignore_index)
+    if bad is not None:
+        raise IndexError(f"Target {bad} is out of bounds.")
 
 
 def _weight_grad_refused(fn: str, weight: torch.Tensor | None) -> None:
