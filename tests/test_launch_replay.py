@@ -174,3 +174,165 @@ def test_every_kernel_module_loads_with_the_package():
                for v in vars(mod).values()):  # defined there, not imported from elsewhere
             late.append(info.name)
     assert not late, f"kernel modules not loaded by `import baracuda`: {late}"
+
+
+# -- op-level replay (EagerOp._run): a fake kernel on CPU memory stands in for Triton ---------
+
+class _FakeKernel:
+    """A 'compiled kernel' whose launcher scales n floats from one address into another, so
+    replays are checked on real memory; every launch is counted by Triton's enter hook and
+    recorded the way the fast launcher records (`Recording.add`)."""
+
+    function = packed_metadata = None
+
+    def __init__(self):
+        self.launches = 0
+
+    def run(self, g0, g1, g2, stream, function, packed, meta, enter, leave, x, y, n, scale):
+        import ctypes
+
+        src = (ctypes.c_float * n).from_address(x)
+        dst = (ctypes.c_float * n).from_address(y)
+        for i in range(n):
+            dst[i] = src[i] * scale
+        self.launches += 1
+
+    def launch(self, x: torch.Tensor, y: torch.Tensor, scale: float) -> None:
+        from triton import knobs
+
+        args = (x, y, x.numel(), scale)
+        knobs.runtime.launch_enter_hook(None)
+        rec = lr.active()
+        if rec is not None:
+            rec.add(None, self, (1,), args)
+        self.run(1, 1, 1, 0, None, None, None, None, None, x.data_ptr(), y.data_ptr(),
+                 x.numel(), scale)
+
+
+_KERNEL = _FakeKernel()
+_aten = torch.ops.aten
+_IMPL_CALLS = []
+
+
+def _scale_impl(x: torch.Tensor, scale: float, mode: str) -> torch.Tensor:
+    _IMPL_CALLS.append(mode)
+    # aten's allocators directly: tests/memcheck.py's poisoned torch.empty fills (aten work)
+    if mode == "view":  # the output is a view of a larger allocation
+        y = _aten.empty.memory_format([x.numel() + 8], dtype=x.dtype, device=x.device)[8:]
+        _KERNEL.launch(x, y, scale)
+        return y.view(x.shape)
+    y = _aten.empty_like.default(x)
+    _KERNEL.launch(x, y, scale)
+    if mode == "aten":
+        y.add_(0)  # work outside the launches: never replayable
+    if mode == "foreign":
+        return _FOREIGN
+    return y
+
+
+_FOREIGN = torch.zeros(3)
+
+
+def _scale_fake(x: torch.Tensor, scale: float, mode: str) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+_scale_op = None
+
+
+def _op(monkeypatch):
+    global _scale_op
+    from baracuda.backends import torch_ops
+
+    if _scale_op is None:
+        _scale_op = torch_ops.define_op("test_fake_scale", _scale_impl, _scale_fake)
+    monkeypatch.setattr(torch_ops, "interpreter_active", lambda: False)
+    monkeypatch.setattr(lr, "_current_device", lambda: 0)
+    monkeypatch.setattr(lr, "_raw_stream", lambda d: 0)
+    _scale_op._replays.clear()
+    _IMPL_CALLS.clear()
+    return _scale_op
+
+
+@pytest.mark.parametrize("mode", ["plain", "view"])
+def test_op_replay_allocates_and_launches_without_the_implementation(monkeypatch, mode):
+    op = _op(monkeypatch)
+    for i in range(5):
+        x = torch.randn(3, 7 + 0 * i)
+        y = op(x, 2.5, mode)
+        torch.testing.assert_close(y, x * 2.5)
+        assert y.shape == x.shape and y.data_ptr() != x.data_ptr()
+    assert len(_IMPL_CALLS) == 2  # the first call runs, the second records, the rest replay
+    assert lr.OUTCOMES["test_fake_scale"] is None
+    # another signature (shape, scale, the sign of a zero) is its own entry
+    x = torch.randn(2, 5)
+    torch.testing.assert_close(op(x, -1.0, mode), -x)
+    for s in (0.0, -0.0):
+        op(x, s, mode), op(x, s, mode)
+        out = op(x, s, mode)
+        assert torch.equal(torch.signbit(out), torch.signbit(x * s))
+    assert len(_IMPL_CALLS) == 2 + 1 + 4
+
+
+@pytest.mark.parametrize("mode,why", [("aten", "aten op"), ("foreign", "output")])
+def test_op_replay_refuses_work_it_cannot_repeat(monkeypatch, mode, why):
+    op = _op(monkeypatch)
+    x = torch.randn(4, 4)
+    for _ in range(4):
+        op(x, 3.0, mode)
+    assert len(_IMPL_CALLS) == 4  # refused: every call takes the implementation
+    assert why in lr.OUTCOMES["test_fake_scale"]
+
+
+def test_op_replay_yields_on_another_device(monkeypatch):
+    op = _op(monkeypatch)
+    x = torch.randn(6)
+    for _ in range(3):
+        op(x, 2.0, "plain")
+    monkeypatch.setattr(lr, "_current_device", lambda: 1)
+    torch.testing.assert_close(op(x, 2.0, "plain"), x * 2)
+    assert len(_IMPL_CALLS) == 3  # the replay declined; the implementation ran
+
+
+@pytest.mark.gpu
+def test_op_replay_on_the_gpu_matches_torch_forward_and_backward():
+    """The host-cost path: after two calls of a signature, the custom ops of an eager step
+    replay whole (allocations and launches); every later call, on fresh tensors, forward and
+    backward, must still equal torch."""
+
+    import baracuda.torch as bt
+
+    def step(lib, x, w, labels):
+        h = lib.rms_norm(x, (x.shape[-1],), w, 1e-6)
+        h = lib.add(lib.silu(h), x)
+        h = lib.layer_norm(lib.softmax(h, -1) * 0 + h, (h.shape[-1],))
+        return lib.cross_entropy(h, labels)
+
+    for _ in range(5):
+        x = torch.randn(24, 333, device="cuda", requires_grad=True)
+        w = torch.randn(333, device="cuda", requires_grad=True)
+        labels = torch.randint(0, 333, (24,), device="cuda")
+        loss = step(bt, x, w, labels)
+        gx, gw = torch.autograd.grad(loss, (x, w))
+        ref = step(_TorchStep, x, w, labels)
+        rx, rw = torch.autograd.grad(ref, (x, w))
+        torch.testing.assert_close(loss, ref)
+        torch.testing.assert_close(gx, rx)
+        torch.testing.assert_close(gw, rw)
+        with torch.no_grad():
+            torch.testing.assert_close(bt.add(x, w), x + w)
+    for op in ("ew_binary", "ew_unary", "softmax", "rms_norm", "layer_norm", "cross_entropy",
+               "ew_binary_backward", "ew_unary_backward", "softmax_backward",
+               "rms_norm_backward", "layer_norm_backward", "cross_entropy_backward"):
+        assert lr.OUTCOMES.get(op, "not recorded") is None, (op, lr.OUTCOMES.get(op))
+
+
+class _TorchStep:
+    import torch.nn.functional as F
+
+    rms_norm = staticmethod(F.rms_norm)
+    add = staticmethod(torch.add)
+    silu = staticmethod(F.silu)
+    layer_norm = staticmethod(F.layer_norm)
+    softmax = staticmethod(torch.softmax)
+    cross_entropy = staticmethod(F.cross_entropy)

@@ -56,10 +56,12 @@ def _chain_busy(hook) -> bool:
 
 
 class Recording:
-    """What one plan call launched: (direct C launcher or None, compiled kernel, grid, args)."""
+    """What one call launched: (direct C launcher or None, compiled kernel, grid, args); with
+    `allocate`, also the tensors it allocated (an op-level recording, `record_op`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, allocate: bool = False) -> None:
         self.launches: list[tuple] = []
+        self.allocations: list[torch.Tensor] | None = [] if allocate else None
         self.hook_count = 0
         self.refusal: str | None = None
 
@@ -74,6 +76,14 @@ class Recording:
         self.hook_count += 1
 
 
+_aten = torch.ops.aten
+#: the allocations an op-level recording replays (fresh memory whose contents the launches
+#: write; nothing reads it before)
+_ALLOCATORS = frozenset((_aten.empty.memory_format, _aten.empty_strided.default,
+                         _aten.empty_like.default, _aten.new_empty.default,
+                         _aten.new_empty_strided.default))
+
+
 class _ViewsOnly(TorchDispatchMode):
     """Refuses the recording on any aten op that is not a pure view (allocations, fills,
     in-place updates, copies, host reads): work outside Triton launches would be missing
@@ -84,10 +94,15 @@ class _ViewsOnly(TorchDispatchMode):
         self._recording = recording
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        rec = self._recording
+        if rec.allocations is not None and func in _ALLOCATORS:
+            rec.allocations.append(out)
+            return out
         returns = func._schema.returns
         if not returns or any(r.alias_info is None or r.alias_info.is_write for r in returns):
-            self._recording.refuse(f"aten op {func} during the launch")
-        return func(*args, **(kwargs or {}))
+            rec.refuse(f"aten op {func} during the launch")
+        return out
 
 
 #: Why the last recording of each candidate (by name) was refused; None when it replays.
@@ -99,16 +114,42 @@ def record(name: str, launch, slots: list[torch.Tensor | None]) -> Program | Non
     the call cannot be replayed (the reason goes to OUTCOMES[name]). `slots` are the tensors a
     pointer may point into, in the order `Program.replay` receives their base pointers."""
     rec = Recording()
+    _capture(rec, launch)
+    program = None if rec.refusal is not None else Program.build(rec, slots, _current_device())
+    if program is None and rec.refusal is None:
+        rec.refuse("a pointer outside the arguments and the workspace, or in two of them")
+    OUTCOMES[name] = rec.refusal
+    return program
+
+
+def record_op(name: str, run, inputs: list[torch.Tensor]):
+    """Run a whole custom-op implementation `run()` once (for real) while recording its
+    allocations and launches; return (its output, an `OpProgram` or None). The program
+    replays the call for other tensors of the same signature: the same allocations, the same
+    launches with re-based pointers, the same outputs. Every plan the implementation runs
+    must be `replayable` (`run_plan` refuses the recording otherwise)."""
+    rec = Recording(allocate=True)
+    out = _capture(rec, run)
+    program = None
+    if rec.refusal is None:
+        program = OpProgram.build(rec, inputs, out, _current_device())
+    OUTCOMES[name] = rec.refusal
+    return out, program
+
+
+def _capture(rec: Recording, run):
+    """run() with `rec` as this thread's recording, its launches counted by Triton's hook and
+    its aten ops watched; the refusal (if any) is left in rec."""
     enter = knobs.runtime.launch_enter_hook
     counting = hasattr(enter, "add")
     if counting:
         enter.add(rec._count)
-    _STATE.recording = rec
+    outer, _STATE.recording = active(), rec
     try:
         with _ViewsOnly(rec):
-            launch()
+            out = run()
     finally:
-        _STATE.recording = None
+        _STATE.recording = outer
         if counting:
             enter.remove(rec._count)
     if not counting:
@@ -117,11 +158,7 @@ def record(name: str, launch, slots: list[torch.Tensor | None]) -> Program | Non
         rec.refuse(f"{rec.hook_count} Triton launches, {len(rec.launches)} recorded")
     if not rec.launches:
         rec.refuse("no launch")
-    program = None if rec.refusal is not None else Program.build(rec, slots, _current_device())
-    if program is None and rec.refusal is None:
-        rec.refuse("a pointer outside the arguments and the workspace, or in two of them")
-    OUTCOMES[name] = rec.refusal
-    return program
+    return out
 
 
 def _current_device() -> int:
@@ -147,32 +184,8 @@ class Program:
 
     @staticmethod
     def build(rec: Recording, slots: list[torch.Tensor | None], device: int) -> Program | None:
-        ranges = [(lo, hi - lo) for lo, hi in (byte_span(t) for t in slots if t is not None)]
-        index = [i for i, t in enumerate(slots) if t is not None]
-        launches = []
-        for direct, compiled, grid, args in rec.launches:
-            template = list(args)
-            patches = []
-            for i, a in enumerate(args):
-                if not isinstance(a, torch.Tensor):
-                    continue
-                p = a.data_ptr()
-                owners = [k for k, (base, n) in enumerate(ranges) if base <= p < base + n]
-                if len(owners) != 1:
-                    return None  # foreign, empty or ambiguous pointer: no replay
-                k = owners[0]
-                patches.append((i, index[k], p - ranges[k][0]))
-                template[i] = None
-            g = (*grid, 1, 1)[:3]
-            if direct is None:  # Triton's wrapper, which allocates the kernel's scratch
-                launcher = compiled.run
-                tail = (compiled.function, compiled.packed_metadata, None, None, None)
-            else:
-                launcher, cooperative, pdl = direct
-                tail = (compiled.function, cooperative, pdl, None, None,
-                        compiled.packed_metadata, None, None, None)
-            launches.append((launcher, g, tail, template, tuple(patches)))
-        return Program(device, launches)
+        launches = _rebased_launches(rec, slots)
+        return None if launches is None else Program(device, launches)
 
     def replay(self, bases: list[int]) -> bool:
         """Launch with the new base pointers; False (nothing launched) when the current device
@@ -186,3 +199,122 @@ class Program:
                 args[i] = bases[slot] + off
             launcher(*grid, stream, *tail, *args)
         return True
+
+
+def _rebased_launches(rec: Recording, slots: list[torch.Tensor | None]) -> list[tuple] | None:
+    """The recorded launches as (launcher, grid, fixed tail, arguments with pointers blanked,
+    (position, slot, byte offset) per pointer); None when a pointer lies in no slot or in
+    two (foreign, empty or ambiguous: no replay)."""
+    ranges = [(lo, hi - lo) for lo, hi in (byte_span(t) for t in slots if t is not None)]
+    index = [i for i, t in enumerate(slots) if t is not None]
+    launches = []
+    for direct, compiled, grid, args in rec.launches:
+        template = list(args)
+        patches = []
+        for i, a in enumerate(args):
+            if not isinstance(a, torch.Tensor):
+                continue
+            p = a.data_ptr()
+            owners = [k for k, (base, n) in enumerate(ranges) if base <= p < base + n]
+            if len(owners) != 1:
+                return None
+            k = owners[0]
+            patches.append((i, index[k], p - ranges[k][0]))
+            template[i] = None
+        g = (*grid, 1, 1)[:3]
+        if direct is None:  # Triton's wrapper, which allocates the kernel's scratch
+            launcher = compiled.run
+            tail = (compiled.function, compiled.packed_metadata, None, None, None)
+        else:
+            launcher, cooperative, pdl = direct
+            tail = (compiled.function, cooperative, pdl, None, None,
+                    compiled.packed_metadata, None, None, None)
+        launches.append((launcher, g, tail, template, tuple(patches)))
+    return launches
+
+
+#: OpProgram.replay's answer when it launched nothing (the caller takes the normal path)
+NOT_REPLAYED = object()
+
+
+class OpProgram:
+    """A whole op call: its allocations (shape, strides, dtype, device), its launches (as in
+    `Program`, slots = the input tensors then the allocations) and where each output comes
+    from: ("alloc", k), ("view", k, shape, strides, offset) of allocation k, or ("input", i)."""
+
+    def __init__(self, device: int, allocations: list[tuple], launches: list[tuple], outputs,
+                 single: bool):
+        self.device = device
+        self.allocations = allocations
+        self.launches = launches
+        self.outputs = outputs
+        self.single = single
+
+    @staticmethod
+    def build(rec: Recording, inputs: list[torch.Tensor], out, device: int) -> OpProgram | None:
+        allocs = rec.allocations
+        launches = _rebased_launches(rec, [*inputs, *allocs])
+        if launches is None:
+            rec.refuse("a pointer outside the inputs and the allocations, or in two of them")
+            return None
+        single = not isinstance(out, (tuple, list))
+        outputs = []
+        for t in ((out,) if single else out):
+            where = _source(t, inputs, allocs)
+            if where is None:
+                rec.refuse("an output that is neither an allocation, a view of one, nor an "
+                           "input")
+                return None
+            outputs.append(where)
+        specs = [(tuple(a.shape), a.stride() if not a.is_contiguous() else None, a.dtype,
+                  a.device) for a in allocs]
+        return OpProgram(device, specs, launches, tuple(outputs), single)
+
+    def replay(self, inputs: list[torch.Tensor]):
+        """The op's output for `inputs` (tensors of the recorded signature), or NOT_REPLAYED
+        (nothing launched) on another device or while a launch hook is installed."""
+        if _current_device() != self.device or hooks_installed():
+            return NOT_REPLAYED
+        allocs = [torch.empty(shape, dtype=dt, device=dev) if strides is None else
+                  torch.empty_strided(shape, strides, dtype=dt, device=dev)
+                  for shape, strides, dt, dev in self.allocations]
+        bases = [t.data_ptr() for t in inputs]
+        bases += [a.data_ptr() for a in allocs]
+        stream = _raw_stream(self.device)
+        for launcher, grid, tail, template, patches in self.launches:
+            args = template.copy()
+            for i, slot, off in patches:
+                args[i] = bases[slot] + off
+            launcher(*grid, stream, *tail, *args)
+        outs = [_rebuild(w, inputs, allocs) for w in self.outputs]
+        return outs[0] if self.single else tuple(outs)
+
+
+def _source(t, inputs, allocs):
+    if t is None:
+        return ("none",)
+    if not isinstance(t, torch.Tensor):
+        return None
+    for k, a in enumerate(allocs):
+        if t is a:
+            return ("alloc", k)
+    for i, x in enumerate(inputs):
+        if t is x:
+            return ("input", i)
+    if t.numel():
+        base = t.untyped_storage().data_ptr()
+        for k, a in enumerate(allocs):
+            if a.numel() and a.untyped_storage().data_ptr() == base:
+                return ("view", k, tuple(t.shape), t.stride(), t.storage_offset())
+    return None
+
+
+def _rebuild(where, inputs, allocs):
+    kind = where[0]
+    if kind == "alloc":
+        return allocs[where[1]]
+    if kind == "view":
+        return allocs[where[1]].as_strided(where[2], where[3], where[4])
+    if kind == "input":
+        return inputs[where[1]]
+    return None

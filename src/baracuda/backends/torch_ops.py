@@ -20,6 +20,7 @@ the same autograd formula.
 from __future__ import annotations
 
 import inspect
+import math
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -46,6 +47,9 @@ def run_plan(plan_cls: type[Plan], desc: Descriptor, args: Args,
     Triton launches with the new pointers (`backends.launch_replay`): host time per call is
     what bounds eager training steps.
     """
+    if launch_replay.active() is not None:
+        _run_recorded(plan_cls, desc, args, preference)
+        return
     sig, tensors, ptrs = _signature(args)
     key = (plan_cls, desc, preference, sig)
     entry = _TRUSTED.get(key) if sig is not None else None
@@ -85,11 +89,25 @@ def _first_call(plan_cls, desc, args, preference, sig, key, tensors) -> None:
                          program)
 
 
+def _run_recorded(plan_cls, desc, args, preference) -> None:
+    """run_plan inside an op-level recording (`EagerOp`): the plain launch path, which the
+    recording sees; a candidate that does more than Triton launches refuses the recording."""
+    plan = plan_cls.select(desc, preference)
+    if not getattr(plan.candidate, "replayable", False):
+        launch_replay.active().refuse(f"{type(plan.candidate).__name__} is not replayable")
+    n = plan.workspace_size()
+    ws = torch.empty(n, dtype=torch.uint8, device=_first_device(args)) if n else None
+    plan.run_trusted(args, ws)
+
+
 _TRUSTED: dict = {}
 #: BARACUDA_REPLAY=0 turns launch replay off (every call takes the normal launch path): for
 #: telling a replay fault from a kernel's own when debugging
 REPLAY = os.environ.get("BARACUDA_REPLAY", "1") != "0"
 _TRUSTED_LIMIT = 4096
+#: An op signature is recorded on its second call (one-off calls skip the recording's cost);
+#: BARACUDA_RECORD_FIRST=1 records on the first, so that tests exercise replays.
+RECORD_ON_FIRST_CALL = os.environ.get("BARACUDA_RECORD_FIRST", "0") == "1"
 
 
 def _signature(args: Args) -> tuple[tuple | None, list[torch.Tensor], list[int]]:
@@ -168,13 +186,15 @@ class EagerOp:
         self._n_params = len(sig.parameters)
         names = list(sig.parameters)
         self._mutated = tuple(names.index(a) for a in mutates_args)
+        self._replays: dict = {}
         self._function = None
+        run = self._run
         if backward is not None:
             # forward(ctx, *args) form: with a separate setup_context, Function.apply re-binds
             # the arguments through inspect.signature on every call (~15 us); these arrive
             # already bound.
             def forward_with_ctx(ctx, *args):
-                out = impl(*args)
+                out = run(args)
                 setup_context(ctx, args, out)
                 return out
 
@@ -204,11 +224,66 @@ class EagerOp:
             if self._function is None or any(args[i].requires_grad for i in self._mutated):
                 return self.custom_op(*args)  # torch's errors / in-place autograd rules apply
             return self._function.apply(*args)
-        out = self._impl(*args)
+        out = self._run(args)
         if self._mutated and _increment_version is not None:
             for i in self._mutated:
                 _increment_version(args[i])
         return out
+
+
+    def _run(self, args: tuple):
+        """The implementation on plain eager tensors, replayed per signature: the second call
+        of a signature is recorded (`launch_replay.record_op`: its allocations and Triton
+        launches; the first call compiles and selects, and may autotune), later calls
+        allocate and launch directly, skipping descriptors, plan lookup and argument checks,
+        which are functions of the signature."""
+        key, tensors = _call_key(args) if REPLAY else (None, None)
+        if key is None or launch_replay.active() is not None:  # nested: the outer records
+            return self._impl(*args)
+        entry = self._replays.get(key, _UNSEEN)
+        if entry is None:
+            return self._impl(*args)
+        if entry is _UNSEEN or entry is _SEEN:
+            if len(self._replays) >= _TRUSTED_LIMIT:
+                self._replays.clear()
+            if entry is _UNSEEN and RECORD_ON_FIRST_CALL is False:
+                self._replays[key] = _SEEN
+                return self._impl(*args)
+            if interpreter_active():
+                self._replays[key] = None
+                return self._impl(*args)
+            out, program = launch_replay.record_op(self.custom_op._name,
+                                                   lambda: self._impl(*args), tensors)
+            self._replays[key] = program
+            return out
+        out = entry.replay(tensors)
+        return self._impl(*args) if out is launch_replay.NOT_REPLAYED else out
+
+
+_UNSEEN = object()
+_SEEN = object()
+_KEY_SCALARS = (int, str, bool, torch.dtype, type(None))
+
+
+def _call_key(args: tuple) -> tuple[tuple | None, list[torch.Tensor]]:
+    """What an implementation may read of its arguments without a device sync: per tensor
+    its shape, strides, dtype, device and 16-byte alignment; other arguments by value (a
+    float with its sign, so -0.0 and 0.0 differ). None when an argument is something else."""
+    key = []
+    tensors = []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            key.append((a.shape, a.stride(), a.dtype, a.device, a.data_ptr() & 15))
+            tensors.append(a)
+        elif type(a) is float:
+            key.append((a, math.copysign(1.0, a)))
+        elif isinstance(a, _KEY_SCALARS):
+            key.append((type(a), a))
+        elif type(a) in (list, tuple) and all(type(v) in (int, float, bool) for v in a):
+            key.append((type(a), tuple((type(v), v, math.copysign(1.0, v)) for v in a)))
+        else:
+            return None, tensors
+    return tuple(key), tensors
 
 
 def normalize_dim(dim: int, rank: int, who: str) -> int:

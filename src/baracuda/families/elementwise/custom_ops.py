@@ -319,8 +319,13 @@ def unary_call(kind: D.UnaryKind, x: torch.Tensor) -> torch.Tensor:
 
 
 def _binary_call(kind: D.BinaryKind, input, other, alpha=1) -> torch.Tensor:
-    name = kind.value
-    numbers = BINARY[kind].numbers
+    name, numbers, promote = _BINARY_RULES[kind]
+    if (isinstance(input, torch.Tensor) and isinstance(other, torch.Tensor) and input.dim()
+            and other.dim()):
+        # the common case first (host time): no number operand and no 0-d tensor rule
+        if promote and not other.is_floating_point():
+            input = to_default_float(input)
+        return _binary(input, other, name, float(alpha), None)
     if numbers != "both":
         require_tensor(name, "input", 1, input)
         if numbers == "none":
@@ -340,9 +345,13 @@ def _binary_call(kind: D.BinaryKind, input, other, alpha=1) -> torch.Tensor:
             other = _scalar_tensor(other, like, result)
         if result in (torch.float16, torch.bfloat16):
             out_dtype = result  # the scalar was kept in f32; the result stays a half
-    if BINARY[kind].ints == "promote" and not other.is_floating_point():
+    if promote and not other.is_floating_point():
         input = to_default_float(input)
-    return _binary(input, other, kind.value, float(alpha), out_dtype)
+    return _binary(input, other, name, float(alpha), out_dtype)
+
+
+#: per binary kind: (op name, which operands may be numbers, promotes integers to float)
+_BINARY_RULES = {k: (k.value, row.numbers, row.ints == "promote") for k, row in BINARY.items()}
 
 
 # -- lerp with a scalar weight --------------------------------------------------------------------
@@ -479,6 +488,8 @@ def _compare_call(kind: D.CompareKind, input, other, rtol=1e-5, atol=1e-8, equal
     require_tensor(kind.value, "input", 1, input)
     if not isinstance(other, torch.Tensor):
         other = torch.tensor(other, dtype=scalar_result(input.dtype, other), device=input.device)
+    elif not (input.dim() and other.dim()):
+        input, other = zero_dims_to_result(input, other)  # a 0-d CPU operand; torch's promotion
     return _compare(input, other, kind.value, float(rtol), float(atol), bool(equal_nan))
 
 

@@ -166,6 +166,10 @@ def _needs_grad(*tensors) -> bool:
 
 
 def _check_normalized_shape(input: torch.Tensor, normalized_shape, rms: bool) -> int:
+    if (type(normalized_shape) in (list, tuple, torch.Size) and len(normalized_shape) == 1
+            and type(normalized_shape[0]) is int and input.dim()
+            and input.shape[-1] == normalized_shape[0]):
+        return 1  # the common case, answered first (host time)
     # an int alone is accepted (as nn.LayerNorm does); elements must be ints, as torch's
     # (int() would take 3.5 or True silently)
     items = (normalized_shape,) if isinstance(normalized_shape, int) else normalized_shape
@@ -191,7 +195,7 @@ def _check_normalized_shape(input: torch.Tensor, normalized_shape, rms: bool) ->
 def _param(p: torch.Tensor | None, name: str, input: torch.Tensor, shape) -> torch.Tensor | None:
     if p is None:
         return None
-    if list(p.shape) != list(shape):
+    if p.shape != shape:
         raise RuntimeError(
             f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
             f"{list(p.shape)} and normalized_shape = {list(shape)}")

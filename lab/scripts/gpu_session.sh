@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# One device call in phases, each bounded so the others still run: `baracuda bench --host` at a
+# baseline tree (.base/src) and at this tree, targeted tests with tracebacks, then the test
+# files in order until the time is spent (SIGINT, so pytest still prints its failures).
+# Usage: PHASES="host tests suite" bash lab/scripts/gpu_session.sh  (carry .whl .base .commit)
+# Knobs: TARGETED (pytest args for "tests"), SUITE (pytest args), SUITE_S (seconds), WORKERS.
+set -u
+OUTDIR="${OUT:-/tmp/baracuda_out}"; mkdir -p "$OUTDIR"
+export PYTHONUNBUFFERED=1 BARACUDA_RECORD_FIRST=${BARACUDA_RECORD_FIRST:-1}
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+  --target /tmp/site .whl/*.whl >/dev/null 2>&1
+[ -f .commit ] && export BARACUDA_COMMIT=$(cat .commit)
+T0=$(date +%s)
+for phase in ${PHASES:-host tests suite}; do
+  case $phase in
+    host)
+      for side in base head; do
+        src=$PWD/src; [ $side = base ] && src=$PWD/.base/src
+        BARACUDA_RECORD_FIRST=0 PYTHONPATH=$src:/tmp/site timeout 100 python3 -m baracuda.cli \
+          bench --host > "$OUTDIR/host_$side.txt" 2>&1
+        echo "host $side rc=$?"; cat "$OUTDIR/host_$side.txt" | grep -v "^$" | tail -12
+      done ;;
+    train)
+      PYTHONPATH=$PWD/src:/tmp/site timeout ${TRAIN_S:-200} python3 -m baracuda.cli bench \
+        --train ${TRAIN_SHAPES:-1x512 4x2048} --markdown "$OUTDIR/train.md" > "$OUTDIR/train.txt" 2>&1
+      echo "train rc=$?"; tail -15 "$OUTDIR/train.txt" ;;
+    tests)
+      PYTHONPATH=$PWD/src:/tmp/site timeout -s INT ${TESTS_S:-120} python3 -m pytest -q \
+        -p no:cacheprovider -n ${WORKERS:-15} -o addopts="" --tb=short -rfE $TARGETED \
+        > "$OUTDIR/targeted.log" 2>&1
+      echo "targeted rc=$?"; grep -E "^(FAILED|ERROR)|passed|failed" "$OUTDIR/targeted.log" | tail -40 ;;
+    suite)
+      left=$(( ${SUITE_END:-560} - ($(date +%s) - T0) ))
+      PYTHONPATH=$PWD/src:/tmp/site timeout -s INT $left python3 -m pytest -v -p no:cacheprovider \
+        -n ${WORKERS:-15} -o addopts="" --tb=short -rfE $SUITE > "$OUTDIR/suite.log" 2>&1
+      echo "suite rc=$? ($left s)"; grep -E "^(FAILED|ERROR)" "$OUTDIR/suite.log" | head -60
+      tail -2 "$OUTDIR/suite.log"; grep -c " PASSED" "$OUTDIR/suite.log" ;;
+  esac
+  echo "== $phase done at +$(( $(date +%s) - T0 )) s"
+done
