@@ -26,7 +26,7 @@ for phase in ${PHASES:-host tests suite}; do
       echo "train rc=$?"; tail -15 "$OUTDIR/train.txt" ;;
     tests)
       PYTHONPATH=$PWD/src:/tmp/site timeout -s INT ${TESTS_S:-120} python3 -m pytest -q \
-        -p no:cacheprovider -n ${WORKERS:-15} -o addopts="" --tb=short -rfE $TARGETED \
+        -p no:cacheprovider -n ${WORKERS:-15} -o addopts="" --tb=short -rfE $TARGETED ${TARGETED_K:+-k "$TARGETED_K"} \
         > "$OUTDIR/targeted.log" 2>&1
       echo "targeted rc=$?"; grep -E "^(FAILED|ERROR)|passed|failed" "$OUTDIR/targeted.log" | tail -40 ;;
     suite)
