@@ -210,6 +210,11 @@ class _FakeKernel:
 
 
 _KERNEL = _FakeKernel()
+
+
+def _library_scale(stream: int, x: int, y: int, n: int, scale: float) -> None:
+    _KERNEL.run(1, 1, 1, stream, None, None, None, None, None, x, y, n, scale)
+
 _aten = torch.ops.aten
 _IMPL_CALLS = []
 
@@ -222,6 +227,12 @@ def _scale_impl(x: torch.Tensor, scale: float, mode: str) -> torch.Tensor:
         _KERNEL.launch(x, y, scale)
         return y.view(x.shape)
     y = _aten.empty_like.default(x)
+    if mode == "call":  # a library launch (cuBLASLt, cuDNN) records itself as a call
+        rec = lr.active()
+        if rec is not None:
+            rec.add_call(_library_scale, (x, y, x.numel(), scale))
+        _library_scale(0, x.data_ptr(), y.data_ptr(), x.numel(), scale)
+        return y
     _KERNEL.launch(x, y, scale)
     if mode == "aten":
         y.add_(0)  # work outside the launches: never replayable
@@ -254,7 +265,7 @@ def _op(monkeypatch):
     return _scale_op
 
 
-@pytest.mark.parametrize("mode", ["plain", "view"])
+@pytest.mark.parametrize("mode", ["plain", "view", "call"])
 def test_op_replay_allocates_and_launches_without_the_implementation(monkeypatch, mode):
     op = _op(monkeypatch)
     for i in range(5):

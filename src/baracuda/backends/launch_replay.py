@@ -63,10 +63,17 @@ class Recording:
         self.launches: list[tuple] = []
         self.allocations: list[torch.Tensor] | None = [] if allocate else None
         self.hook_count = 0
+        self.calls = 0
         self.refusal: str | None = None
 
     def add(self, direct, compiled, grid: tuple, args: tuple) -> None:
         self.launches.append((direct, compiled, grid, args))
+
+    def add_call(self, fn, args: tuple) -> None:
+        """A library launch (not Triton's) that replays as fn(stream, *args), the tensors in
+        args passed as their data pointers (re-based like a kernel's)."""
+        self.launches.append((_CALL, fn, (), args))
+        self.calls += 1
 
     def refuse(self, why: str) -> None:
         if self.refusal is None:
@@ -76,6 +83,7 @@ class Recording:
         self.hook_count += 1
 
 
+_CALL = "call"  # Recording.launches tag of a library call (add_call)
 _aten = torch.ops.aten
 #: the allocations an op-level recording replays (fresh memory whose contents the launches
 #: write; nothing reads it before)
@@ -154,8 +162,9 @@ def _capture(rec: Recording, run):
             enter.remove(rec._count)
     if not counting:
         rec.refuse("no launch hook to count launches with")
-    elif rec.hook_count != len(rec.launches):
-        rec.refuse(f"{rec.hook_count} Triton launches, {len(rec.launches)} recorded")
+    elif rec.hook_count != len(rec.launches) - rec.calls:
+        rec.refuse(f"{rec.hook_count} Triton launches, {len(rec.launches) - rec.calls} "
+                   "recorded")
     if not rec.launches:
         rec.refuse("no launch")
     return out
@@ -181,6 +190,7 @@ class Program:
     def __init__(self, device: int, launches: list[tuple]):
         self.device = device
         self.launches = launches
+        self.thread = threading.get_ident()  # library handles in the launches are per thread
 
     @staticmethod
     def build(rec: Recording, slots: list[torch.Tensor | None], device: int) -> Program | None:
@@ -189,8 +199,9 @@ class Program:
 
     def replay(self, bases: list[int]) -> bool:
         """Launch with the new base pointers; False (nothing launched) when the current device
-        differs from the recorded one or a launch hook is installed."""
-        if _current_device() != self.device or hooks_installed():
+        or thread differs from the recorded one or a launch hook is installed."""
+        if (_current_device() != self.device or hooks_installed()
+                or threading.get_ident() != self.thread):
             return False
         stream = _raw_stream(self.device)
         for launcher, grid, tail, template, patches in self.launches:
@@ -213,6 +224,8 @@ def _rebased_launches(rec: Recording, slots: list[torch.Tensor | None]) -> list[
         patches = []
         for i, a in enumerate(args):
             if not isinstance(a, torch.Tensor):
+                if isinstance(getattr(a, "base", None), torch.Tensor):
+                    return None  # a tensor inside an object (a TMA descriptor): no re-basing
                 continue
             p = a.data_ptr()
             owners = [k for k, (base, n) in enumerate(ranges) if base <= p < base + n]
@@ -221,6 +234,9 @@ def _rebased_launches(rec: Recording, slots: list[torch.Tensor | None]) -> list[
             k = owners[0]
             patches.append((i, index[k], p - ranges[k][0]))
             template[i] = None
+        if direct is _CALL:
+            launches.append((compiled, (), (), template, tuple(patches)))
+            continue
         g = (*grid, 1, 1)[:3]
         if direct is None:  # Triton's wrapper, which allocates the kernel's scratch
             launcher = compiled.run
@@ -249,6 +265,7 @@ class OpProgram:
         self.launches = launches
         self.outputs = outputs
         self.single = single
+        self.thread = threading.get_ident()  # library handles in the launches are per thread
 
     @staticmethod
     def build(rec: Recording, inputs: list[torch.Tensor], out, device: int) -> OpProgram | None:
@@ -273,7 +290,8 @@ class OpProgram:
     def replay(self, inputs: list[torch.Tensor]):
         """The op's output for `inputs` (tensors of the recorded signature), or NOT_REPLAYED
         (nothing launched) on another device or while a launch hook is installed."""
-        if _current_device() != self.device or hooks_installed():
+        if (_current_device() != self.device or hooks_installed()
+                or threading.get_ident() != self.thread):
             return NOT_REPLAYED
         allocs = [torch.empty(shape, dtype=dt, device=dev) if strides is None else
                   torch.empty_strided(shape, strides, dtype=dt, device=dev)

@@ -205,6 +205,7 @@ class SdpaBackwardPlan(_SdpaPlanBase):
 
 class _FlashBase(Candidate):
     tf32 = False
+    replayable = True  # only Triton launches (backends/launch_replay.py)
 
     def supports(self, desc, pref, arch):
         if self.tf32 and not (desc.element is ElementKind.F32 and pref.allow_tf32):

@@ -28,6 +28,7 @@ import threading
 
 import torch
 
+from ...backends import launch_replay
 from ...core import validate as V
 from ...core.errors import BackendError
 from ...core.plan import Candidate
@@ -211,6 +212,8 @@ class _CudnnBase(Candidate):
     backend = BackendKind.CUDNN
     backward = False
     deterministic = True
+    # the raw-pointer execute records itself (Recording.add_call); the other bindings refuse
+    replayable = True
 
     def _canonical_graph(self, desc):
         dev = torch.cuda.current_device()
@@ -282,6 +285,13 @@ class _CudnnBase(Candidate):
         # the raw stream getter: torch.cuda.current_stream builds a Stream object per call
         cudnn.set_stream(handle, torch._C._cuda_getCurrentRawStream(device))
         bind = _BIND if raw is not None or _BIND != "raw" else "ordered"
+        recording = launch_replay.active()
+        if recording is not None:
+            if bind == "raw":
+                recording.add_call(_replay_raw, (handle, raw, workspace if need else 0,
+                                                 *tensors))
+            else:
+                recording.refuse(f"{self.name}: cuDNN bound by {bind}, not by raw pointers")
         _EXECUTE[bind](g, uids, tensors, workspace if need else None, handle, raw)
 
 
@@ -301,6 +311,16 @@ def _exec_raw(g, uids, tensors, ws, handle, raw):
     run, ptrs, backend, index = raw
     ptrs[:] = [t.data_ptr() for t in tensors]
     run(ctypes.addressof(ptrs), len(ptrs), 0 if ws is None else ws.data_ptr(), backend, index)
+
+
+def _replay_raw(stream: int, handle, raw, ws: int, *ptrs: int) -> None:
+    """_exec_raw on pointers (a launch replay, backends/launch_replay.py)."""
+    import cudnn
+
+    cudnn.set_stream(handle, stream)
+    run, arr, backend, index = raw
+    arr[:] = ptrs
+    run(ctypes.addressof(arr), len(arr), ws, backend, index)
 
 
 def _raw_binding(g, uids, handle):

@@ -66,6 +66,7 @@ class _Composite(Candidate):
     """A candidate whose work is a few DenseGemmPlans (selected with this backend)."""
 
     inner: BackendKind = BackendKind.TRITON
+    replayable = True  # inner DenseGemm candidates, themselves replayable
 
     def inner_descs(self, desc) -> list[DenseGemmDescriptor]:
         raise NotImplementedError

@@ -93,6 +93,9 @@ class CublasLtGemm(Candidate):
     name = "cublaslt_matmul"
     backend = BackendKind.CUBLASLT
     priority = 0
+    # cublasLtMatmul records itself (ltcore.lt_matmul: Recording.add_call), the Triton
+    # fallback is a Triton launch, and C's copy into D is an aten op a recording refuses
+    replayable = True
 
     def supports(self, desc, pref, arch):
         if arch is ArchSku.INTERPRETER or not torch.cuda.is_available():

@@ -28,6 +28,7 @@ import threading
 import numpy as np
 import torch
 
+from ...backends import launch_replay
 from ...core import validate as V
 from ...core.errors import BackendError
 from ...core.vocab import ElementKind
@@ -139,9 +140,18 @@ def lt_matmul(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor, workspace: torc
                 _CELLS[key] = cell
     if cell is _NONE:
         return False
+    recording = launch_replay.active()
+    if recording is not None:  # an op-level recording: this call replays with new pointers
+        recording.add_call(_run_cell, (cell, a, b, d, 0 if bias is None else bias,
+                                       0 if aux is None else aux, workspace))
+    _run_cell(_raw_stream(dev), cell, pa, pb, pd, pv, px, workspace.data_ptr())
+    return True
+
+
+def _run_cell(stream: int, cell, pa: int, pb: int, pd: int, pv: int, px: int, pw: int) -> None:
+    """One cublasLtMatmul of a built cell on raw pointers (what a replay calls too)."""
     lt = _lib()[0]
     x, y = (pa, pb) if cell.swap else (pb, pa)
-    stream = _raw_stream(dev)
     alpha_at, beta_at, ptrs_at = cell.addr
     # The descriptor is shared by every call of the cell: pointer attributes and the launch
     # that reads them stay together.
@@ -154,11 +164,9 @@ def lt_matmul(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor, workspace: torc
             lt.matmul_desc_set_attribute(cell.mm, cell.aux_attr, ptrs_at + 8, 8)
         try:
             lt.matmul(cell.handle, cell.mm, alpha_at, x, cell.la, y, cell.lb, beta_at, pd,
-                      cell.ld, pd, cell.ld, cell.algo, workspace.data_ptr(),
-                      CUBLASLT_WORKSPACE, stream)
+                      cell.ld, pd, cell.ld, cell.algo, pw, CUBLASLT_WORKSPACE, stream)
         except Exception as exc:  # noqa: BLE001 - library failures surface typed
             raise BackendError(f"DenseGemmPlan: cublasLtMatmul failed: {exc}") from exc
-    return True
 
 
 def _build(a, b, d, workspace, element, tf32, alpha, beta, epilogue, bias, aux, align, dev):

@@ -102,6 +102,7 @@ class TritonGemm(Candidate):
 
     name = "triton_tiled_gemm"
     priority = 10
+    replayable = True  # only Triton launches (backends/launch_replay.py)
 
     def supports(self, desc, pref, arch):
         return None
