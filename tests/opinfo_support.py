@@ -56,7 +56,12 @@ FLOOR = {torch.float64: 1e-12, torch.float32: 2e-6, torch.bfloat16: 8e-3,
 REFUSALS: dict[tuple[str, str], str] = {}
 
 # the known failures live beside this module (one line each, what differs)
-from opinfo_known import FULL_KNOWN_FAILURES, KNOWN_FAILURES  # noqa: E402,F401
+from opinfo_known import (  # noqa: E402,F401
+    FULL_KNOWN_FAILURES,
+    INTERPRETER_FULL_KNOWN_FAILURES,
+    INTERPRETER_KNOWN_FAILURES,
+    KNOWN_FAILURES,
+)
 
 
 @dataclass(frozen=True)

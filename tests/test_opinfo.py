@@ -12,6 +12,8 @@ pytest.importorskip("expecttest", reason="torch's OpInfo database needs expectte
 from opinfo_support import (  # noqa: E402
     FULL,
     FULL_KNOWN_FAILURES,
+    INTERPRETER_FULL_KNOWN_FAILURES,
+    INTERPRETER_KNOWN_FAILURES,
     KNOWN_FAILURES,
     ON_GPU,
     cases,
@@ -21,8 +23,12 @@ from opinfo_support import (  # noqa: E402
 
 def _params():
     known = dict(KNOWN_FAILURES)
+    if not ON_GPU:
+        known.update(INTERPRETER_KNOWN_FAILURES)
     if ON_GPU or FULL:
         known.update(FULL_KNOWN_FAILURES)
+    if FULL and not ON_GPU:
+        known.update(INTERPRETER_FULL_KNOWN_FAILURES)
     out = []
     for case in cases():
         marks = ()

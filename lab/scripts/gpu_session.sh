@@ -2,6 +2,7 @@
 # One device call in phases, each bounded so the others still run: `baracuda bench --host` at a
 # baseline tree (.base/src) and at this tree, targeted tests with tracebacks, then the test
 # files in order until the time is spent (SIGINT, so pytest still prints its failures).
+# Phases: host, profile, train, tests, suite.
 # Usage: PHASES="host tests suite" bash lab/scripts/gpu_session.sh  (carry .whl .base .commit)
 # Knobs: TARGETED (pytest args for "tests"), SUITE (pytest args), SUITE_S (seconds), WORKERS.
 set -u
@@ -14,16 +15,22 @@ T0=$(date +%s)
 for phase in ${PHASES:-host tests suite}; do
   case $phase in
     host)
-      for side in base head; do
+      for side in ${HOST_SIDES:-base head}; do
         src=$PWD/src; [ $side = base ] && src=$PWD/.base/src
         BARACUDA_RECORD_FIRST=0 PYTHONPATH=$src:/tmp/site timeout 100 python3 -m baracuda.cli \
           bench --host > "$OUTDIR/host_$side.txt" 2>&1
-        echo "host $side rc=$?"; cat "$OUTDIR/host_$side.txt" | grep -v "^$" | tail -12
+        echo "host $side rc=$?"
+        grep -v -E "^$|leaked|nanobind|refleaks|skipped remainder" "$OUTDIR/host_$side.txt" | tail -14
       done ;;
+    profile)
+      PYTHONPATH=$PWD/src:/tmp/site timeout 90 python3 lab/scripts/host_profile7.py 1000 16 \
+        ${PROFILE_OPS:-add,silu,rms_norm} > "$OUTDIR/profile.txt" 2>&1
+      echo "profile rc=$?"; grep "=====" "$OUTDIR/profile.txt" ;;
     train)
       PYTHONPATH=$PWD/src:/tmp/site timeout ${TRAIN_S:-200} python3 -m baracuda.cli bench \
         --train ${TRAIN_SHAPES:-1x512 4x2048} --markdown "$OUTDIR/train.md" > "$OUTDIR/train.txt" 2>&1
-      echo "train rc=$?"; tail -15 "$OUTDIR/train.txt" ;;
+      echo "train rc=$?"
+      grep -v -E "^$|leaked|nanobind|refleaks|skipped remainder" "$OUTDIR/train.txt" | tail -15 ;;
     tests)
       PYTHONPATH=$PWD/src:/tmp/site timeout -s INT ${TESTS_S:-120} python3 -m pytest -q \
         -p no:cacheprovider -n ${WORKERS:-15} -o addopts="" --tb=short -rfE $TARGETED ${TARGETED_K:+-k "$TARGETED_K"} \

@@ -1,6 +1,6 @@
 """cProfile of the host path of the host-cost bench's seven calls (forward under no_grad, and
 forward+backward), on tiny CUDA tensors: where each microsecond goes.
-Usage (GPU machine): python3 lab/scripts/host_profile7.py [N] [TOP]"""
+Usage (GPU machine): python3 lab/scripts/host_profile7.py [N] [TOP] [op,op...]"""
 
 from __future__ import annotations
 
@@ -16,7 +16,10 @@ from baracuda.tools import host_cost as H
 
 n = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
 top = int(sys.argv[2]) if len(sys.argv) > 2 else 14
+only = sys.argv[3].split(",") if len(sys.argv) > 3 else None
 inputs = H._inputs(torch.device("cuda"), torch.bfloat16)
+if only:
+    inputs = {k: v for k, v in inputs.items() if k in only}
 calls = H._calls(bt)
 for op, args in inputs.items():
     for mode in ("fw", "fwbw"):

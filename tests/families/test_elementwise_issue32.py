@@ -159,3 +159,26 @@ def test_cuda_tensor_with_zero_dim_cpu_tensor(name):
         got = getattr(bt, name)(x, s)
         assert got.device == ref.device and got.dtype == ref.dtype
         torch.testing.assert_close(got, ref)
+
+
+@pytest.mark.parametrize("name,kw", [("add", {}), ("add", {"alpha": 2}), ("sub", {}),
+                                     ("mul", {}), ("div", {}), ("true_divide", {}),
+                                     ("floor_divide", {}), ("div", {"rounding_mode": "trunc"}),
+                                     ("div", {"rounding_mode": "floor"})])
+def test_two_python_numbers_as_torch(name, kw):
+    """torch computes these for two Python numbers (a 0-d CPU tensor of the default dtype,
+    int64 or bool as the numbers are); OpInfo's reference samples include them."""
+    for a, b in ((6.25, -2.5), (7, 2), (-7, 2), (True, 3)):
+        if name in ("div", "true_divide", "floor_divide") and b == 0:
+            continue
+        try:
+            ref = getattr(torch, name)(a, b, **kw)
+        except RuntimeError:  # sub with a bool: torch refuses, so must we
+            with pytest.raises(RuntimeError):
+                getattr(bt, name)(a, b, **kw)
+            continue
+        got = getattr(bt, name)(a, b, **kw)
+        assert got.device == ref.device and got.dtype == ref.dtype and got.dim() == 0
+        torch.testing.assert_close(got, ref)
+    with pytest.raises(TypeError):
+        bt.maximum(1.0, 2.0)  # torch refuses two numbers there

@@ -101,22 +101,22 @@ def test_gpu_matches_reference_reruns_and_no_wait_path(shape, weighted, reductio
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not ON_GPU, reason="needs a CUDA device")
-def test_gpu_out_of_range_target_is_nan_and_strided_calls_run_triton():
+def test_gpu_contiguous_and_strided_calls_agree_with_the_reference():
+    """The shared-memory path (contiguous rows) and the Triton launch (strided rows) of one
+    plan. An out-of-range target is a device-side assert on both (as torch's kernels; it
+    ends the CUDA context, so test_loss_torch_semantics checks it in a subprocess)."""
     x = (torch.randn(16, 2 * 32768, device="cuda")).to(torch.bfloat16)
     t = torch.randint(0, 32768, (16,), device="cuda")
-    t[3] = 40000
     desc = _desc((16, 32768), reduction=R.NONE)
     plan = bc.CrossEntropyLossFusedPlan.select(desc)
     ws = torch.empty(plan.workspace_size(), dtype=torch.uint8, device="cuda")
     for xin in (x[:, :32768].contiguous(), x[:, ::2]):  # the second: the Triton launch
-        loss = torch.empty(16, device="cuda", dtype=torch.bfloat16)
-        dx = torch.empty(16, 32768, device="cuda", dtype=torch.bfloat16)
+        loss = torch.full((16,), float("nan"), device="cuda", dtype=torch.bfloat16)
+        dx = torch.full((16, 32768), float("nan"), device="cuda", dtype=torch.bfloat16)
         plan.run(bc.CrossEntropyLossFusedArgs(xin, t, None, loss, dx), ws)
-        assert torch.isnan(loss[3]) and torch.isnan(dx[3]).all()
-        keep = torch.arange(16, device="cuda") != 3
-        loss_ref, g_ref = _reference(xin[keep], t[keep], None, R.NONE, -100)
-        assert_close(loss[keep], loss_ref, torch.bfloat16, "loss")
-        assert_close(dx[keep], g_ref, torch.bfloat16, "grad_input")
+        loss_ref, g_ref = _reference(xin, t, None, R.NONE, -100)
+        assert_close(loss, loss_ref, torch.bfloat16, "loss")
+        assert_close(dx, g_ref, torch.bfloat16, "grad_input")
 
 
 @pytest.mark.gpu

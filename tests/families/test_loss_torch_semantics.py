@@ -44,7 +44,7 @@ def test_strided_weight_matches_torch(shape, reduction, fn):
     g = _gen(1)
     axis = 1 if len(shape) > 1 else 0
     x = torch.randn(shape, generator=g, dtype=torch.float64)
-    x = _strided(x).to(DEVICE).requires_grad_()
+    x = _strided(x.to(DEVICE)).requires_grad_()
     sample = [d for i, d in enumerate(shape) if i != axis]
     t = torch.randint(0, shape[axis], sample, generator=g).to(DEVICE)
     w = _strided((torch.rand(shape[axis], generator=g, dtype=torch.float64) + 0.1).to(DEVICE))
@@ -116,9 +116,9 @@ def test_probability_target_gradient_low_precision(dtype):
 
 def test_probability_target_gradcheck():
     g = _gen(4)
-    x = torch.randn(3, 5, generator=g, dtype=torch.float64, device=DEVICE).requires_grad_()
-    q = torch.rand(3, 5, generator=g, dtype=torch.float64, device=DEVICE).requires_grad_()
-    w = (torch.rand(5, generator=g, dtype=torch.float64, device=DEVICE) + 0.1).requires_grad_()
+    x = torch.randn(3, 5, generator=g, dtype=torch.float64).to(DEVICE).requires_grad_()
+    q = torch.rand(3, 5, generator=g, dtype=torch.float64).to(DEVICE).requires_grad_()
+    w = (torch.rand(5, generator=g, dtype=torch.float64) + 0.1).to(DEVICE).requires_grad_()
     for red in ("mean", "none"):
         assert torch.autograd.gradcheck(
             lambda a, b, c, red=red: bt.cross_entropy(a, b, c, reduction=red,

@@ -180,6 +180,7 @@ class EagerOp:
 
     def __init__(self, op, impl, backward, setup_context, mutates_args: tuple[str, ...]):
         self.custom_op = op
+        self.name = op._name
         self._impl = impl
         sig = inspect.signature(impl)
         self._signature = sig
@@ -252,7 +253,7 @@ class EagerOp:
             if interpreter_active():
                 self._replays[key] = None
                 return self._impl(*args)
-            out, program = launch_replay.record_op(self.custom_op._name,
+            out, program = launch_replay.record_op(self.name,
                                                    lambda: self._impl(*args), tensors)
             self._replays[key] = program
             return out

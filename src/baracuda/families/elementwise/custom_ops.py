@@ -331,6 +331,11 @@ def _binary_call(kind: D.BinaryKind, input, other, alpha=1) -> torch.Tensor:
         if numbers == "none":
             require_tensor(name, "other", 2, other)
     if not isinstance(input, torch.Tensor) and not isinstance(other, torch.Tensor):
+        host = _TWO_NUMBERS.get(kind)
+        if host is not None:
+            # torch takes two Python numbers here and answers a 0-d CPU tensor: no device is
+            # involved, so torch computes it on the host
+            return host(input, other, alpha)
         raise ArgumentTypeError(f"{name}(): expected at least one tensor argument, got "
                                 f"{type(input).__name__} and {type(other).__name__}")
     like = input if isinstance(input, torch.Tensor) else other
@@ -350,6 +355,15 @@ def _binary_call(kind: D.BinaryKind, input, other, alpha=1) -> torch.Tensor:
     return _binary(input, other, name, float(alpha), out_dtype)
 
 
+#: the kinds torch computes for two Python numbers (its OpInfo `supports_two_python_scalars`)
+_TWO_NUMBERS = {
+    D.BinaryKind.ADD: lambda a, b, alpha: torch.add(a, b, alpha=alpha),
+    D.BinaryKind.SUB: lambda a, b, alpha: torch.sub(a, b, alpha=alpha),
+    D.BinaryKind.MUL: lambda a, b, alpha: torch.mul(a, b),
+    D.BinaryKind.DIV: lambda a, b, alpha: torch.div(a, b),
+    D.BinaryKind.DIV_TRUNC: lambda a, b, alpha: torch.div(a, b, rounding_mode="trunc"),
+    D.BinaryKind.DIV_FLOOR: lambda a, b, alpha: torch.div(a, b, rounding_mode="floor"),
+}
 #: per binary kind: (op name, which operands may be numbers, promotes integers to float)
 _BINARY_RULES = {k: (k.value, row.numbers, row.ints == "promote") for k, row in BINARY.items()}
 

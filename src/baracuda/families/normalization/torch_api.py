@@ -12,6 +12,7 @@ import math
 import operator
 
 import torch
+import torch.nn.functional as F
 
 from ...backends.torch_ops import define_op, run_plan
 from ...core.errors import ArgumentTypeError, InvalidProblem
@@ -444,6 +445,17 @@ def group_norm(input: torch.Tensor, num_groups: int, weight: torch.Tensor | None
     return _group_norm(_dense_spatial(input), int(num_groups), w, b, float(eps))[0]
 
 
+def _torch_eps_check(training: bool, eps: float) -> None:
+    """torch.nn.functional.batch_norm's own eps rule and message, which change between torch
+    releases (zero or negative eps in training, negative in eval): asked of the installed
+    torch on a one-element problem, raised as its ValueError."""
+    one = torch.ones(1, dtype=torch.float32)
+    try:
+        F.batch_norm(torch.zeros(2, 1), one - 1, one, training=training, eps=eps)
+    except ValueError as exc:
+        raise InvalidProblem(str(exc)) from None
+
+
 def batch_norm(input: torch.Tensor, running_mean: torch.Tensor | None,
                running_var: torch.Tensor | None, weight: torch.Tensor | None = None,
                bias: torch.Tensor | None = None, training: bool = False, momentum: float = 0.1,
@@ -453,10 +465,8 @@ def batch_norm(input: torch.Tensor, running_mean: torch.Tensor | None,
     _check_floats("batch_norm", momentum=momentum, eps=eps)
     if training:
         _verify_batch_size(input.shape)
-    if training and eps <= 0.0:  # torch.nn.functional's own checks, its ValueErrors
-        raise InvalidProblem(f"batch_norm eps must be positive during training, but got {eps}")
-    if eps < 0.0:
-        raise InvalidProblem(f"batch_norm eps must be non-negative, but got {eps}")
+    if eps <= 0.0:
+        _torch_eps_check(training, eps)
     if input.numel() == 0:
         return _empty_batch_norm(input, weight, bias)
     w, b = _chan_param(weight, "weight", input), _chan_param(bias, "bias", input)
