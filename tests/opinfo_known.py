@@ -17,11 +17,6 @@ KNOWN_FAILURES: dict[tuple[str, str, str], str] = {
     ("hardsigmoid", "", _D): "f64 gradient off by up to 1.5e-8 (f32-accurate 1/6 slope)",
     ("digamma", "", _B): "gradient near the poles: inf/NaN where torch's bf16 stays finite",
     **_each("einsum", "", "refused (NotImplementedError): one operand, and ellipsis '...'"),
-    **_each("index_put", "", "boolean mask index refused (NotImplementedError: only integer "
-            "index tensors)"),
-    **_each("embedding_bag", "", "non-contiguous per_sample_weights refused (Unsupported)"),
-    **_each("nextafter", "", "backward raises 'the derivative for nextafter is not "
-            "implemented'; torch 2.13 differentiates it"),
 }
 
 #: further failures of the full run (every sample, f16 too: BARACUDA_OPINFO_SAMPLES=all, and
@@ -32,8 +27,10 @@ FULL_KNOWN_FAILURES: dict[tuple[str, str, str], str] = {
     ("digamma", "", _F): "gradient near the poles: inf where torch's f32 stays finite (2 of "
     "943593 elements)",
     ("digamma", "", _D): "gradient near the poles: inf where torch's f64 stays finite",
+    **_each("scaled_dot_product_attention", "", "is_causal with Lq 3 < Lk 6 (top-left): "
+            "q and k gradients off by up to 8% of their scale on 5-6% of elements, past 2x "
+            "torch's error (the flash backward's half-precision P and dS)", ("bf16", "f16")),
     ("einsum", "", "f16"): "refused (NotImplementedError): one operand, and ellipsis '...'",
-    ("index_put", "", "f16"): "boolean mask index refused (NotImplementedError)",
 }
 #: failures under the interpreter only (its arithmetic); the GPU computes these
 INTERPRETER_KNOWN_FAILURES: dict[tuple[str, str, str], str] = {

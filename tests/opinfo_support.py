@@ -303,6 +303,39 @@ def _refuses(case: Case, fn, sample, err: Exception) -> tuple[list[str], str | N
     return [f"torch raises {type(err).__name__} ({str(err)[:80]}), ours returns"], None
 
 
+def _random(sample) -> bool:
+    """A sample whose result is drawn at random (dropout): torch's draws and ours come from
+    different generators, so values cannot be compared."""
+    return float(sample.kwargs.get("dropout_p", 0.0) or 0.0) > 0.0
+
+
+def _check_random(case: Case, fn, ref, ref_g, sample, leaves, ups) -> list[str]:
+    """For a random sample: ours runs, matches torch's outputs and gradients in shape and
+    dtype, is finite where torch's is, and is reproducible under one torch seed (our draws
+    come from torch's generator, as torch's do)."""
+    runs = []
+    for _ in range(2):
+        torch.manual_seed(1234)
+        got = _forward(case, fn, sample)
+        runs.append((got, _backward(got, leaves, ups) if ref_g is not None else []))
+    fails = []
+    (got, got_g), (again, again_g) = runs
+    for what, ours, theirs, rerun in (("forward", got, ref, again),
+                                      ("grad", got_g, ref_g or [], again_g)):
+        for i, (o, r, o2) in enumerate(zip(ours, theirs, rerun)):
+            if not isinstance(r, torch.Tensor):
+                continue
+            if o is None or o.shape != r.shape or o.dtype != r.dtype:
+                fails.append(f"{what}[{i}] (random): {None if o is None else (o.shape, o.dtype)}"
+                             f", torch {(r.shape, r.dtype)}")
+            elif not (torch.equal(o.isnan(), o2.isnan())
+                      and torch.equal(o.nan_to_num(0.0), o2.nan_to_num(0.0))):
+                fails.append(f"{what}[{i}] (random): not reproducible under one seed")
+            elif bool((r.isfinite() & ~o.isfinite()).any()):
+                fails.append(f"{what}[{i}] (random): non-finite where torch's is finite")
+    return fails
+
+
 def check_sample(case: Case, sample) -> tuple[list[str], str | None]:
     """(failures, note) for one sample; the note records what is not a failure (a refusal
     listed in REFUSALS, a torch error matched by an error of another type)."""
@@ -323,6 +356,8 @@ def check_sample(case: Case, sample) -> tuple[list[str], str | None]:
         except Exception:  # noqa: BLE001 - torch has no derivative here: forward only
             ref_g = None
     try:
+        if _random(sample):
+            return _check_random(case, ours_fn, ref, ref_g, sample, leaves, ups), None
         got = _forward(case, ours_fn, sample)
         got_g = _backward(got, leaves, ups) if ref_g is not None else None
     except Unsupported as e:

@@ -133,11 +133,12 @@ def test_number_for_a_tensor_raises_argument_type_error(name):
 
 
 def test_binary_number_errors_are_typed():
-    """maximum(t, 2) (no number in torch's signature) and add(2, 3) (no tensor at all)."""
+    """maximum(t, 2) (no number in torch's signature) and remainder(2, 3) (no tensor at all;
+    add takes two numbers, as torch does)."""
     f = _make(torch.float32, 8)
     for fn, args, match in ((bt.maximum, (f, 2), "must be Tensor"),
                             (bt.atan2, (1.5, f), "must be Tensor"),
-                            (bt.add, (2, 3), "at least one tensor")):
+                            (bt.remainder, (2, 3), "at least one tensor")):
         with pytest.raises(TypeError, match=match) as info:
             fn(*args)
         assert isinstance(info.value, bc.BaracudaError), fn.__name__

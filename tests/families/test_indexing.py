@@ -339,3 +339,21 @@ def test_gather_empty_index(index, dtype, device):
     x = torch.randn(5, generator=_g(80), dtype=torch.float64).to(device)
     idx = torch.empty(index, dtype=dtype, device=device)
     _same_as_torch(lambda a: bt.gather(a, 0, idx), lambda a: torch.gather(a, 0, idx), x)
+
+
+@pytest.mark.parametrize("mask_shape", [(5,), (5, 6)])
+def test_index_put_boolean_mask_as_torch(mask_shape, device):
+    """A boolean index stands for its nonzero() positions (a CPU mask with a tensor on the
+    device too); a mask of the wrong shape raises torch's IndexError."""
+    x = torch.randn(5, 6, generator=_g(70), dtype=torch.float64).to(device)
+    mask = torch.rand(mask_shape, generator=_g(71)) > 0.4
+    n = int(mask.sum())
+    values = torch.randn((n, 6) if len(mask_shape) == 1 else (n,), generator=_g(72),
+                         dtype=torch.float64).to(device)
+    for accumulate in (False, True):
+        _same_as_torch(lambda a, v, acc=accumulate: bt.index_put(a, (mask,), v, acc),
+                       lambda a, v, acc=accumulate: torch.index_put(a, (mask.to(device),), v,
+                                                                    acc),
+                       x, values)
+    with pytest.raises(IndexError, match="shape of the mask"):
+        bt.index_put(x, (torch.ones(4, dtype=torch.bool),), values)

@@ -84,6 +84,11 @@ class Recording:
 
 
 _CALL = "call"  # Recording.launches tag of a library call (add_call)
+#: ops that answer from dtypes or tensor metadata alone: no GPU work, no value read
+_METADATA_OPS = frozenset(getattr(torch.ops.aten, n) for n in (
+    "promote_types", "result_type", "can_cast", "is_same_size", "sym_size", "sym_stride",
+    "sym_numel", "sym_storage_offset", "size", "stride", "numel", "dim", "is_contiguous",
+    "is_floating_point", "is_complex", "is_signed") if hasattr(torch.ops.aten, n))
 _aten = torch.ops.aten
 #: the allocations an op-level recording replays (fresh memory whose contents the launches
 #: write; nothing reads it before)
@@ -107,6 +112,8 @@ class _ViewsOnly(TorchDispatchMode):
         if rec.allocations is not None and func in _ALLOCATORS:
             rec.allocations.append(out)
             return out
+        if func._overloadpacket in _METADATA_OPS:
+            return out
         returns = func._schema.returns
         if not returns or any(r.alias_info is None or r.alias_info.is_write for r in returns):
             rec.refuse(f"aten op {func} during the launch")
@@ -115,6 +122,17 @@ class _ViewsOnly(TorchDispatchMode):
 
 #: Why the last recording of each candidate (by name) was refused; None when it replays.
 OUTCOMES: dict[str, str | None] = {}
+#: The same for whole op calls (`record_op`, by custom-op name)
+OP_OUTCOMES: dict[str, str | None] = {}
+
+
+def refusals() -> str:
+    """One line naming the ops whose replay was refused and why ("" when none was): what a
+    host-time table should say under it."""
+    refused = sorted((k, v) for k, v in OP_OUTCOMES.items() if v is not None)
+    if not refused:
+        return ""
+    return "launch replay refused: " + "; ".join(f"{k}: {v}" for k, v in refused)
 
 
 def record(name: str, launch, slots: list[torch.Tensor | None]) -> Program | None:
@@ -141,7 +159,7 @@ def record_op(name: str, run, inputs: list[torch.Tensor]):
     program = None
     if rec.refusal is None:
         program = OpProgram.build(rec, inputs, out, _current_device())
-    OUTCOMES[name] = rec.refusal
+    OP_OUTCOMES[name] = rec.refusal
     return out, program
 
 
@@ -265,6 +283,8 @@ class OpProgram:
         self.launches = launches
         self.outputs = outputs
         self.single = single
+        kinds = {w[0] for w in outputs}
+        self.direct = tuple(w[1] for w in outputs) if kinds == {"alloc"} else None
         self.thread = threading.get_ident()  # library handles in the launches are per thread
 
     @staticmethod
@@ -304,26 +324,33 @@ class OpProgram:
             for i, slot, off in patches:
                 args[i] = bases[slot] + off
             launcher(*grid, stream, *tail, *args)
+        direct = self.direct
+        if direct is not None:  # every output an allocation: the common case, kept short
+            return allocs[direct[0]] if self.single else tuple(allocs[k] for k in direct)
         outs = [_rebuild(w, inputs, allocs) for w in self.outputs]
         return outs[0] if self.single else tuple(outs)
 
 
 def _source(t, inputs, allocs):
+    """Where output t comes from. A tensor a dispatch mode saw allocated reaches the caller as
+    another Python object of the same storage, so allocations are matched by storage (and
+    layout); an empty one holds nothing and is made anew."""
     if t is None:
         return ("none",)
     if not isinstance(t, torch.Tensor):
         return None
-    for k, a in enumerate(allocs):
-        if t is a:
-            return ("alloc", k)
     for i, x in enumerate(inputs):
         if t is x:
             return ("input", i)
-    if t.numel():
-        base = t.untyped_storage().data_ptr()
-        for k, a in enumerate(allocs):
-            if a.numel() and a.untyped_storage().data_ptr() == base:
-                return ("view", k, tuple(t.shape), t.stride(), t.storage_offset())
+    if t.numel() == 0:
+        return ("empty", tuple(t.shape), t.stride(), t.dtype, t.device)
+    base = t.untyped_storage().data_ptr()
+    layout = (t.shape, t.stride(), t.storage_offset(), t.dtype)
+    for k, a in enumerate(allocs):
+        if a.numel() and a.untyped_storage().data_ptr() == base:
+            if (a.shape, a.stride(), a.storage_offset(), a.dtype) == layout:
+                return ("alloc", k)
+            return ("view", k, tuple(t.shape), t.stride(), t.storage_offset(), t.dtype)
     return None
 
 
@@ -332,7 +359,12 @@ def _rebuild(where, inputs, allocs):
     if kind == "alloc":
         return allocs[where[1]]
     if kind == "view":
-        return allocs[where[1]].as_strided(where[2], where[3], where[4])
+        base = allocs[where[1]]
+        if where[5] != base.dtype:
+            base = base.view(where[5])
+        return base.as_strided(where[2], where[3], where[4])
     if kind == "input":
         return inputs[where[1]]
+    if kind == "empty":
+        return torch.empty_strided(where[1], where[2], dtype=where[3], device=where[4])
     return None

@@ -19,6 +19,7 @@ the same autograd formula.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import os
@@ -152,11 +153,25 @@ def define_op(
     - ``backward(ctx, *grad_outputs)`` and ``setup_context(ctx, inputs, output)``: the autograd
       formula; omit both for ops that are not differentiable (backward ops themselves).
     """
-    op = torch.library.custom_op(f"{NAMESPACE}::{name}", forward, mutates_args=tuple(mutates_args))
+    eager: list[EagerOp] = []
+
+    @functools.wraps(forward)  # the schema comes from forward's signature
+    def registered(*args, **kwargs):
+        # what the dispatcher runs (torch.compile's generated code, CUDA-graph capture,
+        # subclasses, opcheck): the same per-signature replay as the eager path
+        if kwargs:
+            bound = eager[0]._signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            args = bound.args
+        return eager[0]._run(args)
+
+    op = torch.library.custom_op(f"{NAMESPACE}::{name}", registered,
+                                 mutates_args=tuple(mutates_args))
     op.register_fake(fake)
     if backward is not None:
         op.register_autograd(backward, setup_context=setup_context)
-    return EagerOp(op, forward, backward, setup_context, tuple(mutates_args))
+    eager.append(EagerOp(op, forward, backward, setup_context, tuple(mutates_args)))
+    return eager[0]
 
 
 _EAGER_TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter)

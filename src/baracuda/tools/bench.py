@@ -442,11 +442,11 @@ def main(family: str | None, quick: bool, json_path: str | None, png_path: str |
     }
     tables = markdown_tables(rows, meta)
     print("\n" + tables)
-    from ..backends.launch_replay import OUTCOMES
+    from ..backends.launch_replay import OP_OUTCOMES, OUTCOMES
 
-    meta["launch_replay"] = dict(OUTCOMES)
-    print("launch replay (candidate: refusal, or replayed):")
-    for name, why in sorted(OUTCOMES.items()):
+    meta["launch_replay"] = {**OUTCOMES, **OP_OUTCOMES}
+    print("launch replay (op or candidate: refusal, or replayed):")
+    for name, why in sorted({**OUTCOMES, **OP_OUTCOMES}.items()):
         print(f"  {name}: {why or 'replayed'}")
     results_dir = os.path.join("bench", "results")
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")

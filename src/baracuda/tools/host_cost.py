@@ -114,10 +114,8 @@ def markdown(rows: list[HostRow]) -> str:
                      f"{r.fw_ours_us / r.fw_torch_us:.2f}x | {r.fwbw_ours_us:.1f} | "
                      f"{r.fwbw_torch_us:.1f} | {r.fwbw_ours_us / r.fwbw_torch_us:.2f}x |")
     lines.append("\nratio = ours / torch (host time; lower is better).")
-    from ..backends.launch_replay import OUTCOMES
+    from ..backends.launch_replay import refusals
 
-    refused = {name: why for name, why in OUTCOMES.items() if why is not None}
-    if refused:  # these calls take the full launch path every time
-        lines.append("\nlaunch replay refused: " + "; ".join(f"{k}: {v}"
-                                                          for k, v in sorted(refused.items())))
+    if refusals():  # these calls take the full launch path every time
+        lines.append("\n" + refusals())
     return "\n".join(lines)

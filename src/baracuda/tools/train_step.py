@@ -178,4 +178,8 @@ def markdown(results: list[StepResult]) -> str:
         ratio = eager.get((r.batch, r.seqlen), float("nan")) / r.ms_per_step
         lines.append(f"| {r.batch}x{r.seqlen} | {r.name} | {r.ms_per_step:.2f} | "
                      f"{r.tokens_per_s:,.0f} | {r.peak_mib:,.0f} | {r.loss:.4f} | {ratio:.2f}x |")
+    from ..backends.launch_replay import refusals
+
+    if refusals():
+        lines.append("\n" + refusals())
     return "\n".join(lines)

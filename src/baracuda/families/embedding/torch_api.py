@@ -257,6 +257,10 @@ def embedding_bag(input: torch.Tensor, weight: torch.Tensor,
     if max_norm is not None:
         with torch.no_grad():
             _embedding_renorm(weight, flat, float(max_norm), float(norm_type))
+    if per_sample_weights is not None:
+        # the kernel reads the weights as a dense vector; torch takes any layout (a copy,
+        # through which the gradient flows back)
+        per_sample_weights = per_sample_weights.contiguous()
     out, _ = _embedding_bag(flat.contiguous(), weight, bounds.contiguous(),
                             per_sample_weights, mode, pad, bool(scale_grad_by_freq))
     return out

@@ -394,16 +394,39 @@ def index_copy(input: torch.Tensor, dim: int, index: torch.Tensor,
     return _index_update_call("index_copy", input, dim, index, source, 1.0, True)
 
 
+def _masks_to_positions(input: torch.Tensor, indices: tuple) -> tuple:
+    """Each boolean (or uint8) index tensor replaced by its nonzero() positions, one integer
+    index per mask dim; a mask on the CPU moves to input's device, as torch takes it."""
+    out, dim = [], 0
+    for i in indices:
+        if isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8):
+            shape = list(input.shape[dim:dim + i.dim()])
+            if i.dim() > input.dim() - dim or list(i.shape) != shape:
+                raise IndexError(f"The shape of the mask {list(i.shape)} at index {dim} does "
+                                 f"not match the shape of the indexed tensor "
+                                 f"{list(input.shape)} at index {dim}")
+            if i.dim() == 0:
+                raise NotImplementedError("baracuda index_put: a 0-d boolean index (a new "
+                                          "dim) is not supported")
+            out.extend(nonzero(i.to(device=input.device, dtype=torch.bool), as_tuple=True))
+            dim += i.dim()
+        else:
+            out.append(i)
+            dim += 1
+    return tuple(out)
+
+
 def index_put(input: torch.Tensor, indices, values: torch.Tensor,
               accumulate: bool = False) -> torch.Tensor:
     """torch.index_put (out of place) for integer index tensors over the leading dims (they
     broadcast together; negative indices wrap). accumulate=True sums duplicates
-    deterministically; otherwise the last duplicate wins. Boolean / None indices:
+    deterministically; otherwise the last duplicate wins. A boolean mask over dims
+    [j, j + mask.dim()) stands for its nonzero() positions, as in torch. None indices:
     NotImplementedError."""
-    indices = tuple(indices)
-    if not indices or any(i is None or not isinstance(i, torch.Tensor) or i.dtype == torch.bool
-                          for i in indices):
-        raise NotImplementedError("baracuda index_put: only integer index tensors are supported")
+    indices = _masks_to_positions(input, tuple(indices))
+    if not indices or any(i is None or not isinstance(i, torch.Tensor) for i in indices):
+        raise NotImplementedError("baracuda index_put: index tensors (integer or boolean) "
+                                  "only; None / slices are not supported")
     k = len(indices)
     if k > input.dim():
         raise IndexError(f"too many indices for tensor of dimension {input.dim()} "
