@@ -128,9 +128,12 @@ def install(mode: str) -> None:
 
 
 def _poison_empty() -> None:
+    import functools
+
     import torch
 
     def poisoned(make):
+        @functools.wraps(make)  # __wrapped__: a test that must see plain allocations unwraps
         def wrapper(*args, **kwargs):
             t = make(*args, **kwargs)
             if t.numel() and not t.is_meta and type(t) is torch.Tensor:  # not fake / subclass

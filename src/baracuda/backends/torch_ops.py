@@ -171,7 +171,12 @@ def define_op(
     if backward is not None:
         op.register_autograd(backward, setup_context=setup_context)
     eager.append(EagerOp(op, forward, backward, setup_context, tuple(mutates_args)))
+    EAGER_OPS.append(eager[0])
     return eager[0]
+
+
+#: every op define_op made, in order (tests walk them)
+EAGER_OPS: list[EagerOp] = []
 
 
 _EAGER_TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter)
