@@ -16,7 +16,6 @@ KNOWN_FAILURES: dict[tuple[str, str, str], str] = {
     ("celu", "", _D): "f64 gradient off by up to 2e-8 (f32-accurate; alpha=0.8 path)",
     ("hardsigmoid", "", _D): "f64 gradient off by up to 1.5e-8 (f32-accurate 1/6 slope)",
     ("digamma", "", _B): "gradient near the poles: inf/NaN where torch's bf16 stays finite",
-    **_each("einsum", "", "refused (NotImplementedError): one operand, and ellipsis '...'"),
 }
 
 #: further failures of the full run (every sample, f16 too: BARACUDA_OPINFO_SAMPLES=all, and
@@ -30,7 +29,6 @@ FULL_KNOWN_FAILURES: dict[tuple[str, str, str], str] = {
     **_each("scaled_dot_product_attention", "", "is_causal with Lq 3 < Lk 6 (top-left): "
             "q and k gradients off by up to 8% of their scale on 5-6% of elements, past 2x "
             "torch's error (the flash backward's half-precision P and dS)", ("bf16", "f16")),
-    ("einsum", "", "f16"): "refused (NotImplementedError): one operand, and ellipsis '...'",
 }
 #: failures under the interpreter only (its arithmetic); the GPU computes these
 INTERPRETER_KNOWN_FAILURES: dict[tuple[str, str, str], str] = {

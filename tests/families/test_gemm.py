@@ -504,3 +504,26 @@ def test_cublaslt_aux_and_bgrad_epilogues_at_size():
         for name in ("dx", "dweight", "dbias"):
             assert _rel_err(getattr(got[0], name).cpu(), want[name]) < 2e-2, (act, name)
             assert torch.equal(getattr(got[0], name), getattr(got[1], name)), (act, name)
+
+
+@pytest.mark.parametrize("eq,shapes", [
+    ("i->", [(5,)]), ("ij->ji", [(3, 4)]), ("ii", [(3, 3)]), ("ii->i", [(4, 4)]),
+    ("i...->...", [(2, 3, 4)]), ("...ij,...jk", [(5, 2, 3), (3, 4)]),
+    ("...k,kn->...n", [(2, 3, 4), (4, 5)]), ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]),
+    ("i,i,i->", [(4,), (4,), (4,)]), ("iij,jk->ik", [(3, 3, 4), (4, 2)]),
+    ("ij,ij->", [(0, 3), (0, 3)]), ("ij,j->i", [(3, 1), (0,)])])
+def test_einsum_any_operand_count_ellipsis_and_diagonals(eq, shapes):
+    """One, two or three operands, '...', repeated labels (diagonals) and size-1 labels that
+    broadcast (to 0 too): values and gradients as torch's."""
+    g = torch.Generator().manual_seed(5)
+    ops = [torch.randn(s, generator=g, dtype=torch.float64).to(DEVICE).requires_grad_()
+           for s in shapes]
+    got, want = bt.einsum(eq, *ops), torch.einsum(eq, *ops)
+    torch.testing.assert_close(got, want)
+    gg = torch.autograd.grad(got.sum(), ops, allow_unused=True)
+    gw = torch.autograd.grad(want.sum(), ops, allow_unused=True)
+    for a, b, t in zip(gg, gw, ops):
+        torch.testing.assert_close(torch.zeros_like(t) if a is None else a,
+                                   torch.zeros_like(t) if b is None else b)
+    with pytest.raises(RuntimeError):
+        bt.einsum("ij,jk", ops[0])  # fewer operands than the equation names

@@ -327,29 +327,78 @@ def linear_act(input: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | N
 
 # ------------------------------------------------------------------------------- einsum
 def einsum(equation: str, *operands) -> torch.Tensor:
-    """torch.einsum for two operands, lowered to one batched GEMM through permutes and
-    reshapes (indices of one operand only that vanish from the output are summed first)."""
+    """torch.einsum: any number of operands, ellipsis and repeated indices (diagonals, as
+    views). Two operands lower to one batched GEMM through permutes and reshapes (indices of
+    one operand only that vanish from the output are summed first); more contract left to
+    right, two at a time; one is a diagonal / sum / permute of itself."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
-    if len(operands) != 2:
-        raise NotImplementedError(f"baracuda einsum: exactly two operands are supported, got "
-                                  f"{len(operands)}")
-    a, b = operands
-    eq = equation.replace(" ", "")
-    if "..." in eq:
-        raise NotImplementedError("baracuda einsum: ellipsis ('...') is not supported")
-    lhs, arrow, out = eq.partition("->")
-    sa, sb = lhs.split(",")
-    if not arrow:
-        seen = sa + sb
-        out = "".join(sorted(c for c in set(seen) if seen.count(c) == 1))
-    if len(sa) != a.dim() or len(sb) != b.dim():
-        raise RuntimeError(f"einsum(): the number of subscripts in the equation does not match "
-                           f"the number of dimensions for operands ({len(sa)} vs {a.dim()}, "
-                           f"{len(sb)} vs {b.dim()})")
-    if len(set(sa)) != len(sa) or len(set(sb)) != len(sb):
-        raise NotImplementedError("baracuda einsum: repeated indices within one operand "
-                                  "(diagonals) are not supported")
+    if not operands:
+        raise RuntimeError("einsum(): must provide at least one operand")
+    lhs, arrow, out = equation.replace(" ", "").partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(operands):
+        raise RuntimeError("einsum(): more operands were provided than specified in the "
+                           "equation" if len(operands) > len(terms) else
+                           "einsum(): fewer operands were provided than specified in the "
+                           "equation")
+    terms, out = _expand_ellipsis(terms, out, bool(arrow), operands)
+    for i, (t, s) in enumerate(zip(operands, terms)):
+        if len(s) != t.dim():
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(s)}) "
+                               f"does not match the number of dimensions ({t.dim()}) for "
+                               f"operand {i}" + ("" if "." in equation else
+                                                 " and no ellipsis was given"))
+    pairs = [_diagonals(t, s) for t, s in zip(operands, terms)]
+    while len(pairs) > 2:  # contract the first two, keeping the labels still needed
+        (a, sa), (b, sb) = pairs[:2]
+        later = out + "".join(s for _, s in pairs[2:])
+        keep = "".join(dict.fromkeys(c for c in sa + sb if c in later))
+        pairs = [(_einsum2(a, b, sa, sb, keep), keep), *pairs[2:]]
+    if len(pairs) == 1:
+        (a, sa), = pairs
+        for ch in [c for c in sa if c not in out]:
+            a = a.sum(sa.index(ch))
+            sa = sa.replace(ch, "")
+        return a.permute([sa.index(c) for c in out])
+    (a, sa), (b, sb) = pairs
+    return _einsum2(a, b, sa, sb, out)
+
+
+def _expand_ellipsis(terms: list[str], out: str, explicit: bool, operands):
+    """'...' replaced by fresh letters (the broadcast dims, right-aligned), and the implicit
+    output spelled out: torch's rule (ellipsis dims first, then every label used once, in
+    order)."""
+    used = set("".join(terms) + out)
+    free = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz" if c not in used]
+    spans = [t.dim() - (len(s) - 3) if "..." in s else 0 for s, t in zip(terms, operands)]
+    if any(n < 0 for n in spans):
+        raise RuntimeError("einsum(): the number of subscripts in the equation does not match "
+                           "the number of dimensions for an operand with an ellipsis")
+    letters = "".join(free[:max(spans, default=0)])
+    terms = [s.replace("...", letters[len(letters) - n:]) if "..." in s else s
+             for s, n in zip(terms, spans)]
+    if explicit:
+        return terms, out.replace("...", letters)
+    seen = "".join(terms)
+    singles = sorted(c for c in set(seen) if seen.count(c) == 1 and c not in letters)
+    return terms, letters + "".join(singles)
+
+
+def _diagonals(t: torch.Tensor, s: str) -> tuple[torch.Tensor, str]:
+    """A label repeated within one operand takes its diagonal (a view; the label moves last)."""
+    while len(set(s)) != len(s):
+        ch = next(c for c in s if s.count(c) > 1)
+        i, j = s.index(ch), s.index(ch, s.index(ch) + 1)
+        if t.shape[i] != t.shape[j]:
+            raise RuntimeError(f"einsum(): subscript {ch} is repeated for operand but the sizes "
+                               f"don't match, {t.shape[i]} != {t.shape[j]}")
+        t = t.diagonal(0, i, j)
+        s = s[:i] + s[i + 1:j] + s[j + 1:] + ch
+    return t, s
+
+
+def _einsum2(a: torch.Tensor, b: torch.Tensor, sa: str, sb: str, out: str) -> torch.Tensor:
     sizes: dict[str, int] = {}
     for s, t, idx in ((sa, a, 0), (sb, b, 1)):
         for ch, d in zip(s, t.shape):
@@ -357,7 +406,7 @@ def einsum(equation: str, *operands) -> torch.Tensor:
                 raise RuntimeError(f"einsum(): subscript {ch} has size {d} for operand {idx} "
                                    f"which does not broadcast with previously seen size "
                                    f"{sizes[ch]}")
-            sizes[ch] = max(sizes.get(ch, d), d)
+            sizes[ch] = d if sizes.get(ch, 1) == 1 else sizes[ch]  # 1 broadcasts (to 0 too)
     _same_dtype(a, b)
     # Indices of one operand that are neither in the other nor in the output: sum them now.
     for ch in [c for c in sa if c not in sb and c not in out]:
