@@ -30,3 +30,10 @@ def norm_rand(shape, dtype=torch.float32, seed=0, requires_grad=False):
     g = torch.Generator().manual_seed(seed)
     t = (torch.randn(shape, generator=g, dtype=torch.float64) * 1.5 + 0.3).to(DEVICE, dtype)
     return t.requires_grad_(requires_grad)
+
+
+def assert_same_value_and_grads(got: torch.Tensor, want: torch.Tensor, wrt) -> None:
+    """Two scalar results of the same inputs: equal values and equal gradients for `wrt`."""
+    torch.testing.assert_close(got, want)
+    for a, b in zip(torch.autograd.grad(got, wrt), torch.autograd.grad(want, wrt)):
+        torch.testing.assert_close(a, b)

@@ -218,16 +218,26 @@ class Program:
     def replay(self, bases: list[int]) -> bool:
         """Launch with the new base pointers; False (nothing launched) when the current device
         or thread differs from the recorded one or a launch hook is installed."""
-        if (_current_device() != self.device or hooks_installed()
-                or threading.get_ident() != self.thread):
+        if not _may_replay(self.device, self.thread):
             return False
-        stream = _raw_stream(self.device)
-        for launcher, grid, tail, template, patches in self.launches:
-            args = template.copy()
-            for i, slot, off in patches:
-                args[i] = bases[slot] + off
-            launcher(*grid, stream, *tail, *args)
+        _launch(self.launches, bases, self.device)
         return True
+
+
+def _may_replay(device: int, thread: int) -> bool:
+    """The recording's device and thread, and no launch hook (a profiler sees Triton's path)."""
+    return (_current_device() == device and not hooks_installed()
+            and threading.get_ident() == thread)
+
+
+def _launch(launches: list[tuple], bases: list[int], device: int) -> None:
+    """Every recorded launch, each pointer re-based on its slot's new base pointer."""
+    stream = _raw_stream(device)
+    for launcher, grid, tail, template, patches in launches:
+        args = template.copy()
+        for i, slot, off in patches:
+            args[i] = bases[slot] + off
+        launcher(*grid, stream, *tail, *args)
 
 
 def _rebased_launches(rec: Recording, slots: list[torch.Tensor | None]) -> list[tuple] | None:
@@ -310,20 +320,14 @@ class OpProgram:
     def replay(self, inputs: list[torch.Tensor]):
         """The op's output for `inputs` (tensors of the recorded signature), or NOT_REPLAYED
         (nothing launched) on another device or while a launch hook is installed."""
-        if (_current_device() != self.device or hooks_installed()
-                or threading.get_ident() != self.thread):
+        if not _may_replay(self.device, self.thread):
             return NOT_REPLAYED
         allocs = [torch.empty(shape, dtype=dt, device=dev) if strides is None else
                   torch.empty_strided(shape, strides, dtype=dt, device=dev)
                   for shape, strides, dt, dev in self.allocations]
         bases = [t.data_ptr() for t in inputs]
         bases += [a.data_ptr() for a in allocs]
-        stream = _raw_stream(self.device)
-        for launcher, grid, tail, template, patches in self.launches:
-            args = template.copy()
-            for i, slot, off in patches:
-                args[i] = bases[slot] + off
-            launcher(*grid, stream, *tail, *args)
+        _launch(self.launches, bases, self.device)
         direct = self.direct
         if direct is not None:  # every output an allocation: the common case, kept short
             return allocs[direct[0]] if self.single else tuple(allocs[k] for k in direct)

@@ -63,6 +63,7 @@ class _TorchLib:
     silu = staticmethod(F.silu)
     softmax = staticmethod(torch.softmax)
     rms_norm = staticmethod(F.rms_norm)
+    layer_norm = staticmethod(F.layer_norm)
     linear = staticmethod(F.linear)
     scaled_dot_product_attention = staticmethod(F.scaled_dot_product_attention)
     cross_entropy = staticmethod(F.cross_entropy)
