@@ -182,3 +182,16 @@ def test_two_python_numbers_as_torch(name, kw):
         torch.testing.assert_close(got, ref)
     with pytest.raises(TypeError):
         bt.maximum(1.0, 2.0)  # torch refuses two numbers there
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_digamma_gradient_at_its_poles_as_torch(dtype, device):
+    """trigamma's reflection forms sin(pi x) as torch does (pi * x rounded first): at a
+    negative integer torch's gradient is a large finite number, not inf, and ours with it."""
+    x = torch.tensor([-3.0, -1.0, -2.0 + 2.0 ** -10, -0.5, 0.25, 4.0], dtype=dtype,
+                     device=device, requires_grad=True)
+    (ours,) = torch.autograd.grad(bt.digamma(x).sum(), x)
+    (ref,) = torch.autograd.grad(torch.digamma(x).sum(), x)
+    assert torch.isfinite(ours).all() and torch.isfinite(ref).all()
+    torch.testing.assert_close(ours, ref, rtol=1e-4 if dtype == torch.float32 else 1e-9,
+                               atol=0)

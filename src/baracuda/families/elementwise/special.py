@@ -231,7 +231,9 @@ def trigamma(x):
     neg = x < 0
     z = tl.where(neg, 1.0 - x, x)
     core = _trigamma_pos(z)
-    s = sinpi_abs(x)
+    # sin(pi x) as torch's kernels form it (pi * x rounded first): at a negative integer the
+    # pole then reads as torch's large finite value, not inf, and near one the same rounding
+    s = tl.sin(x * PI)
     refl = -core + (PI * PI) / (s * s)
     return tl.where(neg, refl, core)
 
