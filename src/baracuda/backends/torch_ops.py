@@ -116,21 +116,8 @@ def _signature(args: Args) -> tuple[tuple | None, list[torch.Tensor], list[int]]
     dtype, device and 16-byte alignment, or the value itself; and the tensor fields in order
     with their data pointers. None (no caching) when a field holds something else (a tensor
     list)."""
-    sig = []
-    tensors = []
-    ptrs = []
-    for name in _field_names(type(args)):
-        v = getattr(args, name)
-        if isinstance(v, torch.Tensor):
-            p = v.data_ptr()
-            sig.append((v.shape, v.stride(), v.dtype, v.device, p & 15))
-            tensors.append(v)
-            ptrs.append(p)
-        elif v is None or isinstance(v, (int, float, bool, str)):
-            sig.append(v)
-        else:
-            return None, tensors, ptrs
-    return tuple(sig), tensors, ptrs
+    sig, tensors = _key_of([getattr(args, name) for name in _field_names(type(args))])
+    return sig, tensors, [t.data_ptr() for t in tensors]
 
 
 def _first_device(args: Args) -> torch.device:
@@ -258,7 +245,7 @@ class EagerOp:
         launches; the first call compiles and selects, and may autotune), later calls
         allocate and launch directly, skipping descriptors, plan lookup and argument checks,
         which are functions of the signature."""
-        key, tensors = _call_key(args) if REPLAY else (None, None)
+        key, tensors = _key_of(args) if REPLAY else (None, None)
         if key is None or launch_replay.active() is not None:  # nested: the outer records
             return self._impl(*args)
         entry = self._replays.get(key, _UNSEEN)
@@ -286,10 +273,11 @@ _SEEN = object()
 _KEY_SCALARS = (int, str, bool, torch.dtype, type(None))
 
 
-def _call_key(args: tuple) -> tuple[tuple | None, list[torch.Tensor]]:
-    """What an implementation may read of its arguments without a device sync: per tensor
-    its shape, strides, dtype, device and 16-byte alignment; other arguments by value (a
-    float with its sign, so -0.0 and 0.0 differ). None when an argument is something else."""
+def _key_of(args) -> tuple[tuple | None, list[torch.Tensor]]:
+    """What code may read of these values without a device sync (the per-signature caches of
+    `run_plan` and `EagerOp` key on it), and the tensors among them in order: per tensor its
+    shape, strides, dtype, device and 16-byte alignment; other values by type and value (a
+    float with its sign, so -0.0 and 0.0 differ). None when a value is something else."""
     key = []
     tensors = []
     for a in args:

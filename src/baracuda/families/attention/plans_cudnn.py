@@ -308,9 +308,13 @@ def _exec_raw(g, uids, tensors, ws, handle, raw):
     # has described every buffer in Python (host time that small training steps feel). Sound
     # here because the graph was built for exactly these
     # strides (the cache key) and can_implement checked alignment; only addresses change.
-    run, ptrs, backend, index = raw
-    ptrs[:] = [t.data_ptr() for t in tensors]
-    run(ctypes.addressof(ptrs), len(ptrs), 0 if ws is None else ws.data_ptr(), backend, index)
+    _run_raw(raw, [t.data_ptr() for t in tensors], 0 if ws is None else ws.data_ptr())
+
+
+def _run_raw(raw, ptrs: list[int], ws: int) -> None:
+    run, arr, backend, index = raw
+    arr[:] = ptrs
+    run(ctypes.addressof(arr), len(arr), ws, backend, index)
 
 
 def _replay_raw(stream: int, handle, raw, ws: int, *ptrs: int) -> None:
@@ -318,9 +322,7 @@ def _replay_raw(stream: int, handle, raw, ws: int, *ptrs: int) -> None:
     import cudnn
 
     cudnn.set_stream(handle, stream)
-    run, arr, backend, index = raw
-    arr[:] = ptrs
-    run(ctypes.addressof(arr), len(arr), ws, backend, index)
+    _run_raw(raw, list(ptrs), ws)
 
 
 def _raw_binding(g, uids, handle):

@@ -5,8 +5,6 @@ scalars into the scalar parameters or 0-d tensors torch would promote them as).
 
 from __future__ import annotations
 
-import functools
-
 import torch
 
 from ...backends.torch_ops import define_op, run_plan
@@ -189,11 +187,6 @@ def _binary_grad(ctx, grad):
     if not (need_a or need_b):
         return None, None, None, None, None
     if not BINARY[D.BinaryKind(ctx.kind)].diff:
-        if ctx.kind == D.BinaryKind.NEXTAFTER.value and _torch_differentiates_nextafter():
-            # torch 2.13 on: d/d input = 1, d/d other = 0 (zeros, not None)
-            da = _binary_backward(grad, a, b, D.BinaryKind.ADD.value, 1.0, True, False)[0]
-            db = torch.zeros_like(b) if need_b else None
-            return (da if need_a else None), db, None, None, None
         raise RuntimeError(f"the derivative for '{ctx.kind}' is not implemented.")
     for t, quirk in zip((a, b), BINARY[D.BinaryKind(ctx.kind)].bool_in_grad):
         if quirk and t.dtype == torch.bool:
@@ -206,19 +199,6 @@ def _binary_grad(ctx, grad):
     b = b if b.is_floating_point() else _cast(b, grad.dtype)
     da, db = _binary_backward(grad, a, b, ctx.kind, ctx.alpha, need_a, need_b)
     return (da if need_a else None), (db if need_b else None), None, None, None
-
-
-@functools.cache
-def _torch_differentiates_nextafter() -> bool:
-    """Whether the installed torch has a derivative for nextafter (2.13 added one): asked
-    of torch on one CPU element, once."""
-    a = torch.zeros(1, requires_grad=True)
-    try:
-        with torch.enable_grad():  # asked from inside a backward, where grad mode is off
-            torch.autograd.grad(torch.nextafter(a, torch.ones(1)), a, torch.ones(1))
-    except RuntimeError:
-        return False
-    return True
 
 
 _binary = define_op("ew_binary", _binary_fw, _binary_fake, backward=_binary_grad,

@@ -265,6 +265,9 @@ def grad_binary(a, b, g, p0, p1, OP: tl.constexpr):
     elif OP == B_DIV_TRUNC or OP == B_DIV_FLOOR:
         ga = zero
         gb = zero
+    elif OP == B_NEXTAFTER:  # one ulp from a toward b; torch 2.13's formula: g where a != b
+        ga = tl.where(a == b, zero, g)
+        gb = zero
     elif OP == B_POW:
         ga = tl.where(b == 0, zero, g * b * _pow_float(a, b - 1.0))
         gb = tl.where((a == 0) & (b >= 0), zero, g * _pow_float(a, b) * tl.log(a))

@@ -91,6 +91,18 @@ def _b(name, ints, ref, a=(-3.0, 3.0), diff=True, bool_ok=False, native=False, n
                grad_reads=grad_reads, heavy=heavy)
 
 
+def _torch_differentiates(fn: Callable) -> bool:
+    """Whether the installed torch has a derivative for binary `fn` (torch 2.13 added
+    nextafter's): asked of torch on one CPU element, once, at import."""
+    a = torch.zeros(1, requires_grad=True)
+    try:
+        with torch.enable_grad():
+            torch.autograd.grad(fn(a, torch.ones(1)), a, torch.ones(1))
+    except RuntimeError:
+        return False
+    return True
+
+
 def _p(name, ints, ref, params, domain=(-3.0, 3.0), member=""):
     return Row(name, ints, ref, domain, params=params, member=member)
 
@@ -217,7 +229,8 @@ _BINARY_ROWS = [
        api="torch"),
     _b("logaddexp2", "float", torch.logaddexp2, numbers="none", bool_in_grad=(True, True),
        api="torch"),
-    _b("nextafter", "float", torch.nextafter, diff=False, native=True, numbers="none", api="torch"),
+    _b("nextafter", "float", torch.nextafter, diff=_torch_differentiates(torch.nextafter),
+       native=True, numbers="none", api="torch"),
     _b("bitwise_and", "int", torch.bitwise_and, diff=False, bool_ok=True, api="torch"),
     _b("bitwise_or", "int", torch.bitwise_or, diff=False, bool_ok=True, api="torch"),
     _b("bitwise_xor", "int", torch.bitwise_xor, diff=False, bool_ok=True, api="torch"),
