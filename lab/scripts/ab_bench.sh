@@ -5,7 +5,7 @@
 set -u
 OUTDIR="${OUT:-/tmp/baracuda_out}"; mkdir -p "$OUTDIR"
 export PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+[ -n "${SKIP_PIP:-}" ] || python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
   --target /tmp/site .whl/*.whl >/dev/null 2>&1
 FAM=${1:+--family $1}
 for side in base head; do

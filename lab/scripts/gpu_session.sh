@@ -2,13 +2,13 @@
 # One device call in phases, each bounded so the others still run: `baracuda bench --host` at a
 # baseline tree (.base/src) and at this tree, targeted tests with tracebacks, then the test
 # files in order until the time is spent (SIGINT, so pytest still prints its failures).
-# Phases: host, profile, train, tests, suite.
+# Phases: host, profile, train, tests, ab (lab/scripts/ab_bench.sh), suite.
 # Usage: PHASES="host tests suite" bash lab/scripts/gpu_session.sh  (carry .whl .base .commit)
 # Knobs: TARGETED (pytest args for "tests"), SUITE (pytest args), SUITE_S (seconds), WORKERS.
 set -u
 OUTDIR="${OUT:-/tmp/baracuda_out}"; mkdir -p "$OUTDIR"
 export PYTHONUNBUFFERED=1 BARACUDA_RECORD_FIRST=${BARACUDA_RECORD_FIRST:-1}
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+[ -n "${SKIP_PIP:-}" ] || python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
   --target /tmp/site .whl/*.whl >/dev/null 2>&1
 [ -f .commit ] && export BARACUDA_COMMIT=$(cat .commit)
 T0=$(date +%s)
@@ -33,13 +33,15 @@ for phase in ${PHASES:-host tests suite}; do
       grep -v -E "^$|leaked|nanobind|refleaks|skipped remainder" "$OUTDIR/train.txt" | tail -15 ;;
     tests)
       PYTHONPATH=$PWD/src:/tmp/site timeout -s INT ${TESTS_S:-120} python3 -m pytest -q \
-        -p no:cacheprovider -n ${WORKERS:-15} -o addopts="" --tb=short -rfE $TARGETED ${TARGETED_K:+-k "$TARGETED_K"} \
+        -p no:cacheprovider -n ${WORKERS:-15} -o addopts="" --tb=short -rfE ${TARGETED:-} ${TARGETED_K:+-k "$TARGETED_K"} \
         > "$OUTDIR/targeted.log" 2>&1
       echo "targeted rc=$?"; grep -E "^(FAILED|ERROR)|passed|failed" "$OUTDIR/targeted.log" | tail -40 ;;
+    ab)
+      OUT=$OUTDIR bash lab/scripts/ab_bench.sh ${AB_FAMILY:-} ;;
     suite)
       left=$(( ${SUITE_END:-560} - ($(date +%s) - T0) ))
       PYTHONPATH=$PWD/src:/tmp/site timeout -s INT $left python3 -m pytest -v -p no:cacheprovider \
-        -n ${WORKERS:-15} -o addopts="" --tb=short -rfE $SUITE > "$OUTDIR/suite.log" 2>&1
+        -n ${WORKERS:-15} -o addopts="" --tb=short -rfE ${SUITE:-tests} > "$OUTDIR/suite.log" 2>&1
       echo "suite rc=$? ($left s)"; grep -E "^(FAILED|ERROR)" "$OUTDIR/suite.log" | head -60
       tail -2 "$OUTDIR/suite.log"; grep -c " PASSED" "$OUTDIR/suite.log" ;;
   esac
