@@ -123,8 +123,10 @@ OURS = (*FLOATS, torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8,
 
 
 def _in_scope(sample) -> bool:
+    """No complex operand, as a tensor or as a Python number (torch.where(c, 2j, x))."""
     leaves, _ = tree_flatten((sample.input, sample.args, sample.kwargs))
-    return all(t.dtype in OURS for t in leaves if isinstance(t, torch.Tensor))
+    return all(t.dtype in OURS if isinstance(t, torch.Tensor) else not isinstance(t, complex)
+               for t in leaves)
 
 
 def _spread(items: list, n: int) -> list:

@@ -354,7 +354,8 @@ def test_op_replay_on_the_gpu_matches_torch_forward_and_backward():
                                     (x, w))
         with torch.no_grad():
             torch.testing.assert_close(bt.add(x, w), x + w)
-    for op in ("ew_binary", "ew_unary", "softmax", "rms_norm", "layer_norm", "cross_entropy",
-               "ew_binary_backward", "ew_unary_backward", "softmax_backward",
-               "rms_norm_backward", "layer_norm_backward", "cross_entropy_backward"):
+    # (with a gradient, cross_entropy is one fused op: loss and input gradient together)
+    for op in ("ew_binary", "ew_unary", "softmax", "rms_norm", "layer_norm",
+               "cross_entropy_fused", "ew_binary_backward", "ew_unary_backward",
+               "softmax_backward", "rms_norm_backward", "layer_norm_backward"):
         assert lr.OP_OUTCOMES.get(op, "not recorded") is None, (op, lr.OP_OUTCOMES.get(op))

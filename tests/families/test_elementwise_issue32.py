@@ -214,3 +214,15 @@ def test_f64_gradient_exact_where_torch_rounds(name, alpha):
         exact = torch.where((x > -3) & (x < 3), g / 6, torch.zeros_like(g))
     (got,) = torch.autograd.grad(y, x, g)
     torch.testing.assert_close(got, exact.detach(), rtol=1e-13, atol=1e-300)
+
+
+def test_complex_python_number_is_refused_by_name():
+    """A complex Python number would make a complex result in torch; baracuda has no complex
+    dtypes, so it refuses with Unsupported naming the value (not a type error)."""
+    from baracuda.core.errors import Unsupported
+
+    x = torch.randn(3, device=DEVICE)
+    with pytest.raises(Unsupported, match="complex numbers are not supported"):
+        bt.add(x, 1j)
+    with pytest.raises(Unsupported, match="complex numbers are not supported"):
+        bt.where(x > 0, 2j, x)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ...backends.triton_support import dot_acc
+from ...backends.triton_support import dot_acc, round_to
 
 LOG2E_F = 1.4426950408889634
 LOG2E = tl.constexpr(LOG2E_F)
@@ -132,7 +132,7 @@ def sdpa_fwd_kernel(
             p = tl.where(keep, p, 0.0)
         v = tl.load(v_base + offs_n[:, None].to(IDX) * svn + offs_dv[None, :],
                     mask=n_ok[:, None] & (offs_dv < DV)[None, :], other=0.0)  # [N, DV]
-        acc = _dot(p.to(v.dtype), v, acc * alpha[:, None], PREC, INTERP)
+        acc = _dot(round_to(p, v.dtype), v, acc * alpha[:, None], PREC, INTERP)
         m_i = m_new
     dead = l_i == 0.0
     inv = tl.where(dead, 0.0, 1.0 / tl.where(dead, 1.0, l_i))
@@ -141,9 +141,9 @@ def sdpa_fwd_kernel(
     out = acc * inv[:, None]
     lse = tl.where(dead, float("inf"), (m_i + tl.log2(tl.where(dead, 1.0, l_i))) * LN2)
     tl.store(o_ptr + b * sob + h * soh + offs_m[:, None].to(IDX) * som + offs_dv[None, :],
-             out.to(o_ptr.dtype.element_ty), mask=m_ok[:, None] & (offs_dv < DV)[None, :])
+             round_to(out, o_ptr.dtype.element_ty), mask=m_ok[:, None] & (offs_dv < DV)[None, :])
     tl.store(lse_ptr + b * slb + h * slh + offs_m.to(IDX) * slm,
-             lse.to(lse_ptr.dtype.element_ty), mask=m_ok)
+             round_to(lse, lse_ptr.dtype.element_ty), mask=m_ok)
 
 
 @triton.jit
@@ -211,9 +211,9 @@ def _dkdv_step(dk, dv, k, v, qs, start_m, offs_m0, offs_n, offs_dk, offs_dv, q_b
         dpt = tl.where(keep, dpt * inv_keep, 0.0)
     else:
         pdt = pt
-    dv = _dot(pdt.to(do.dtype), do, dv, PREC, INTERP)
+    dv = _dot(round_to(pdt, do.dtype), do, dv, PREC, INTERP)
     dst = pt * (dpt - delta[None, :])
-    dk = _dot(dst.to(qt.dtype), tl.trans(qt), dk, PREC, INTERP)
+    dk = _dot(round_to(dst, qt.dtype), tl.trans(qt), dk, PREC, INTERP)
     return dk, dv
 
 
@@ -288,14 +288,16 @@ def sdpa_bwd_dkdv_kernel(
     dk = dk * _f(scale, scale_lo, ACC)
     if EVEN:
         tl.store(dk_ptr + b * sdkb + hk * sdkh + rows_n * sdkn + offs_dk[None, :],
-                 dk.to(dk_ptr.dtype.element_ty))
+                 round_to(dk, dk_ptr.dtype.element_ty))
         tl.store(dv_ptr + b * sdvb + hk * sdvh + rows_n * sdvn + offs_dv[None, :],
-                 dv.to(dv_ptr.dtype.element_ty))
+                 round_to(dv, dv_ptr.dtype.element_ty))
     else:
         tl.store(dk_ptr + b * sdkb + hk * sdkh + rows_n * sdkn + offs_dk[None, :],
-                 dk.to(dk_ptr.dtype.element_ty), mask=n_ok[:, None] & (offs_dk < DK)[None, :])
+                 round_to(dk, dk_ptr.dtype.element_ty),
+                 mask=n_ok[:, None] & (offs_dk < DK)[None, :])
         tl.store(dv_ptr + b * sdvb + hk * sdvh + rows_n * sdvn + offs_dv[None, :],
-                 dv.to(dv_ptr.dtype.element_ty), mask=n_ok[:, None] & (offs_dv < DV)[None, :])
+                 round_to(dv, dv_ptr.dtype.element_ty),
+                 mask=n_ok[:, None] & (offs_dv < DV)[None, :])
 
 
 @triton.jit
@@ -323,7 +325,7 @@ def _dq_step(dq, q, do, lse, delta, qs, start_n, offs_n0, offs_m, offs_dk, offs_
         keep = _keep(seed, rng_off, bh, offs_m[:, None], offs_n[None, :], p_drop)
         dp = tl.where(keep, dp / (1.0 - p_drop), 0.0)
     ds = p * (dp - delta[:, None])
-    return _dot(ds.to(kt.dtype), tl.trans(kt), dq, PREC, INTERP)
+    return _dot(round_to(ds, kt.dtype), tl.trans(kt), dq, PREC, INTERP)
 
 
 @triton.jit
@@ -391,7 +393,7 @@ def sdpa_bwd_dq_kernel(
     dq = dq * _f(scale, scale_lo, ACC)
     dq_ptrs = dq_ptr + b * sdqb + h * sdqh + offs_m[:, None].to(IDX) * sdqm + offs_dk[None, :]
     if EVEN:
-        tl.store(dq_ptrs, dq.to(dq_ptr.dtype.element_ty))
+        tl.store(dq_ptrs, round_to(dq, dq_ptr.dtype.element_ty))
     else:
-        tl.store(dq_ptrs, dq.to(dq_ptr.dtype.element_ty),
+        tl.store(dq_ptrs, round_to(dq, dq_ptr.dtype.element_ty),
                  mask=m_ok[:, None] & (offs_dk < DK)[None, :])

@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 
 from ...backends.torch_ops import define_op, run_plan
-from ...core.errors import ArgumentTypeError
+from ...core.errors import ArgumentTypeError, Unsupported
 from ...core.vocab import ElementKind
 from . import descriptors as D
 from .plans import (
@@ -223,6 +223,9 @@ def scalar_result(dtype: torch.dtype, value) -> torch.dtype:
         return torch.int64 if dtype == torch.bool else dtype
     if isinstance(value, float):
         return dtype if dtype.is_floating_point else torch.get_default_dtype()
+    if isinstance(value, complex):
+        raise Unsupported(f"scalar operand: complex numbers are not supported (baracuda has no "
+                          f"complex dtypes), got {value!r}")
     raise ArgumentTypeError("scalar operand: expected a Tensor or a Python number, got "
                             f"{type(value).__name__}")
 

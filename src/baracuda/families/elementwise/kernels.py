@@ -163,7 +163,8 @@ def binary_bwd_kernel(
         b = tl.load(b_ptr + bo, mask=m, other=1).to(ACC)
     else:
         b = tl.zeros_like(g)
-    ga, gb = grad_binary(a, b, g, join_f64(p0h, p0l, ACC), join_f64(p1h, p1l, ACC), OP)
+    ga, gb = grad_binary(a, b, g, join_f64(p0h, p0l, ACC), join_f64(p1h, p1l, ACC), OP,
+                         dy_ptr.dtype.element_ty)
     if WRITE_A:
         tl.store(da_ptr + dao, _out(ga, da_ptr), mask=m)
     if WRITE_B:

@@ -119,7 +119,10 @@ def _layout(out_shape, tensors, strides, heavy, constexprs):
     big = n_inner >= 2**31 or any(
         sum((d - 1) * x for d, x in zip(rest4, s)) >= 2**31 for s in st4)
     ints = [n_inner, rest4[1], rest4[2], rest4[3], *(v for s in st4 for v in s)]
-    launch_constexprs = dict(MODE=mode, BIG=big, BLOCK=block, num_warps=warps, **constexprs)
+    # enable_reflect_ftz=False: libdevice keeps subnormals, as torch's CUDA math does (fmod
+    # by a subnormal divisor would otherwise be NaN)
+    launch_constexprs = dict(MODE=mode, BIG=big, BLOCK=block, num_warps=warps,
+                             enable_reflect_ftz=False, **constexprs)
     return lead, st, extra, (programs,), ints, launch_constexprs
 
 

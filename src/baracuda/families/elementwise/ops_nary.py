@@ -247,8 +247,18 @@ def apply_binary(a, b, p0, p1, OP: tl.constexpr, OUT: tl.constexpr):
 
 
 @triton.jit
-def grad_binary(a, b, g, p0, p1, OP: tl.constexpr):
-    """(dL/da, dL/db) of binary kind OP."""
+def _stored(v, TY: tl.constexpr):
+    """v rounded to the storage type TY (a 16-bit float) and back: where torch's derivative
+    is a composite of tensor ops, each of its steps rounds there, and so its overflows and
+    NaNs are those of the rounded values (pow of a negative base at exponent - 1)."""
+    if TY == tl.float16 or TY == tl.bfloat16:
+        return round_to(v, TY).to(v.dtype)
+    return v
+
+
+@triton.jit
+def grad_binary(a, b, g, p0, p1, OP: tl.constexpr, TY: tl.constexpr = tl.float32):
+    """(dL/da, dL/db) of binary kind OP; TY is the operands' storage type."""
     zero = tl.zeros_like(g)
     if OP == B_ADD:
         ga = g
@@ -269,8 +279,11 @@ def grad_binary(a, b, g, p0, p1, OP: tl.constexpr):
         ga = tl.where(a == b, zero, g)
         gb = zero
     elif OP == B_POW:
-        ga = tl.where(b == 0, zero, g * b * _pow_float(a, b - 1.0))
-        gb = tl.where((a == 0) & (b >= 0), zero, g * _pow_float(a, b) * tl.log(a))
+        # torch: grad * (b * a.pow(b - 1)) and grad * (result * a.log()), step by step
+        t = _stored(b * _stored(_pow_float(a, _stored(b - 1.0, TY)), TY), TY)
+        ga = tl.where(b == 0, zero, g * t)
+        t = _stored(_stored(_pow_float(a, b), TY) * _stored(tl.log(a), TY), TY)
+        gb = tl.where((a == 0) & (b >= 0), zero, g * t)
     elif OP == B_ATAN2:
         den = a * a + b * b
         safe = tl.where(den == 0, 1.0, den)

@@ -228,7 +228,7 @@ def softshrink(input: torch.Tensor, lambd: float = 0.5) -> torch.Tensor:
 def _is_num(v) -> bool:
     if isinstance(v, torch.Tensor):  # the common case, answered before the ABC check
         return False
-    return isinstance(v, numbers.Number) and not isinstance(v, bool)
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)  # complex: refused later
 
 
 # -- binary ---------------------------------------------------------------------------------------
