@@ -330,6 +330,62 @@ def test_op_replay_yields_on_another_device(monkeypatch):
     assert len(_IMPL_CALLS) == 3  # the replay declined; the implementation ran
 
 
+# -- whole-function replay (torch_ops.replayed): a frontend around the fake op --------------
+
+_FRONT_CALLS = []
+
+
+def _frontend(x: torch.Tensor, scale: float = 2.0, mode: str = "plain") -> torch.Tensor:
+    """A baracuda.torch-like function: Python argument handling, a view, then the op."""
+    _FRONT_CALLS.append(mode)
+    if not isinstance(scale, float):
+        raise TypeError("scale must be a float")
+    return _scale_op(x.reshape(-1), scale, mode).view(x.shape)
+
+
+def _replayed_frontend(monkeypatch):
+    from baracuda.backends import torch_ops
+
+    _op(monkeypatch)
+    _FRONT_CALLS.clear()
+    return torch_ops.replayed(_frontend)
+
+
+def test_replayed_function_skips_the_frontend_without_grad(monkeypatch):
+    fn = _replayed_frontend(monkeypatch)
+    assert fn.__wrapped__ is _frontend
+    for _ in range(5):
+        x = torch.randn(3, 4)
+        torch.testing.assert_close(fn(x, 1.5), x * 1.5)
+        torch.testing.assert_close(fn(x, scale=1.5), x * 1.5)  # keywords: their own key
+    assert len(_FRONT_CALLS) == 4  # per key: the first call runs, the second records
+    assert lr.OP_OUTCOMES["_frontend"] is None
+    out = fn(x, 1.5)
+    assert out.shape == x.shape and out.data_ptr() != x.data_ptr()
+    # a gradient needed: never replayed (autograd must see the op); the result is the same
+    xg = x.clone().requires_grad_()
+    before = len(_FRONT_CALLS)
+    fn(xg, 1.5)
+    assert len(_FRONT_CALLS) == before + 1
+    # the grad mode, default dtype and deterministic switch are part of the key
+    with torch.no_grad():
+        fn(x, 1.5), fn(x, 1.5)
+        torch.testing.assert_close(fn(x, 1.5), x * 1.5)
+    assert len(_FRONT_CALLS) == before + 3
+
+
+def test_replayed_function_refuses_what_it_cannot_repeat(monkeypatch):
+    fn = _replayed_frontend(monkeypatch)
+    x = torch.randn(5)
+    for _ in range(4):
+        fn(x, 2.0, "aten")
+    assert len(_FRONT_CALLS) == 4 and "aten op" in lr.OP_OUTCOMES["_frontend"]
+    with pytest.raises(TypeError):  # errors still come from the function, every time
+        fn(x, 2)
+    with pytest.raises(TypeError):
+        fn(x, 2)
+
+
 @pytest.mark.gpu
 def test_op_replay_on_the_gpu_matches_torch_forward_and_backward():
     """The host-cost path: after two calls of a signature, the custom ops of an eager step

@@ -72,3 +72,27 @@ def test_training_step_ops_do_no_aten_work(monkeypatch):
             "layer_norm_backward", "ew_binary_backward"} <= set(seen)
     extra = {name: sorted(ops - _CPU_INDEX_CHECKS) for name, ops in seen.items()}
     assert not any(extra.values()), {k: v for k, v in extra.items() if v}
+
+
+@pytest.mark.skipif(not interpreter_active(), reason="stubs the interpreter's launches (CPU)")
+def test_host_calls_replay_whole_without_grad(monkeypatch):
+    """The seven calls of `bench --host`, without a gradient, replay whole
+    (`torch_ops.replayed`): their frontends do no aten work besides views, allocations and
+    their custom ops (whose insides the test above watches)."""
+    from triton.runtime import interpreter
+
+    from baracuda.tools import host_cost as H
+
+    monkeypatch.setattr(interpreter.InterpretedFunction, "run", lambda self, *a, **k: None)
+    for name in ("empty", "empty_like", "empty_strided"):
+        monkeypatch.setattr(torch, name, inspect.unwrap(getattr(torch, name)))
+    inputs = H._inputs("cpu", torch.bfloat16)
+    extra = {}
+    with torch.no_grad():
+        for name, call in H._calls(baracuda.torch).items():
+            seen: set = set()
+            with _Watch(seen):
+                call(*(t.detach() for t in inputs[name]))
+            extra[name] = sorted(f for f in seen - _CPU_INDEX_CHECKS
+                                 if not f.startswith("baracuda."))
+    assert not any(extra.values()), {k: v for k, v in extra.items() if v}

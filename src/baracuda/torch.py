@@ -3,6 +3,8 @@ working in eager mode, under torch.compile and in CUDA graphs.
 
 Collected from `baracuda.families.<family>.torch_api` modules (discovered, not listed); a
 family whose frontend fails to import is reported by `baracuda ops`, the others still load.
+Each out-of-place function is wrapped by `backends.torch_ops.replayed`: its eager calls that
+need no gradient replay whole per signature (its `__wrapped__` is the family's function).
 The namespace holds only those functions: the custom-op factory lives in
 `baracuda.backends.torch_ops`.
 """
@@ -16,6 +18,7 @@ def _collect() -> dict[str, object]:
     import importlib.util
     import warnings
 
+    from .backends.torch_ops import replayed
     from .core.registry import families, record_import_error
 
     found: dict[str, object] = {}
@@ -30,7 +33,9 @@ def _collect() -> dict[str, object]:
             warnings.warn(f"baracuda.torch: {name} failed to import: {exc}", stacklevel=3)
             continue
         for sym in getattr(mod, "__all__", ()):
-            found[sym] = getattr(mod, sym)
+            fn = getattr(mod, sym)
+            # in-place functions keep their own path (a replay would skip the version bump)
+            found[sym] = fn if sym.endswith("_") else replayed(fn)
     return found
 
 

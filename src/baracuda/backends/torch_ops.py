@@ -217,6 +217,11 @@ class EagerOp:
             bound = self._signature.bind(*args, **kwargs)
             bound.apply_defaults()
             args = bound.args
+        recording = launch_replay.active()
+        if recording is not None:  # inside a whole-function recording (`replayed`)
+            if self._mutated:
+                recording.refuse(f"{self.name} writes into an input")
+            return self._impl(*args)
         if not _plain_eager():
             return self.custom_op(*args)
         needs_grad = False
@@ -270,6 +275,51 @@ class EagerOp:
 
 _UNSEEN = object()
 _SEEN = object()
+
+
+def replayed(fn: Callable) -> Callable:
+    """`fn` (a baracuda.torch function) whose whole eager call replays per signature when no
+    gradient is needed: the frontend's argument handling, its views and its custom ops are
+    recorded once (`launch_replay.record_op`: allocations and launches; any other aten work,
+    a write into an input or an output that is not a fresh tensor refuses) and later calls of
+    the signature only allocate and launch. Inference calls then pay one key and one replay
+    instead of the frontend's Python and one dispatch per op. What the frontend reads besides
+    its arguments is in the key too: grad mode, the default dtype, deterministic mode."""
+    replays: dict = {}
+    name = getattr(fn, "__name__", "function")
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        if not REPLAY or not _plain_eager():
+            return fn(*args, **kwargs)
+        key, tensors = _key_of((*args, *kwargs.values()) if kwargs else args)
+        if key is None or not tensors:
+            return fn(*args, **kwargs)
+        grad = torch.is_grad_enabled()
+        for t in tensors:
+            if (grad and t.requires_grad) or type(t) not in _EAGER_TENSOR_TYPES or t.is_meta:
+                return fn(*args, **kwargs)
+        key = (key, tuple(kwargs) if kwargs else (), grad, torch.get_default_dtype(),
+               torch.are_deterministic_algorithms_enabled())
+        entry = replays.get(key, _UNSEEN)
+        if entry is None:
+            return fn(*args, **kwargs)
+        if entry is _UNSEEN or entry is _SEEN:
+            if len(replays) >= _TRUSTED_LIMIT:
+                replays.clear()
+            if (entry is _UNSEEN and RECORD_ON_FIRST_CALL is False) or interpreter_active():
+                replays[key] = _SEEN if not interpreter_active() else None
+                return fn(*args, **kwargs)
+            out, program = launch_replay.record_op(name, lambda: fn(*args, **kwargs),
+                                                   tensors)
+            if type(out) is not torch.Tensor and type(out) is not tuple:
+                program = None  # a named tuple or a Python value: not rebuilt by a replay
+            replays[key] = program
+            return out
+        out = entry.replay(tensors)
+        return fn(*args, **kwargs) if out is launch_replay.NOT_REPLAYED else out
+
+    return call
 _KEY_SCALARS = (int, str, bool, torch.dtype, type(None))
 
 
@@ -288,6 +338,8 @@ def _key_of(args) -> tuple[tuple | None, list[torch.Tensor]]:
             key.append((a, math.copysign(1.0, a)))
         elif isinstance(a, _KEY_SCALARS):
             key.append((type(a), a))
+        elif type(a) in (list, tuple) and all(type(v) is int for v in a):  # shapes, dims
+            key.append((type(a), tuple(a)))
         elif type(a) in (list, tuple) and all(type(v) in (int, float, bool) for v in a):
             key.append((type(a), tuple((type(v), v, math.copysign(1.0, v)) for v in a)))
         else:
