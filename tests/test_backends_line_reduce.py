@@ -17,6 +17,8 @@ from baracuda.backends.line_reduce import (
 from conftest import DEVICE
 
 NEG = float("-inf")
+#: the same inside kernels (compiled Triton reads only constexpr globals; the interpreter any)
+NEG_K = tl.constexpr(NEG)
 
 
 @triton.jit
@@ -28,17 +30,17 @@ def _pairs_kernel(x_ptr, out_ptr, N, BLOCK: tl.constexpr, CHUNK: tl.constexpr):
     tl.store(out_ptr, m)
     tl.store(out_ptr + 1, s)
     j = tl.arange(0, CHUNK)
-    m_p = tl.full([CHUNK], NEG, tl.float32)
+    m_p = tl.full([CHUNK], NEG_K, tl.float32)
     s_p = tl.zeros([CHUNK], tl.float32)
     for k in range(0, CHUNK):
         c = k * BLOCK + cols
-        mk, sk = chunk_max_sum(tl.load(x_ptr + c, mask=c < N, other=NEG).to(tl.float32))
+        mk, sk = chunk_max_sum(tl.load(x_ptr + c, mask=c < N, other=NEG_K).to(tl.float32))
         m_p = tl.where(j == k, mk, m_p)
         s_p = tl.where(j == k, sk, s_p)
     m2, s2 = merge_max_sum(m_p, s_p, 0)
     tl.store(out_ptr + 2, m2)
     tl.store(out_ptr + 3, s2)
-    m3, e3 = chunk_exp(tl.load(x_ptr + cols, mask=cols < N, other=NEG).to(tl.float32))
+    m3, e3 = chunk_exp(tl.load(x_ptr + cols, mask=cols < N, other=NEG_K).to(tl.float32))
     tl.store(out_ptr + 4, m3)
     tl.store(out_ptr + 5, tl.sum(e3, 0))
 
@@ -49,7 +51,7 @@ def _rows_kernel(x_ptr, out_ptr, ROWS: tl.constexpr, BLOCK: tl.constexpr):
     r = tl.arange(0, ROWS)
     c = tl.arange(0, BLOCK)
     x = tl.load(x_ptr + r[:, None] * BLOCK + c[None, :])
-    m, s = merge_max_sum(x, tl.where(x > NEG, 1.0, 0.0), 1)
+    m, s = merge_max_sum(x, tl.where(x > NEG_K, 1.0, 0.0), 1)
     tl.store(out_ptr + r, m)
     tl.store(out_ptr + ROWS + r, s)
 

@@ -4,7 +4,8 @@
 # files in order until the time is spent (SIGINT, so pytest still prints its failures).
 # Phases: host, profile, train, tests, ab (lab/scripts/ab_bench.sh), suite.
 # Usage: PHASES="host tests suite" bash lab/scripts/gpu_session.sh  (carry .whl .base .commit)
-# Knobs: TARGETED (pytest args for "tests"), SUITE (pytest args), SUITE_S (seconds), WORKERS.
+# Knobs: TARGETED (pytest args for "tests"), SUITE (pytest args), SUITE_END (seconds), WORKERS,
+# AB_FAMILIES (families for "ab", default all).
 set -u
 OUTDIR="${OUT:-/tmp/baracuda_out}"; mkdir -p "$OUTDIR"
 export PYTHONUNBUFFERED=1 BARACUDA_RECORD_FIRST=${BARACUDA_RECORD_FIRST:-1}
@@ -37,7 +38,10 @@ for phase in ${PHASES:-host tests suite}; do
         > "$OUTDIR/targeted.log" 2>&1
       echo "targeted rc=$?"; grep -E "^(FAILED|ERROR)|passed|failed" "$OUTDIR/targeted.log" | tail -40 ;;
     ab)
-      OUT=$OUTDIR bash lab/scripts/ab_bench.sh ${AB_FAMILY:-} ;;
+      for fam in ${AB_FAMILIES:-all}; do
+        [ "$fam" = all ] && fam=""
+        OUT=$OUTDIR/ab_${fam:-all} bash lab/scripts/ab_bench.sh $fam
+      done ;;
     suite)
       left=$(( ${SUITE_END:-560} - ($(date +%s) - T0) ))
       PYTHONPATH=$PWD/src:/tmp/site timeout -s INT $left python3 -m pytest -v -p no:cacheprovider \

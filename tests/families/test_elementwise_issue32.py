@@ -197,23 +197,35 @@ def test_digamma_gradient_at_its_poles_as_torch(dtype, device):
                                atol=0)
 
 
-@pytest.mark.parametrize("name,alpha", [("celu", 0.8), ("celu", 1.3), ("hardsigmoid", None)])
-def test_f64_gradient_exact_where_torch_rounds(name, alpha):
-    """torch's float64 celu (alpha != 1) and hardsigmoid gradients are accurate to ~2e-8 only;
-    ours must match the closed form to 1e-13 (alpha travels as two float32 halves). The
-    OpInfo run compares with torch at a looser tolerance for these (TORCH_ROUGH_F64_GRAD)."""
+@pytest.mark.parametrize("name,alpha", [("celu", 0.8), ("celu", 1.3), ("hardsigmoid", None),
+                                        ("hardswish", None)])
+def test_f64_exact_where_torch_rounds(name, alpha):
+    """torch's float64 celu gradient (alpha != 1), hardsigmoid and hardswish (CUDA: times a
+    float32 1/6) are accurate to ~2e-8 only; ours must match the closed form to 1e-13 (alpha
+    travels as two float32 halves). The OpInfo run compares with torch at a looser tolerance
+    for these (opinfo_known.TORCH_ROUGH_F64)."""
     gen = torch.Generator().manual_seed(7)
     x = (torch.randn(1000, generator=gen, dtype=torch.float64) * 4).to(DEVICE)
     g = torch.randn(1000, generator=gen, dtype=torch.float64).to(DEVICE)
     x.requires_grad_(True)
+    xd = x.detach()
+    inner = (xd > -3) & (xd < 3)
     if name == "celu":
         y = bt.celu(x, alpha)
-        exact = torch.where(x <= 0, g * torch.exp(x / alpha), g)
-    else:
+        fw = torch.where(xd > 0, xd, alpha * torch.expm1(xd / alpha))
+        exact = torch.where(xd <= 0, g * torch.exp(xd / alpha), g)
+    elif name == "hardsigmoid":
         y = bt.hardsigmoid(x)
-        exact = torch.where((x > -3) & (x < 3), g / 6, torch.zeros_like(g))
+        fw = torch.clamp(xd + 3, 0, 6) / 6
+        exact = torch.where(inner, g / 6, torch.zeros_like(g))
+    else:
+        y = bt.hardswish(x)
+        fw = xd * torch.clamp(xd + 3, 0, 6) / 6
+        exact = torch.where(xd <= -3, torch.zeros_like(g),
+                            torch.where(xd < 3, g * (xd / 3 + 0.5), g))
+    torch.testing.assert_close(y.detach(), fw, rtol=1e-13, atol=1e-300)
     (got,) = torch.autograd.grad(y, x, g)
-    torch.testing.assert_close(got, exact.detach(), rtol=1e-13, atol=1e-300)
+    torch.testing.assert_close(got, exact, rtol=1e-13, atol=1e-300)
 
 
 def test_complex_python_number_is_refused_by_name():
