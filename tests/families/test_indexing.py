@@ -357,3 +357,34 @@ def test_index_put_boolean_mask_as_torch(mask_shape, device):
                        x, values)
     with pytest.raises(IndexError, match="shape of the mask"):
         bt.index_put(x, (torch.ones(4, dtype=torch.bool),), values)
+
+
+@pytest.mark.parametrize("selected", [True, False])
+@pytest.mark.parametrize("accumulate", [False, True])
+@pytest.mark.parametrize("vshape", [(), (4,), (3, 4)])
+def test_index_put_lone_zero_dim_bool(selected, accumulate, vshape):
+    """A lone 0-d boolean index writes every element (True) or none (False); values broadcast
+    to the input's shape. (torch's CPU kernel asserts internally for non-scalar values, so the
+    expectation is written out; scalar values without accumulate are compared with torch itself.)"""
+    from conftest import DEVICE
+
+    x = torch.randn(3, 4, device=DEVICE)
+    x[0, 0] = float("inf")
+    v = torch.randn(vshape, device=DEVICE)
+    got = bt.index_put(x, (torch.tensor(selected, device=DEVICE),), v, accumulate=accumulate)
+    full = v.expand(3, 4)
+    want = (x + full if accumulate else full) if selected else x
+    assert torch.equal(got, want)
+    if vshape == () and not accumulate:
+        assert torch.equal(got, torch.index_put(x, (torch.tensor(selected, device=DEVICE),), v))
+    with pytest.raises(RuntimeError, match="shape mismatch"):
+        bt.index_put(x, (torch.tensor(selected, device=DEVICE),), torch.randn(2, 4,
+                                                                             device=DEVICE))
+
+
+def test_index_put_none_index_is_a_type_error_as_torch():
+    x = torch.randn(3, 4)
+    with pytest.raises(TypeError, match="expected Tensor as element 0 in argument 1"):
+        torch.index_put(x, (None, torch.tensor([0])), torch.tensor(1.0))
+    with pytest.raises(TypeError, match="expected Tensor as element 0 in argument 1"):
+        bt.index_put(x, (None, torch.tensor([0])), torch.tensor(1.0))

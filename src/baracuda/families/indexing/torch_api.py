@@ -416,17 +416,43 @@ def _masks_to_positions(input: torch.Tensor, indices: tuple) -> tuple:
     return tuple(out)
 
 
+def _index_put_whole(input, selected: bool, values, accumulate: bool) -> torch.Tensor:
+    """A lone 0-d boolean index: True writes every element (values broadcast to input's
+    shape, as torch requires), False writes none."""
+    try:
+        full = values.to(input.dtype).expand(*input.shape)
+    except RuntimeError as exc:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(values.shape)} cannot "
+                           f"be broadcast to indexing result of shape "
+                           f"{list(input.shape)}") from exc
+    if not selected:
+        out = input.clone()
+        return out + values.reshape(-1)[:0].sum().to(out.dtype) if values.requires_grad \
+            else out
+    if accumulate:
+        return input + full
+    # every element replaced; where keeps input in the graph (a zero gradient) without
+    # touching its values (input * 0 would turn inf into NaN)
+    return torch.where(torch.ones((), dtype=torch.bool, device=input.device), full, input)
+
+
 def index_put(input: torch.Tensor, indices, values: torch.Tensor,
               accumulate: bool = False) -> torch.Tensor:
     """torch.index_put (out of place) for integer index tensors over the leading dims (they
     broadcast together; negative indices wrap). accumulate=True sums duplicates
     deterministically; otherwise the last duplicate wins. A boolean mask over dims
     [j, j + mask.dim()) stands for its nonzero() positions, as in torch. None indices:
-    NotImplementedError."""
-    indices = _masks_to_positions(input, tuple(indices))
-    if not indices or any(i is None or not isinstance(i, torch.Tensor) for i in indices):
-        raise NotImplementedError("baracuda index_put: index tensors (integer or boolean) "
-                                  "only; None / slices are not supported")
+    TypeError, as torch.index_put."""
+    indices = tuple(indices)
+    for j, i in enumerate(indices):
+        if not isinstance(i, torch.Tensor):
+            raise TypeError(f"index_put(): expected Tensor as element {j} in argument 1, but "
+                            f"got {type(i).__name__}")
+    if len(indices) == 1 and indices[0].dim() == 0 and indices[0].dtype == torch.bool:
+        return _index_put_whole(input, bool(indices[0]), values, accumulate)
+    indices = _masks_to_positions(input, indices)
+    if not indices:
+        raise NotImplementedError("baracuda index_put: at least one index tensor is needed")
     k = len(indices)
     if k > input.dim():
         raise IndexError(f"too many indices for tensor of dimension {input.dim()} "
