@@ -108,10 +108,14 @@ def test_replayed_frontends_match_on_fresh_buffers():
         for _ in range(3):
             x = torch.randn(37, 1000, device="cuda")[:, 3:995]  # strided rows, odd extent
             torch.testing.assert_close(ours(x), ref(x), rtol=1e-5, atol=1e-5)
-        # recorded whole (the op) or, when the op is not recorded, per plan (the candidate)
-        op = {"TritonSoftmaxForward": "softmax", "TritonRMSNorm": "rms_norm",
-              "TritonLayerNorm": "layer_norm", "TritonUnary": "ew_unary"}[name]
-        outcome = lr.OP_OUTCOMES.get(op, lr.OUTCOMES.get(name, "not recorded"))
+        # without a gradient the whole function replays (torch_ops.replayed); otherwise the
+        # op, or when the op is not recorded, per plan (the candidate)
+        fn, op = {"TritonSoftmaxForward": ("softmax", "softmax"),
+                  "TritonRMSNorm": ("rms_norm", "rms_norm"),
+                  "TritonLayerNorm": ("layer_norm", "layer_norm"),
+                  "TritonUnary": ("silu", "ew_unary")}[name]
+        outcome = lr.OP_OUTCOMES.get(f"baracuda.torch.{fn}", lr.OP_OUTCOMES.get(
+            op, lr.OUTCOMES.get(name, "not recorded")))
         assert outcome is None, (name, outcome)
     # a backward through autograd replays too, with the gradient right
     for _ in range(3):
@@ -359,7 +363,7 @@ def test_replayed_function_skips_the_frontend_without_grad(monkeypatch):
         torch.testing.assert_close(fn(x, 1.5), x * 1.5)
         torch.testing.assert_close(fn(x, scale=1.5), x * 1.5)  # keywords: their own key
     assert len(_FRONT_CALLS) == 4  # per key: the first call runs, the second records
-    assert lr.OP_OUTCOMES["_frontend"] is None
+    assert lr.OP_OUTCOMES["baracuda.torch._frontend"] is None
     out = fn(x, 1.5)
     assert out.shape == x.shape and out.data_ptr() != x.data_ptr()
     # a gradient needed: never replayed (autograd must see the op); the result is the same
@@ -379,7 +383,7 @@ def test_replayed_function_refuses_what_it_cannot_repeat(monkeypatch):
     x = torch.randn(5)
     for _ in range(4):
         fn(x, 2.0, "aten")
-    assert len(_FRONT_CALLS) == 4 and "aten op" in lr.OP_OUTCOMES["_frontend"]
+    assert len(_FRONT_CALLS) == 4 and "aten op" in lr.OP_OUTCOMES["baracuda.torch._frontend"]
     with pytest.raises(TypeError):  # errors still come from the function, every time
         fn(x, 2)
     with pytest.raises(TypeError):

@@ -286,7 +286,8 @@ def replayed(fn: Callable) -> Callable:
     instead of the frontend's Python and one dispatch per op. What the frontend reads besides
     its arguments is in the key too: grad mode, the default dtype, deterministic mode."""
     replays: dict = {}
-    name = getattr(fn, "__name__", "function")
+    # OP_OUTCOMES key: apart from the custom ops' names (softmax is both)
+    name = f"baracuda.torch.{getattr(fn, '__name__', 'function')}"
 
     @functools.wraps(fn)
     def call(*args, **kwargs):

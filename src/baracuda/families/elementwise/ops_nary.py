@@ -280,10 +280,11 @@ def grad_binary(a, b, g, p0, p1, OP: tl.constexpr, TY: tl.constexpr = tl.float32
         gb = zero
     elif OP == B_POW:
         # torch: grad * (b * a.pow(b - 1)) and grad * (result * a.log()), step by step
+        # (the products rounded too: a broadcast operand's gradient sums rounded terms)
         t = _stored(b * _stored(_pow_float(a, _stored(b - 1.0, TY)), TY), TY)
-        ga = tl.where(b == 0, zero, g * t)
+        ga = tl.where(b == 0, zero, _stored(g * t, TY))
         t = _stored(_stored(_pow_float(a, b), TY) * _stored(tl.log(a), TY), TY)
-        gb = tl.where((a == 0) & (b >= 0), zero, g * t)
+        gb = tl.where((a == 0) & (b >= 0), zero, _stored(g * t, TY))
     elif OP == B_ATAN2:
         den = a * a + b * b
         safe = tl.where(den == 0, 1.0, den)
