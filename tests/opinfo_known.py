@@ -29,22 +29,16 @@ TORCH_ROUGH_F64: dict[tuple[str, str], tuple[float, str]] = {
 
 #: failures of the CPU run (a few samples per case, f32 / f64 / bf16); they hold in the full run
 KNOWN_FAILURES: dict[tuple[str, str, str], str] = {
-    ("scaled_dot_product_attention", "", _B): _SDPA_HALF_DELTA,
 }
 
 #: further failures of the full run (every sample, f16 too: BARACUDA_OPINFO_SAMPLES=all, and
 #: every CUDA run)
 FULL_KNOWN_FAILURES: dict[tuple[str, str, str], str] = {
-    ("addcmul", "", _B): "a 0-d bf16 tensor1: its gradient (a bf16 sum over the input) off "
-    "by 0.024 of 0.24 against float64, past 2x torch's error",
     ("scaled_dot_product_attention", "", "f16"): _SDPA_HALF_DELTA,
+    ("scaled_dot_product_attention", "", _B): _SDPA_HALF_DELTA,
 }
 #: failures under the interpreter only (its arithmetic); the GPU computes these
 INTERPRETER_KNOWN_FAILURES: dict[tuple[str, str, str], str] = {}
 #: ... and of its full run
 INTERPRETER_FULL_KNOWN_FAILURES: dict[tuple[str, str, str], str] = {
-    ("addcmul", "", _D): "mixed dtypes (f64 input, bf16 tensor1): tensor2's gradient off by "
-    "0.14 of 60 (rounded through bf16)",
-    ("addcdiv", "", _D): "mixed dtypes (f64 input, bf16 tensor1): tensor2's gradient off by "
-    "1.2 of 620 (rounded through bf16)",
 }

@@ -220,7 +220,8 @@ def ternary_bwd_kernel(
     b = tl.load(b_ptr + bo, mask=m, other=1).to(ACC)
     c = tl.load(c_ptr + co, mask=m, other=1).to(ACC)
     ga, gb, gc = grad_ternary(a, b, c, g, join_f64(p0h, p0l, ACC), OP,
-                              b_ptr.dtype.element_ty, c_ptr.dtype.element_ty)
+                              b_ptr.dtype.element_ty, c_ptr.dtype.element_ty,
+                              dy_ptr.dtype.element_ty)
     if WRITE_A:
         tl.store(da_ptr + dao, _out(ga, da_ptr), mask=m)
     if WRITE_B:

@@ -397,9 +397,11 @@ def _in_types(v, T1: tl.constexpr, T2: tl.constexpr):
 
 
 @triton.jit
-def grad_ternary(a, b, c, g, p0, OP: tl.constexpr, TB: tl.constexpr, TC: tl.constexpr):
-    """Gradients of ternary kind OP; TB and TC are the stored types of b and c (torch forms
-    addcmul's and addcdiv's factors such as tensor2 * value in those types)."""
+def grad_ternary(a, b, c, g, p0, OP: tl.constexpr, TB: tl.constexpr, TC: tl.constexpr,
+                 TG: tl.constexpr = tl.float32):
+    """Gradients of ternary kind OP; TB, TC and TG are the stored types of b, c and the
+    upstream gradient (torch forms addcmul's and addcdiv's factors such as tensor2 * value in
+    those types)."""
     zero = tl.zeros_like(g)
     if OP == T_LERP:
         ga = g * (1.0 - c)
@@ -409,6 +411,9 @@ def grad_ternary(a, b, c, g, p0, OP: tl.constexpr, TB: tl.constexpr, TC: tl.cons
         ga = g
         gb = g * _in_type(c * p0, TC)
         gc = g * _in_type(b * p0, TB)
+        if TB == TG and TC == TG:  # one 16-bit type: each product is rounded there before a
+            gb = _stored(gb, TG)   # broadcast operand's gradient sums them, as in torch
+            gc = _stored(gc, TG)
     elif OP == T_ADDCDIV:
         ga = g
         gb = g * _in_type(_in_type(p0, TC) / c, TC)  # torch: value / tensor2, value cast first
