@@ -136,6 +136,8 @@ def _poison_empty() -> None:
         @functools.wraps(make)  # __wrapped__: a test that must see plain allocations unwraps
         def wrapper(*args, **kwargs):
             t = make(*args, **kwargs)
+            if torch.compiler.is_compiling():  # traced: sizes may be symbolic, no storage
+                return t
             if t.numel() and not t.is_meta and type(t) is torch.Tensor:  # not fake / subclass
                 st = t.untyped_storage()
                 torch.empty(0, dtype=torch.uint8, device=t.device).set_(st).fill_(255)

@@ -209,7 +209,10 @@ def masked_scatter(input: torch.Tensor, mask: torch.Tensor,
                            f"got {input.dtype} and {source.dtype}")
     shape = torch.broadcast_shapes(input.shape, mask.shape)  # both broadcast, as in torch
     m = mask.expand(shape)
-    if int(m.sum()) > source.numel():
-        raise RuntimeError("masked_scatter: expected source to have at least as many elements "
-                           "as there are ones in mask")
+    msg = ("masked_scatter: expected source to have at least as many elements as there are "
+           "ones in mask")
+    if torch.compiler.is_compiling():  # a traced graph checks on the device (no host read)
+        torch._assert_async(m.sum() <= source.numel(), msg)
+    elif int(m.sum()) > source.numel():
+        raise RuntimeError(msg)
     return _masked_scatter(input.expand(shape), m, source.reshape(-1))

@@ -1,0 +1,125 @@
+"""Every baracuda.torch function traces whole under torch.compile(fullgraph=True): no graph
+break, the compiled call equals the eager one, forward and gradient (aot_eager: the compiler's
+graph capture and autograd tracing, without a code generator, so it runs on the CPU too).
+
+Functions with an OpInfo take its first sample (float32 where torch lists it); the others take
+the hand-written samples below. A function torch itself cannot trace on a sample (a value read
+on the host) is listed with its reason, and the test checks that torch's op fails there too.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.utils._pytree import tree_flatten
+
+import baracuda.torch as bt
+import opinfo_support as S
+from conftest import DEVICE
+
+#: samples where torch's own op does not trace with fullgraph=True either: the reason
+TORCH_BREAKS = {
+    "one_hot": "num_classes=-1 takes the largest class from the tensor's values on the host",
+}
+
+
+def _rope_sample():
+    ang = torch.rand(6, 4) * 6
+    x = torch.randn(1, 6, 2, 8, device=DEVICE, requires_grad=True)
+    return (x, ang.cos().to(DEVICE), ang.sin().to(DEVICE)), {}
+
+
+def _segment_sample():
+    data = torch.randn(7, 3, device=DEVICE, requires_grad=True)
+    return (data, torch.tensor([0, 2, 2, 1, 0, 3, 2], device=DEVICE), 4), {}
+
+
+def _t(*shape):
+    return torch.randn(*shape, device=DEVICE, requires_grad=True)
+
+
+#: functions without an OpInfo: (args, kwargs) makers
+MANUAL = {
+    "apply_rotary_emb": _rope_sample,
+    "cast": lambda: ((_t(4, 5), torch.float64), {}),
+    "cbrt": lambda: ((_t(4, 5),), {}),
+    "geglu": lambda: ((_t(4, 6),), {}),
+    "geglu_tanh": lambda: ((_t(4, 6),), {}),
+    "reglu": lambda: ((_t(4, 6),), {}),
+    "swiglu": lambda: ((_t(4, 6),), {}),
+    "linear_act": lambda: ((_t(4, 8), _t(5, 8), _t(5)), {"activation": "gelu"}),
+    **{f"segment_{k}": _segment_sample for k in ("sum", "mean", "max", "min", "prod")},
+}
+
+
+def _opinfo_samples() -> dict[str, tuple]:
+    """name -> (case, sample): each function's first OpInfo sample, float32 preferred."""
+    picked: dict[str, tuple] = {}
+    for case in S.cases():
+        if case.name in picked and case.dtype != torch.float32:
+            continue
+        if case.name in picked and picked[case.name][0].dtype == torch.float32:
+            continue
+        samples = S.samples(case)
+        if samples:
+            picked[case.name] = (case, samples[0][1])
+    return picked
+
+
+_OPINFO = _opinfo_samples()
+
+
+def _floats(out) -> list[torch.Tensor]:
+    leaves, _ = tree_flatten(out)
+    return [t for t in leaves if isinstance(t, torch.Tensor) and t.is_floating_point()]
+
+
+def _check(eager_call, compiled_call, leaves):
+    torch._dynamo.reset()
+    want = eager_call()
+    got = torch.compile(compiled_call, backend="aot_eager", fullgraph=True)()
+    for g, w in zip(tree_flatten(got)[0], tree_flatten(want)[0]):
+        if isinstance(w, torch.Tensor):
+            torch.testing.assert_close(g, w, equal_nan=True, rtol=1e-6, atol=1e-6)
+        else:
+            assert g == w
+    outs = [t for t in _floats(got) if t.requires_grad]
+    grads = [t for t in leaves if isinstance(t, torch.Tensor) and t.requires_grad]
+    if outs and grads:
+        gw = torch.autograd.grad([t.sum() for t in _floats(want) if t.requires_grad], grads,
+                                 allow_unused=True)
+        gg = torch.autograd.grad([t.sum() for t in outs], grads, allow_unused=True)
+        for a, b in zip(gg, gw):
+            assert (a is None) == (b is None)
+            if a is not None:
+                torch.testing.assert_close(a, b, equal_nan=True, rtol=1e-6, atol=1e-6)
+
+
+def test_every_function_has_a_sample():
+    missing = sorted(set(bt.__all__) - set(_OPINFO) - set(MANUAL))
+    assert not missing, f"add a sample to MANUAL for {missing}"
+
+
+@pytest.mark.parametrize("name", sorted(_OPINFO))
+def test_opinfo_sample_compiles_fullgraph(name):
+    case, sample = _OPINFO[name]
+    fn = getattr(bt, name)
+    call = lambda: S._call(case, fn, sample)  # noqa: E731
+    leaves, _ = tree_flatten((sample.input, sample.args, sample.kwargs))
+    if name in TORCH_BREAKS:
+        theirs = S._torch_fn(case)
+        for f in (fn, theirs):
+            torch._dynamo.reset()
+            with pytest.raises(Exception, match="data-dependent"):
+                torch.compile(lambda f=f: S._call(case, f, sample), backend="aot_eager",
+                              fullgraph=True)()
+        return
+    _check(call, call, leaves)
+
+
+@pytest.mark.parametrize("name", sorted(MANUAL))
+def test_manual_sample_compiles_fullgraph(name):
+    args, kwargs = MANUAL[name]()
+    fn = getattr(bt, name)
+    call = lambda: fn(*args, **kwargs)  # noqa: E731
+    _check(call, call, list(args) + list(kwargs.values()))
