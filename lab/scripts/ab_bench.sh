@@ -13,7 +13,7 @@ for side in base head; do
   [ $side = head ] && [ -f .commit ] && export BARACUDA_COMMIT=$(cat .commit)
   [ $side = base ] && [ -f .base/COMMIT ] && export BARACUDA_COMMIT=$(cat .base/COMMIT)
   PYTHONPATH=$src:/tmp/site timeout "${AB_TIMEOUT:-270}" python3 -m baracuda.cli bench --quick $FAM \
-    --json "$OUTDIR/$side.json" --png "$OUTDIR/$side.png" > "$OUTDIR/$side.log" 2>&1
+    --json "$OUTDIR/$side.json" > "$OUTDIR/$side.log" 2>&1
   echo "$side: rc=$? $(grep -c . "$OUTDIR/$side.log") lines"
 done
 python3 - "$OUTDIR/base.json" "$OUTDIR/head.json" <<'PY'

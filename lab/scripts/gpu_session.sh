@@ -51,3 +51,8 @@ for phase in ${PHASES:-host tests suite}; do
   esac
   echo "== $phase done at +$(( $(date +%s) - T0 )) s"
 done
+# The device tool brings back only a handful of files: everything goes home in one archive.
+if [ "${PACK:-1}" = 1 ]; then
+  (cd "$OUTDIR" && tar czf /tmp/session_out.tgz --exclude='*.png' . && rm -rf ./* \
+    && mv /tmp/session_out.tgz ./session_out.tgz)
+fi
