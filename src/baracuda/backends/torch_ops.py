@@ -293,12 +293,17 @@ def replayed(fn: Callable) -> Callable:
     def call(*args, **kwargs):
         if not REPLAY or not _plain_eager():
             return fn(*args, **kwargs)
-        key, tensors = _key_of((*args, *kwargs.values()) if kwargs else args)
+        values = (*args, *kwargs.values()) if kwargs else args
+        grad = torch.is_grad_enabled()
+        if grad:  # a training call: answered before the key is built (the ops replay then)
+            for a in values:
+                if isinstance(a, torch.Tensor) and a.requires_grad:
+                    return fn(*args, **kwargs)
+        key, tensors = _key_of(values)
         if key is None or not tensors:
             return fn(*args, **kwargs)
-        grad = torch.is_grad_enabled()
         for t in tensors:
-            if (grad and t.requires_grad) or type(t) not in _EAGER_TENSOR_TYPES or t.is_meta:
+            if type(t) not in _EAGER_TENSOR_TYPES or t.is_meta:
                 return fn(*args, **kwargs)
         key = (key, tuple(kwargs) if kwargs else (), grad, torch.get_default_dtype(),
                torch.are_deterministic_algorithms_enabled())
