@@ -262,3 +262,22 @@ def test_stride_alignment_is_typed_and_says_what_expected_got():
     V.check_stride_alignment("P", "q", torch.empty(0, 69), 16)  # empty: nothing to check
     with pytest.raises(bc.MisalignedOperand):  # a zero (broadcast) row stride
         V.check_stride_alignment("P", "q", torch.empty(1, 64).expand(3, 64), 16)
+
+
+def test_index_range_check_wraps_and_traces():
+    """core.validate.first_out_of_range: [0, n) or, with wrap, [-n, n) (index_put's rule);
+    under torch.compile it asserts on the device instead of reading the value (fullgraph)."""
+    from baracuda.core import validate as V
+
+    idx = torch.tensor([0, -3, 2])
+    assert V.first_out_of_range(idx, 3) == -3
+    assert V.first_out_of_range(idx, 3, wrap=True) is None
+    assert V.first_out_of_range(torch.tensor([1, -4]), 3, wrap=True) == -4
+    assert V.first_out_of_range(torch.tensor([5, 1]), 3, ignore=5) is None
+    traced = torch.compile(lambda i: V.first_out_of_range(i, 3, wrap=True) is None,
+                           backend="aot_eager", fullgraph=True)
+    assert traced(idx)
+    with pytest.raises(RuntimeError, match="index out of range"):
+        traced(torch.tensor([7]))
+    with pytest.raises(ValueError, match="too few"):
+        V.host_check(torch.tensor(False), ValueError, "too few")

@@ -253,24 +253,35 @@ class EagerOp:
         key, tensors = _key_of(args) if REPLAY else (None, None)
         if key is None or launch_replay.active() is not None:  # nested: the outer records
             return self._impl(*args)
-        entry = self._replays.get(key, _UNSEEN)
-        if entry is None:
-            return self._impl(*args)
-        if entry is _UNSEEN or entry is _SEEN:
-            if len(self._replays) >= _TRUSTED_LIMIT:
-                self._replays.clear()
-            if entry is _UNSEEN and RECORD_ON_FIRST_CALL is False:
-                self._replays[key] = _SEEN
-                return self._impl(*args)
-            if interpreter_active():
-                self._replays[key] = None
-                return self._impl(*args)
-            out, program = launch_replay.record_op(self.name,
-                                                   lambda: self._impl(*args), tensors)
-            self._replays[key] = program
-            return out
+        return _replay_or_run(self._replays, key, self.name, lambda: self._impl(*args),
+                              tensors)
+
+
+def _replay_or_run(table: dict, key, name: str, run, tensors: list[torch.Tensor]):
+    """One call through a per-signature replay table (EagerOp's ops, `replayed` functions):
+    the signature's first call runs `run()` (it compiles, selects, may autotune), the second
+    is recorded (`launch_replay.record_op`), later ones replay; a refused recording, an
+    output a replay cannot rebuild (a named tuple, a Python value) or the interpreter leaves
+    the signature on `run()`."""
+    entry = table.get(key, _UNSEEN)
+    if entry is None:
+        return run()
+    if entry is not _UNSEEN and entry is not _SEEN:
         out = entry.replay(tensors)
-        return self._impl(*args) if out is launch_replay.NOT_REPLAYED else out
+        return run() if out is launch_replay.NOT_REPLAYED else out
+    if len(table) >= _TRUSTED_LIMIT:
+        table.clear()
+    if interpreter_active():
+        table[key] = None
+        return run()
+    if entry is _UNSEEN and RECORD_ON_FIRST_CALL is False:
+        table[key] = _SEEN
+        return run()
+    out, program = launch_replay.record_op(name, run, tensors)
+    if type(out) is not torch.Tensor and type(out) is not tuple:
+        program = None
+    table[key] = program
+    return out
 
 
 _UNSEEN = object()
@@ -307,23 +318,7 @@ def replayed(fn: Callable) -> Callable:
                 return fn(*args, **kwargs)
         key = (key, tuple(kwargs) if kwargs else (), grad, torch.get_default_dtype(),
                torch.are_deterministic_algorithms_enabled())
-        entry = replays.get(key, _UNSEEN)
-        if entry is None:
-            return fn(*args, **kwargs)
-        if entry is _UNSEEN or entry is _SEEN:
-            if len(replays) >= _TRUSTED_LIMIT:
-                replays.clear()
-            if (entry is _UNSEEN and RECORD_ON_FIRST_CALL is False) or interpreter_active():
-                replays[key] = _SEEN if not interpreter_active() else None
-                return fn(*args, **kwargs)
-            out, program = launch_replay.record_op(name, lambda: fn(*args, **kwargs),
-                                                   tensors)
-            if type(out) is not torch.Tensor and type(out) is not tuple:
-                program = None  # a named tuple or a Python value: not rebuilt by a replay
-            replays[key] = program
-            return out
-        out = entry.replay(tensors)
-        return fn(*args, **kwargs) if out is launch_replay.NOT_REPLAYED else out
+        return _replay_or_run(replays, key, name, lambda: fn(*args, **kwargs), tensors)
 
     return call
 _KEY_SCALARS = (int, str, bool, torch.dtype, type(None))

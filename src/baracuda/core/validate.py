@@ -244,17 +244,33 @@ def check_workspace(who: str, workspace: torch.Tensor | None, needed: int) -> No
         raise WorkspaceTooSmall(who, needed, got)
 
 
-def first_out_of_range(index: torch.Tensor, n: int, ignore: int | None = None) -> int | None:
-    """The first value of an integer `index` outside [0, n) (skipping `ignore`), or None.
-    Reads the device, so the torch functions call it on CPU tensors (and where torch itself
-    checks on the host); CUDA kernels assert on the device instead."""
+def host_check(ok: torch.Tensor, exc: type[Exception], message: str) -> None:
+    """Raise exc(message) unless the 0-d bool `ok` holds. Reads the device; a traced graph
+    (torch.compile) cannot, so there the check becomes a device-side assert."""
+    if torch.compiler.is_compiling():
+        torch._assert_async(ok, message)
+    elif not bool(ok):
+        raise exc(message)
+
+
+def first_out_of_range(index: torch.Tensor, n: int, ignore: int | None = None,
+                       wrap: bool = False) -> int | None:
+    """The first value of an integer `index` outside [0, n) ([-n, n) with `wrap`; skipping
+    `ignore`), or None. Reads the device, so the torch functions call it on CPU tensors (and
+    where torch itself checks on the host); CUDA kernels assert on the device instead. In a
+    traced graph the range is asserted on the device and None is returned."""
     if index.numel() == 0:
         return None
+    low = -n if wrap else 0
     valid = None if ignore is None else index != ignore
-    lo, hi = torch.aminmax(index if valid is None else torch.where(valid, index, 0))
-    if int(lo) >= 0 and int(hi) < n:
-        return None
-    bad = (index < 0) | (index >= n)
+    if not torch.compiler.is_compiling():  # the common case: one reduction, one read
+        lo, hi = torch.aminmax(index if valid is None else torch.where(valid, index, low))
+        if int(lo) >= low and int(hi) < n:
+            return None
+    bad = (index < low) | (index >= n)
     if valid is not None:
         bad &= valid
+    if torch.compiler.is_compiling():
+        torch._assert_async(~bad.any(), f"index out of range [{low}, {n})")
+        return None
     return int(index[bad].flatten()[0])

@@ -247,16 +247,6 @@ def apply_binary(a, b, p0, p1, OP: tl.constexpr, OUT: tl.constexpr):
 
 
 @triton.jit
-def _stored(v, TY: tl.constexpr):
-    """v rounded to the storage type TY (a 16-bit float) and back: where torch's derivative
-    is a composite of tensor ops, each of its steps rounds there, and so its overflows and
-    NaNs are those of the rounded values (pow of a negative base at exponent - 1)."""
-    if TY == tl.float16 or TY == tl.bfloat16:
-        return round_to(v, TY).to(v.dtype)
-    return v
-
-
-@triton.jit
 def grad_binary(a, b, g, p0, p1, OP: tl.constexpr, TY: tl.constexpr = tl.float32):
     """(dL/da, dL/db) of binary kind OP; TY is the operands' storage type."""
     zero = tl.zeros_like(g)
@@ -279,12 +269,13 @@ def grad_binary(a, b, g, p0, p1, OP: tl.constexpr, TY: tl.constexpr = tl.float32
         ga = tl.where(a == b, zero, g)
         gb = zero
     elif OP == B_POW:
-        # torch: grad * (b * a.pow(b - 1)) and grad * (result * a.log()), step by step
-        # (the products rounded too: a broadcast operand's gradient sums rounded terms)
-        t = _stored(b * _stored(_pow_float(a, _stored(b - 1.0, TY)), TY), TY)
-        ga = tl.where(b == 0, zero, _stored(g * t, TY))
-        t = _stored(_stored(_pow_float(a, b), TY) * _stored(tl.log(a), TY), TY)
-        gb = tl.where((a == 0) & (b >= 0), zero, _stored(g * t, TY))
+        # torch: grad * (b * a.pow(b - 1)) and grad * (result * a.log()), each step rounded
+        # to the storage type TY (its NaNs and overflows: exponent - 1 rounds to -1.0 in bf16
+        # at b = -0.001), the products too (a broadcast operand's gradient sums them)
+        t = _in_type(b * _in_type(_pow_float(a, _in_type(b - 1.0, TY)), TY), TY)
+        ga = tl.where(b == 0, zero, _in_type(g * t, TY))
+        t = _in_type(_in_type(_pow_float(a, b), TY) * _in_type(tl.log(a), TY), TY)
+        gb = tl.where((a == 0) & (b >= 0), zero, _in_type(g * t, TY))
     elif OP == B_ATAN2:
         den = a * a + b * b
         safe = tl.where(den == 0, 1.0, den)
@@ -411,9 +402,9 @@ def grad_ternary(a, b, c, g, p0, OP: tl.constexpr, TB: tl.constexpr, TC: tl.cons
         ga = g
         gb = g * _in_type(c * p0, TC)
         gc = g * _in_type(b * p0, TB)
-        if TB == TG and TC == TG:  # one 16-bit type: each product is rounded there before a
-            gb = _stored(gb, TG)   # broadcast operand's gradient sums them, as in torch
-            gc = _stored(gc, TG)
+        if TB == TG and TC == TG:  # one type: each product is rounded there before a
+            gb = _in_type(gb, TG)  # broadcast operand's gradient sums them, as in torch
+            gc = _in_type(gc, TG)
     elif OP == T_ADDCDIV:
         ga = g
         gb = g * _in_type(_in_type(p0, TC) / c, TC)  # torch: value / tensor2, value cast first

@@ -470,15 +470,9 @@ def index_put(input: torch.Tensor, indices, values: torch.Tensor,
     lin = torch.zeros(b, dtype=torch.int64, device=input.device)
     for j, i in enumerate(indices):
         n = input.shape[j]
-        if i.numel() and torch.compiler.is_compiling():  # a traced graph: a device check
-            torch._assert_async(((i >= -n) & (i < n)).all(),
-                                f"index_put: index out of bounds for dimension {j} with size {n}")
-        elif i.numel():
-            lo, hi = torch.aminmax(i)
-            if int(lo) < -n or int(hi) >= n:
-                bad = i[(i < -n) | (i >= n)].flatten()[0]
-                raise IndexError(f"index {int(bad)} is out of bounds for dimension {j} with "
-                                 f"size {n}")
+        bad = V.first_out_of_range(i, n, wrap=True)
+        if bad is not None:
+            raise IndexError(f"index {bad} is out of bounds for dimension {j} with size {n}")
         lin = lin * n + torch.where(i < 0, i + n, i).to(torch.int64)
     lead = 1
     for e in input.shape[:k]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from ...backends.torch_ops import define_op, run_plan
+from ...core import validate as V
 from . import descriptors as D
 from .plans_mask import MaskedFillPlan, MaskedScatterPlan, MaskedSelectPlan, NonzeroPlan, OneHotPlan
 
@@ -209,10 +210,6 @@ def masked_scatter(input: torch.Tensor, mask: torch.Tensor,
                            f"got {input.dtype} and {source.dtype}")
     shape = torch.broadcast_shapes(input.shape, mask.shape)  # both broadcast, as in torch
     m = mask.expand(shape)
-    msg = ("masked_scatter: expected source to have at least as many elements as there are "
-           "ones in mask")
-    if torch.compiler.is_compiling():  # a traced graph checks on the device (no host read)
-        torch._assert_async(m.sum() <= source.numel(), msg)
-    elif int(m.sum()) > source.numel():
-        raise RuntimeError(msg)
+    V.host_check(m.sum() <= source.numel(), RuntimeError, "masked_scatter: expected source "
+                 "to have at least as many elements as there are ones in mask")
     return _masked_scatter(input.expand(shape), m, source.reshape(-1))
