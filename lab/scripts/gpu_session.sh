@@ -2,7 +2,8 @@
 # One device call in phases, each bounded so the others still run: `baracuda bench --host` at a
 # baseline tree (.base/src) and at this tree, targeted tests with tracebacks, then the test
 # files in order until the time is spent (SIGINT, so pytest still prints its failures).
-# Phases: host, profile, train, tests, ab (lab/scripts/ab_bench.sh), suite.
+# Phases: host, profile, step (lab/scripts/step_profile.py), train, tests, ab
+# (lab/scripts/ab_bench.sh), suite.
 # Usage: PHASES="host tests suite" bash lab/scripts/gpu_session.sh  (carry .whl .base .commit)
 # Knobs: TARGETED (pytest args for "tests"), SUITE (pytest args), SUITE_END (seconds), WORKERS,
 # AB_FAMILIES (families for "ab", default all).
@@ -27,6 +28,13 @@ for phase in ${PHASES:-host tests suite}; do
       PYTHONPATH=$PWD/src:/tmp/site timeout 90 python3 lab/scripts/host_profile7.py 1000 16 \
         ${PROFILE_OPS:-add,silu,rms_norm} > "$OUTDIR/profile.txt" 2>&1
       echo "profile rc=$?"; grep "=====" "$OUTDIR/profile.txt" ;;
+    step)
+      PYTHONPATH=$PWD/src:/tmp/site timeout 60 python3 lab/scripts/host_parts.py \
+        > "$OUTDIR/parts.txt" 2>&1
+      echo "parts rc=$?"; cat "$OUTDIR/parts.txt" | grep -v -E "leaked|nanobind" | head -20
+      PYTHONPATH=$PWD/src:/tmp/site timeout ${STEP_S:-150} python3 lab/scripts/step_profile.py \
+        ${STEP_SHAPE:-1x512} > "$OUTDIR/step.txt" 2>&1
+      echo "step rc=$?"; grep "^== " "$OUTDIR/step.txt" ;;
     train)
       PYTHONPATH=$PWD/src:/tmp/site timeout ${TRAIN_S:-200} python3 -m baracuda.cli bench \
         --train ${TRAIN_SHAPES:-1x512 4x2048} --markdown "$OUTDIR/train.md" > "$OUTDIR/train.txt" 2>&1

@@ -189,8 +189,10 @@ def _msc_setup(ctx, inputs, output):
 def _msc_autograd(ctx, grad):
     (mask,) = ctx.saved_tensors
     g_src = _masked_select(grad, mask)
-    pad = grad.new_zeros(ctx.numel)
-    pad[: g_src.shape[0]] = g_src
+    # source elements past the mask's count get no gradient; cat keeps the traced graph free
+    # of a guard on the count (a data-dependent size), which a slice assignment would need
+    torch._check(g_src.shape[0] <= ctx.numel)
+    pad = torch.cat((g_src, grad.new_zeros(ctx.numel - g_src.shape[0])))
     return _masked_fill(grad, mask, 0.0), None, pad
 
 
