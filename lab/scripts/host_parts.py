@@ -38,10 +38,22 @@ def main() -> None:
     for i, slot, off in patches:
         args[i] = (a, b, a)[slot].data_ptr() + off
     key, tensors = T._key_of((a, b))
+    native = program.native
+
+    def python_replay():
+        program.native = None
+        try:
+            return program.replay([a, b])
+        finally:
+            program.native = native
+
+    x = a.clone().requires_grad_()
     rows = [
         ("torch.add", lambda: torch.add(a, b)),
         ("bt.add (whole)", lambda: bt.add(a, b)),
-        ("OpProgram.replay", lambda: program.replay([a, b])),
+        ("OpProgram.replay (native)" if native else "OpProgram.replay (no native program)",
+         lambda: program.replay([a, b])),
+        ("OpProgram.replay (Python launch)", python_replay),
         ("torch.empty cuda", lambda: torch.empty((8, 256), dtype=torch.bfloat16, device=dev)),
         ("a.new_empty", lambda: a.new_empty((8, 256))),
         ("torch.empty_like", lambda: torch.empty_like(a)),
@@ -60,6 +72,10 @@ def main() -> None:
         ("3 x data_ptr", lambda: (a.data_ptr(), b.data_ptr(), a.data_ptr())),
     ]
     for name, fn in rows:
+        print(f"{name:32s} {us(fn):7.2f} us")
+    torch.set_grad_enabled(True)
+    for name, fn in (("torch silu, grad (fw only)", lambda: torch.nn.functional.silu(x)),
+                     ("bt.silu, grad (fw only)", lambda: bt.silu(x))):
         print(f"{name:32s} {us(fn):7.2f} us")
     print(f"program: {len(program.allocations)} allocations, {len(launches)} launches; "
           f"launcher {launcher}")

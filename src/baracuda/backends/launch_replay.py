@@ -23,6 +23,7 @@ Replays honour profilers: while a Triton launch hook is installed, calls take th
 
 from __future__ import annotations
 
+import os
 import threading
 
 import torch
@@ -30,6 +31,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from triton import knobs
 
 from ..core.validate import byte_span
+from . import native_replay
 
 _STATE = threading.local()
 
@@ -208,20 +210,40 @@ class Program:
     def __init__(self, device: int, launches: list[tuple]):
         self.device = device
         self.launches = launches
+        self.native: tuple | None = None  # the C replay's packed program (`_native`)
         self.thread = threading.get_ident()  # library handles in the launches are per thread
 
     @staticmethod
     def build(rec: Recording, slots: list[torch.Tensor | None], device: int) -> Program | None:
-        launches = _rebased_launches(rec, slots)
-        return None if launches is None else Program(device, launches)
+        rebased = _rebased_launches(rec, slots)
+        if rebased is None:
+            return None
+        program = Program(device, rebased[0])
+        program.native = _native(rebased[1])
+        return program
 
     def replay(self, bases: list[int]) -> bool:
         """Launch with the new base pointers; False (nothing launched) when the current device
         or thread differs from the recorded one or a launch hook is installed."""
         if not _may_replay(self.device, self.thread):
             return False
-        _launch(self.launches, bases, self.device)
+        if self.native is not None:
+            _NATIVE[0].replay(*self.native, _raw_stream(self.device), bases, None)
+        else:
+            _launch(self.launches, bases, self.device)
         return True
+
+
+def _native(raw: list[tuple]) -> tuple | None:
+    """The launches packed for the C replay (`native_replay`), or None (Python replay)."""
+    if not _NATIVE:
+        _NATIVE.append(native_replay.module() if NATIVE else None)
+    return None if _NATIVE[0] is None else native_replay.pack(raw)
+
+
+#: BARACUDA_NATIVE_REPLAY=0 keeps replays on the Python launch loop (`_launch`)
+NATIVE = os.environ.get("BARACUDA_NATIVE_REPLAY", "1") != "0"
+_NATIVE: list = []  # the C module (or None), looked up once
 
 
 def _may_replay(device: int, thread: int) -> bool:
@@ -240,13 +262,15 @@ def _launch(launches: list[tuple], bases: list[int], device: int) -> None:
         launcher(*grid, stream, *tail, *args)
 
 
-def _rebased_launches(rec: Recording, slots: list[torch.Tensor | None]) -> list[tuple] | None:
+def _rebased_launches(rec: Recording, slots: list[torch.Tensor | None]
+                      ) -> tuple[list[tuple], list[tuple]] | None:
     """The recorded launches as (launcher, grid, fixed tail, arguments with pointers blanked,
-    (position, slot, byte offset) per pointer); None when a pointer lies in no slot or in
-    two (foreign, empty or ambiguous: no replay)."""
+    (position, slot, byte offset) per pointer), and the same for `native_replay.pack` (kind,
+    kernel or function, direct launcher, grid, arguments, pointers); None when a pointer lies
+    in no slot or in two (foreign, empty or ambiguous: no replay)."""
     ranges = [(lo, hi - lo) for lo, hi in (byte_span(t) for t in slots if t is not None)]
     index = [i for i, t in enumerate(slots) if t is not None]
-    launches = []
+    launches, raw = [], []
     for direct, compiled, grid, args in rec.launches:
         template = list(args)
         patches = []
@@ -264,8 +288,10 @@ def _rebased_launches(rec: Recording, slots: list[torch.Tensor | None]) -> list[
             template[i] = None
         if direct is _CALL:
             launches.append((compiled, (), (), template, tuple(patches)))
+            raw.append(("call", compiled, None, (), args, tuple(patches)))
             continue
         g = (*grid, 1, 1)[:3]
+        raw.append(("kernel", compiled, direct, g, args, tuple(patches)))
         if direct is None:  # Triton's wrapper, which allocates the kernel's scratch
             launcher = compiled.run
             tail = (compiled.function, compiled.packed_metadata, None, None, None)
@@ -274,7 +300,7 @@ def _rebased_launches(rec: Recording, slots: list[torch.Tensor | None]) -> list[
             tail = (compiled.function, cooperative, pdl, None, None,
                     compiled.packed_metadata, None, None, None)
         launches.append((launcher, g, tail, template, tuple(patches)))
-    return launches
+    return launches, raw
 
 
 #: OpProgram.replay's answer when it launched nothing (the caller takes the normal path)
@@ -295,13 +321,14 @@ class OpProgram:
         self.single = single
         kinds = {w[0] for w in outputs}
         self.direct = tuple(w[1] for w in outputs) if kinds == {"alloc"} else None
+        self.native: tuple | None = None  # the C replay's packed program (`_native`)
         self.thread = threading.get_ident()  # library handles in the launches are per thread
 
     @staticmethod
     def build(rec: Recording, inputs: list[torch.Tensor], out, device: int) -> OpProgram | None:
         allocs = rec.allocations
-        launches = _rebased_launches(rec, [*inputs, *allocs])
-        if launches is None:
+        rebased = _rebased_launches(rec, [*inputs, *allocs])
+        if rebased is None:
             rec.refuse("a pointer outside the inputs and the allocations, or in two of them")
             return None
         single = not isinstance(out, (tuple, list))
@@ -314,25 +341,54 @@ class OpProgram:
                 return None
             outputs.append(where)
         specs = [(tuple(a.shape), a.stride() if not a.is_contiguous() else None, a.dtype,
-                  a.device) for a in allocs]
-        return OpProgram(device, specs, launches, tuple(outputs), single)
+                  a.device, _like(a, inputs)) for a in allocs]
+        program = OpProgram(device, specs, rebased[0], tuple(outputs), single)
+        program.native = _native(rebased[1])
+        return program
 
     def replay(self, inputs: list[torch.Tensor]):
         """The op's output for `inputs` (tensors of the recorded signature), or NOT_REPLAYED
         (nothing launched) on another device or while a launch hook is installed."""
         if not _may_replay(self.device, self.thread):
             return NOT_REPLAYED
-        allocs = [torch.empty(shape, dtype=dt, device=dev) if strides is None else
+        allocs = [torch.empty_like(inputs[like]) if like is not None else
+                  torch.empty(shape, dtype=dt, device=dev) if strides is None else
                   torch.empty_strided(shape, strides, dtype=dt, device=dev)
-                  for shape, strides, dt, dev in self.allocations]
-        bases = [t.data_ptr() for t in inputs]
-        bases += [a.data_ptr() for a in allocs]
-        _launch(self.launches, bases, self.device)
+                  for shape, strides, dt, dev, like in self.allocations]
+        if self.native is not None:
+            _NATIVE[0].replay(*self.native, _raw_stream(self.device), inputs, allocs)
+        else:
+            bases = [t.data_ptr() for t in inputs]
+            bases += [a.data_ptr() for a in allocs]
+            _launch(self.launches, bases, self.device)
         direct = self.direct
         if direct is not None:  # every output an allocation: the common case, kept short
             return allocs[direct[0]] if self.single else tuple(allocs[k] for k in direct)
         outs = [_rebuild(w, inputs, allocs) for w in self.outputs]
         return outs[0] if self.single else tuple(outs)
+
+
+def _like(a: torch.Tensor, inputs: list[torch.Tensor]) -> int | None:
+    """An input whose `empty_like` is allocation a's layout (same shape, dtype, device, both
+    with row-major strides), or None: empty_like parses no size and costs ~1 us less than
+    torch.empty on the GPU host. The inputs' strides are part of the replay's signature, so
+    the layout holds on every replay."""
+    strides = _row_major(a.shape)
+    if a.stride() != strides:
+        return None
+    for i, x in enumerate(inputs):
+        if (x.shape == a.shape and x.dtype == a.dtype and x.device == a.device
+                and x.stride() == strides and type(x) is torch.Tensor):
+            return i
+    return None
+
+
+def _row_major(shape) -> tuple[int, ...]:
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
 
 
 def _source(t, inputs, allocs):

@@ -167,6 +167,8 @@ EAGER_OPS: list[EagerOp] = []
 
 
 _EAGER_TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter)
+_C_APPLY = getattr(torch._C._FunctionBase, "__dict__", {}).get("apply")
+_functorch_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
 _increment_version = getattr(torch.autograd.graph, "increment_version", None)
 
 
@@ -211,6 +213,11 @@ class EagerOp:
                 (torch.autograd.Function,),
                 {"forward": staticmethod(forward_with_ctx), "backward": staticmethod(backward)},
             )
+            # autograd.Function.apply's Python layer only re-binds arguments and unwraps
+            # functorch's dead wrappers (~2 us); plain eager calls (no transform active, no
+            # wrapped tensor: checked in __call__) go to the C++ apply directly
+            self._apply = (_C_APPLY.__get__(None, self._function) if _C_APPLY is not None
+                           else self._function.apply)
 
     def __call__(self, *args, **kwargs):
         if kwargs or len(args) != self._n_params:
@@ -236,7 +243,10 @@ class EagerOp:
         if needs_grad:
             if self._function is None or any(args[i].requires_grad for i in self._mutated):
                 return self.custom_op(*args)  # torch's errors / in-place autograd rules apply
-            return self._function.apply(*args)
+            for a in args:
+                if isinstance(a, torch.Tensor) and _functorch_wrapped(a):
+                    return self._function.apply(*args)  # a dead transform's tensor: unwrapped
+            return self._apply(*args)
         out = self._run(args)
         if self._mutated and _increment_version is not None:
             for i in self._mutated:
