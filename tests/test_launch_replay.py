@@ -88,6 +88,18 @@ def test_program_refuses_foreign_ambiguous_and_empty_pointers():
     assert lr.Program.build(_fake_recording([(x[2:],)]), [None, x], 0) is not None
 
 
+def test_program_tells_interleaved_views_apart_by_their_first_element(monkeypatch):
+    qkv = torch.randn(2, 5, 3, 4, 8)  # [B, S, 3, H, D]: q, k, v overlap in bytes
+    q, k, v = qkv.unbind(2)
+    out = torch.empty(2, 5, 4, 8)
+    prog = lr.Program.build(_fake_recording([(q, k, v, out)]), [q, k, v, out], 0)
+    assert prog is not None
+    assert [slot for _, slot, _ in prog.launches[0][4]] == [0, 1, 2, 3]
+    assert all(off == 0 for _, _, off in prog.launches[0][4])
+    # a pointer inside two of them, at neither's first element, stays ambiguous
+    assert lr.Program.build(_fake_recording([(k[:, 1:],)]), [q, k, v], 0) is None
+
+
 @pytest.mark.gpu
 def test_replayed_frontends_match_on_fresh_buffers():
     """Each replayable frontend: the first call records, later calls replay on new buffers

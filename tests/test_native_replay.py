@@ -141,20 +141,22 @@ def test_native_replays_equal_the_python_launch_loop_bit_for_bit(monkeypatch):
     x = torch.randn(37, 993, device=dev, dtype=torch.bfloat16)
     w = torch.randn(993, device=dev, dtype=torch.bfloat16)
     m = torch.randn(256, 993, device=dev, dtype=torch.bfloat16)
-    q = torch.randn(2, 4, 100, 64, device=dev, dtype=torch.bfloat16)
+    # q, k, v interleaved as a fused projection gives them (their bytes overlap)
+    q, k, v = (t.transpose(1, 2) for t in torch.randn(2, 100, 3, 4, 64, device=dev,
+                                                      dtype=torch.bfloat16).unbind(2))
     labels = torch.randint(0, 993, (37,), device=dev)
     calls = {
         "add": lambda: bt.add(x, w), "silu": lambda: bt.silu(x),
         "softmax": lambda: bt.softmax(x, -1), "rms_norm": lambda: bt.rms_norm(x, (993,), w),
         "linear": lambda: bt.linear(x, m),
         "scaled_dot_product_attention": lambda: bt.scaled_dot_product_attention(
-            q, q, q, is_causal=True),
+            q, k, v, is_causal=True),
         "cross_entropy": lambda: bt.cross_entropy(x.float(), labels),
     }
     refs = {"add": lambda: x + w, "silu": lambda: F.silu(x), "softmax": lambda: x.softmax(-1),
             "rms_norm": lambda: F.rms_norm(x, (993,), w), "linear": lambda: F.linear(x, m),
             "scaled_dot_product_attention": lambda: F.scaled_dot_product_attention(
-                q, q, q, is_causal=True),
+                q, k, v, is_causal=True),
             "cross_entropy": lambda: F.cross_entropy(x.float(), labels)}
     with torch.no_grad():
         for name, call in calls.items():
@@ -162,6 +164,7 @@ def test_native_replays_equal_the_python_launch_loop_bit_for_bit(monkeypatch):
                 out = call()
             torch.testing.assert_close(out.float(), refs[name]().float(), rtol=2e-2,
                                        atol=2e-2)
+            assert f"baracuda.torch.{name}" in used, (name, lr.OP_OUTCOMES)
             program, inputs = used[f"baracuda.torch.{name}"]
             assert program.native is not None, name
             a = program.replay(inputs)

@@ -281,6 +281,10 @@ def _rebased_launches(rec: Recording, slots: list[torch.Tensor | None]
                 continue
             p = a.data_ptr()
             owners = [k for k, (base, n) in enumerate(ranges) if base <= p < base + n]
+            if len(owners) > 1:
+                # interleaved views (q, k, v unbound from one projection) overlap in bytes;
+                # a pointer at exactly one of their first elements is that tensor's
+                owners = [k for k in owners if ranges[k][0] == p]
             if len(owners) != 1:
                 return None
             k = owners[0]
