@@ -238,6 +238,13 @@ def test_fast_launch_reuses_the_compiled_kernel_and_follows_specialization():
         del sys.modules[mod.__name__]
 
 
+def test_row_major_strides_are_torchs_contiguous_strides():
+    from baracuda.core.layout import row_major_strides
+
+    for shape in ((), (5,), (3, 7), (2, 0, 3), (0,), (4, 1, 6, 2), (1, 1)):
+        assert row_major_strides(shape) == torch.empty(shape).stride(), shape
+
+
 def test_broadcast_shapes_matches_torch():
     from baracuda.core.layout import broadcast_shapes
 

@@ -30,6 +30,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from triton import knobs
 
+from ..core.layout import row_major_strides
 from ..core.validate import byte_span
 from . import native_replay
 
@@ -377,7 +378,7 @@ def _like(a: torch.Tensor, inputs: list[torch.Tensor]) -> int | None:
     with row-major strides), or None: empty_like parses no size and costs ~1 us less than
     torch.empty on the GPU host. The inputs' strides are part of the replay's signature, so
     the layout holds on every replay."""
-    strides = _row_major(a.shape)
+    strides = row_major_strides(a.shape)
     if a.stride() != strides:
         return None
     for i, x in enumerate(inputs):
@@ -385,14 +386,6 @@ def _like(a: torch.Tensor, inputs: list[torch.Tensor]) -> int | None:
                 and x.stride() == strides and type(x) is torch.Tensor):
             return i
     return None
-
-
-def _row_major(shape) -> tuple[int, ...]:
-    strides, step = [], 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(strides))
 
 
 def _source(t, inputs, allocs):

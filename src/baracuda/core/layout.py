@@ -86,6 +86,16 @@ def is_dense_rowmajor_lines(view: AxisView) -> bool:
     ) or (view.rows == 1 and all(s == 1 for s in view.axis_strides))
 
 
+def row_major_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """The strides torch gives a contiguous tensor of `shape` (a zero extent counts as one,
+    as in torch)."""
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
 def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
     """torch.broadcast_shapes for concrete int shapes, without its symbolic-shape machinery
     (which costs tens of microseconds per eager call). Same RuntimeError as torch."""

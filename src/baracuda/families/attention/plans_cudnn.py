@@ -31,6 +31,7 @@ import torch
 from ...backends import launch_replay
 from ...core import validate as V
 from ...core.errors import BackendError
+from ...core.layout import row_major_strides
 from ...core.plan import Candidate
 from ...core.registry import register_candidate
 from ...core.vocab import ArchSku, BackendKind, ElementKind, PrecisionGuarantee
@@ -106,18 +107,10 @@ def _handle(device: int):
     return h
 
 
-def _contiguous(shape) -> tuple[int, ...]:
-    out, acc = [], 1
-    for n in reversed(shape):
-        out.append(acc)
-        acc *= max(n, 1)
-    return tuple(reversed(out))
-
-
 def _strides(t: torch.Tensor) -> tuple[int, ...]:
     """Strides as cuDNN should see them: extent-1 dims take the contiguous value (any stride
     is valid for them, but TMA descriptors want 16-byte multiples)."""
-    canon = _contiguous(t.shape)
+    canon = row_major_strides(t.shape)
     return tuple(c if n == 1 else s for n, s, c in zip(t.shape, t.stride(), canon))
 
 
@@ -205,7 +198,7 @@ def _graph(desc: SdpaDescriptor, backward: bool, deterministic: bool, strides: d
 
 
 def _canonical(desc: SdpaDescriptor, backward: bool) -> dict:
-    return {n: _contiguous(s) for n, s in _shapes(desc, backward).items()}
+    return {n: row_major_strides(s) for n, s in _shapes(desc, backward).items()}
 
 
 class _CudnnBase(Candidate):

@@ -19,7 +19,7 @@ from ...backends.triton_support import (
     shifted_view,
     split_f64,
 )
-from ...core.layout import collapse_dims
+from ...core.layout import collapse_dims, row_major_strides
 from ...core.runtime import cdiv
 from ...core.vocab import ElementKind
 from .kernels import rowsum_kernel, unary_kernel
@@ -214,18 +214,10 @@ class Reduction:
         off = len(self.out_shape) - grad.dim()
         gstrides = [grad.stride(j - off) if j >= off else 0 for j in self.kept]
         gview = grad.as_strided(kept_shape, gstrides, grad.storage_offset())
-        contiguous = src.as_strided(kept_shape, _contiguous_strides(kept_shape),
+        contiguous = src.as_strided(kept_shape, row_major_strides(kept_shape),
                                     src.storage_offset())
         launch_map(unary_kernel, kept_shape, [contiguous, gview], params(0.0, 0.0),
                    OP=IDENTITY_CODE, ACC=tl.float64 if src.dtype == torch.float64 else tl.float32)
-
-
-def _contiguous_strides(shape: Sequence[int]) -> list[int]:
-    out, acc = [], 1
-    for d in reversed(shape):
-        out.append(acc)
-        acc *= d
-    return out[::-1]
 
 
 def reduction_for(in_shape: Sequence[int], out_shape: Sequence[int]) -> Reduction | None:

@@ -27,7 +27,7 @@ from ...backends.triton_support import (
 )
 from ...core import validate as V
 from ...core.errors import InvalidProblem
-from ...core.layout import axis_view
+from ...core.layout import axis_view, row_major_strides
 from ...core.plan import Candidate, Plan
 from ...core.registry import register_candidate, register_plan
 from ...core.runtime import cdiv
@@ -387,14 +387,6 @@ class TritonIndexCopy(_IndexUpdateCandidate):
     KIND = ReduceKind.LAST
 
 
-def _row_major(shape) -> list[int]:
-    st, acc = [], 1
-    for e in reversed(shape):
-        st.append(acc)
-        acc *= e
-    return st[::-1]
-
-
 @register_candidate(ScatterReducePlan)
 class TritonSortedScatter(TritonScatterReduce):
     """Sum (self + src, or into zeros) and assign (last duplicate wins) through a stable sort
@@ -433,7 +425,7 @@ class TritonSortedScatter(TritonScatterReduce):
         if p:
             rank = len(desc.index_shape)
             dims = [1] * (8 - rank) + list(desc.index_shape)
-            strides = _row_major(desc.input_shape)
+            strides = list(row_major_strides(desc.input_shape))
             dim_stride = strides[desc.axis]
             strides[desc.axis] = 0
             cs = [0] * (8 - rank) + strides
