@@ -157,3 +157,20 @@ def test_markdown_from_an_earlier_json(tmp_path, capsys):
     assert printed == out.read_text() == bench.markdown_tables(rows, meta)
     assert main(["bench", "--from-json", str(src), "--family", "softmax"]) == 0
     assert "## fam" not in capsys.readouterr().out
+
+
+def test_host_bench_times_eager_and_compiled_calls_of_both_libraries():
+    """`bench --host` rows on the CPU (the numbers mean nothing here; the harness is what is
+    tested): every column filled, the compiled forward included, the table renders it."""
+    from baracuda.tools import host_cost
+
+    (row,) = host_cost.measure(iters=2, device="cpu", dtype=torch.float32, ops={"add"},
+                               compile_backend="aot_eager")
+    assert row.op == "add"
+    times = (row.fw_ours_us, row.fw_torch_us, row.fwbw_ours_us, row.fwbw_torch_us,
+             row.fwc_ours_us, row.fwc_torch_us)
+    assert all(t is not None and t > 0 for t in times), times
+    text = host_cost.markdown([row])
+    assert "compiled fw ours µs" in text and text.count("| add |") == 1
+    row.fwc_ours_us = None  # a row that did not compile
+    assert "| err |" in host_cost.markdown([row])

@@ -263,6 +263,8 @@ def _scale_impl(x: torch.Tensor, scale: float, mode: str) -> torch.Tensor:
         _KERNEL.launch(x, y, scale)
         return y.view(x.shape)
     y = _aten.empty_like.default(x)
+    if mode == "spare":  # an output slot the call does not need, allocated empty
+        _aten.empty.memory_format([0], dtype=x.dtype, device=x.device)
     if mode == "call":  # a library launch (cuBLASLt, cuDNN) records itself as a call
         rec = lr.active()
         if rec is not None:
@@ -302,7 +304,7 @@ def _op(monkeypatch):
     return _scale_op
 
 
-@pytest.mark.parametrize("mode", ["plain", "view", "call"])
+@pytest.mark.parametrize("mode", ["plain", "view", "call", "spare"])
 def test_op_replay_allocates_and_launches_without_the_implementation(monkeypatch, mode):
     op = _op(monkeypatch)
     for i in range(5):
@@ -316,6 +318,9 @@ def test_op_replay_allocates_and_launches_without_the_implementation(monkeypatch
     # the output is the allocation itself (matched by storage: a dispatch mode hands the
     # caller another Python object), or a view of a larger one
     assert program.outputs[0][0] == ("view" if mode == "view" else "alloc")
+    # an empty allocation is not made again on a replay
+    assert [spec is None for spec in program.allocations] == (
+        [False, True] if mode == "spare" else [False])
     # another signature (shape, scale, the sign of a zero) is its own entry
     x = torch.randn(2, 5)
     torch.testing.assert_close(op(x, -1.0, mode), -x)

@@ -5,7 +5,7 @@
 # Phases: host, profile, step (lab/scripts/step_profile.py), train, tests, ab
 # (lab/scripts/ab_bench.sh), suite.
 # Usage: PHASES="host tests suite" bash lab/scripts/gpu_session.sh  (carry .whl .base .commit)
-# Knobs: TARGETED (pytest args for "tests"), SUITE (pytest args), SUITE_END (seconds), WORKERS,
+# Knobs: TARGETED (pytest args for "tests"), SUITE (pytest args), SUITE_END (seconds), WORKERS, HOST_S,
 # AB_FAMILIES (families for "ab", default all).
 set -u
 OUTDIR="${OUT:-/tmp/baracuda_out}"; mkdir -p "$OUTDIR"
@@ -19,7 +19,7 @@ for phase in ${PHASES:-host tests suite}; do
     host)
       for side in ${HOST_SIDES:-base head}; do
         src=$PWD/src; [ $side = base ] && src=$PWD/.base/src
-        BARACUDA_RECORD_FIRST=0 PYTHONPATH=$src:/tmp/site timeout 100 python3 -m baracuda.cli \
+        BARACUDA_RECORD_FIRST=0 PYTHONPATH=$src:/tmp/site timeout ${HOST_S:-300} python3 -m baracuda.cli \
           bench --host > "$OUTDIR/host_$side.txt" 2>&1
         echo "host $side rc=$?"
         grep -v -E "^$|leaked|nanobind|refleaks|skipped remainder" "$OUTDIR/host_$side.txt" | tail -14

@@ -345,7 +345,10 @@ class OpProgram:
                            "input")
                 return None
             outputs.append(where)
-        specs = [(tuple(a.shape), a.stride() if not a.is_contiguous() else None, a.dtype,
+        # an empty allocation (an output the call did not need, shaped (0,)) holds nothing a
+        # launch can point into: a replay skips it (an empty output is made anew, `_source`)
+        specs = [None if a.numel() == 0 else
+                 (tuple(a.shape), a.stride() if not a.is_contiguous() else None, a.dtype,
                   a.device, _like(a, inputs)) for a in allocs]
         program = OpProgram(device, specs, rebased[0], tuple(outputs), single)
         program.native = _native(rebased[1])
@@ -356,15 +359,16 @@ class OpProgram:
         (nothing launched) on another device or while a launch hook is installed."""
         if not _may_replay(self.device, self.thread):
             return NOT_REPLAYED
-        allocs = [torch.empty_like(inputs[like]) if like is not None else
-                  torch.empty(shape, dtype=dt, device=dev) if strides is None else
-                  torch.empty_strided(shape, strides, dtype=dt, device=dev)
-                  for shape, strides, dt, dev, like in self.allocations]
+        allocs = [None if spec is None else
+                  torch.empty_like(inputs[spec[4]]) if spec[4] is not None else
+                  torch.empty(spec[0], dtype=spec[2], device=spec[3]) if spec[1] is None else
+                  torch.empty_strided(spec[0], spec[1], dtype=spec[2], device=spec[3])
+                  for spec in self.allocations]
         if self.native is not None:
             _NATIVE[0].replay(*self.native, _raw_stream(self.device), inputs, allocs)
         else:
             bases = [t.data_ptr() for t in inputs]
-            bases += [a.data_ptr() for a in allocs]
+            bases += [0 if a is None else a.data_ptr() for a in allocs]
             _launch(self.launches, bases, self.device)
         direct = self.direct
         if direct is not None:  # every output an allocation: the common case, kept short

@@ -2,8 +2,10 @@
 negligible and the time is launch, argument checks and autograd hand-off.
 
 Seven calls an eager training step makes (add, silu, softmax, rms_norm, linear, causal SDPA,
-cross_entropy), each timed forward under `no_grad` and forward + `.float().sum().backward()`;
-the two libraries are timed alternately in the same process.
+cross_entropy), each timed forward under `no_grad` and forward + `.float().sum().backward()`,
+and the forward once more through `torch.compile(fullgraph=True)` (what a compiled call costs
+the host: the guards, the compiled code, and for us the registered custom op it calls); the two
+libraries are timed alternately in the same process.
 
     baracuda bench --host      (GPU machine)
 """
@@ -25,6 +27,9 @@ class HostRow:
     fw_torch_us: float
     fwbw_ours_us: float
     fwbw_torch_us: float
+    #: forward under no_grad through torch.compile(fullgraph=True); None: not measured
+    fwc_ours_us: float | None = None
+    fwc_torch_us: float | None = None
 
 
 def _inputs(device, dtype) -> dict[str, tuple]:
@@ -83,7 +88,10 @@ def _us_per_call(fn: Callable[[], object], iters: int, sync: Callable[[], None])
     return best * 1e6
 
 
-def measure(iters: int = 200, device=None, dtype=torch.bfloat16) -> list[HostRow]:
+def measure(iters: int = 200, device=None, dtype=torch.bfloat16, ops=None,
+            compile_backend: str | None = "inductor") -> list[HostRow]:
+    """The rows of `ops` (default all seven); `compile_backend=None` skips the compiled
+    forward."""
     import baracuda.torch as bt
 
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -92,6 +100,9 @@ def measure(iters: int = 200, device=None, dtype=torch.bfloat16) -> list[HostRow
     ours, theirs = _calls(bt), _calls(_TorchLib)
     rows = []
     for op, args in inputs.items():
+        if ops is not None and op not in ops:
+            continue
+
         def fw(f, args=args):
             with torch.no_grad():
                 f(*args)
@@ -103,18 +114,43 @@ def measure(iters: int = 200, device=None, dtype=torch.bfloat16) -> list[HostRow
         for kind in (fw, fwbw):
             for calls in (ours, theirs):
                 times.append(_us_per_call(lambda k=kind, f=calls[op]: k(f), iters, sync))
-        rows.append(HostRow(op, times[0], times[1], times[2], times[3]))
+        row = HostRow(op, *times)
+        if compile_backend is not None:
+            row.fwc_ours_us, row.fwc_torch_us = (
+                _compiled_us(calls[op], args, compile_backend, iters, sync)
+                for calls in (ours, theirs))
+        rows.append(row)
     return rows
+
+
+def _compiled_us(fn: Callable, args: tuple, backend: str, iters: int,
+                 sync: Callable[[], None]) -> float | None:
+    """Host time per call of fn compiled whole (None when it does not compile)."""
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend=backend, fullgraph=True)
+    try:
+        with torch.no_grad():
+            compiled(*args)
+            return _us_per_call(lambda: compiled(*args), iters, sync)
+    except Exception:  # noqa: BLE001 - a row that does not compile reads "err"
+        return None
+
+
+def _us(v: float | None) -> str:
+    return "err" if v is None else f"{v:.1f}"
 
 
 def markdown(rows: list[HostRow]) -> str:
     lines = ["| op | fw ours µs | fw torch µs | fw ratio | fw+bw ours µs | fw+bw torch µs | "
-             "fw+bw ratio |", "|---|---|---|---|---|---|---|"]
+             "fw+bw ratio | compiled fw ours µs | compiled fw torch µs |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r.op} | {r.fw_ours_us:.1f} | {r.fw_torch_us:.1f} | "
                      f"{r.fw_ours_us / r.fw_torch_us:.2f}x | {r.fwbw_ours_us:.1f} | "
-                     f"{r.fwbw_torch_us:.1f} | {r.fwbw_ours_us / r.fwbw_torch_us:.2f}x |")
-    lines.append("\nratio = ours / torch (host time; lower is better).")
+                     f"{r.fwbw_torch_us:.1f} | {r.fwbw_ours_us / r.fwbw_torch_us:.2f}x | "
+                     f"{_us(r.fwc_ours_us)} | {_us(r.fwc_torch_us)} |")
+    lines.append("\nratio = ours / torch (host time; lower is better). compiled: the forward "
+                 "under no_grad through torch.compile(fullgraph=True).")
     from ..backends.launch_replay import refusals
 
     if refusals():  # these calls take the full launch path every time
