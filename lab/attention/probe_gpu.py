@@ -59,8 +59,8 @@ def profile(b: int, h: int, s: int, d: int, causal: bool) -> None:
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as tprofile
 
-    from baracuda.tools.bench import time_fn
     from baracuda.families.attention.torch_api import scaled_dot_product_attention as ours
+    from baracuda.tools.bench import time_fn
 
     sdpa = torch.nn.functional.scaled_dot_product_attention
     fl = _flops(b, h, s, d, causal)
@@ -112,9 +112,9 @@ def profile(b: int, h: int, s: int, d: int, causal: bool) -> None:
 def host(b: int, h: int, s: int, d: int, causal: bool) -> None:
     """Host time per training step through baracuda.torch with each way of binding buffers to
     the cuDNN graph (plans_cudnn._EXECUTE), and cProfile's top entries of one."""
-    from baracuda.tools.bench import host_profile
     from baracuda.families.attention import plans_cudnn as PC
     from baracuda.families.attention.torch_api import scaled_dot_product_attention as ours
+    from baracuda.tools.bench import host_profile
 
     def mk():
         return torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
@@ -312,7 +312,11 @@ def knob_sweep(budget_s: float) -> None:
 # -- Triton tiles ------------------------------------------------------------------------------
 def triton_tiles(budget_s: float) -> None:
     from baracuda.families.attention import plans as P
-    from baracuda.families.attention.descriptors import CausalKind, SdpaBackwardArgs, SdpaBackwardDescriptor
+    from baracuda.families.attention.descriptors import (
+        CausalKind,
+        SdpaBackwardArgs,
+        SdpaBackwardDescriptor,
+    )
     from baracuda.families.attention.plans import SdpaBackwardPlan
 
     t_end = time.time() + budget_s

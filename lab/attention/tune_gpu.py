@@ -95,7 +95,11 @@ def main(budget_s: float = 100.0, only_d128: bool = False) -> None:
 def report_resources() -> None:
     """Registers / spills / shared memory of every kernel the JIT compiled in this process
     (the real specialization, which the AOT check only approximates)."""
-    from baracuda.families.attention.kernels import sdpa_bwd_dkdv_kernel, sdpa_bwd_dq_kernel, sdpa_fwd_kernel
+    from baracuda.families.attention.kernels import (
+        sdpa_bwd_dkdv_kernel,
+        sdpa_bwd_dq_kernel,
+        sdpa_fwd_kernel,
+    )
 
     for kern in (sdpa_fwd_kernel, sdpa_bwd_dkdv_kernel, sdpa_bwd_dq_kernel):
         for caches in kern.device_caches.values():
@@ -170,9 +174,9 @@ def _backends_row(b: int, h: int, s: int, dh: int, causal: bool) -> None:
 def aot_dkdv() -> None:
     """The sm_90a AOT compile of the benchmarked dK/dV specializations (spec.py builds them
     from the launch, as the JIT specializes), to print beside report_resources' JIT numbers."""
-    from baracuda.tools.aot import compile_variant
     from baracuda.families.attention.plans import SdpaBackwardPlan
     from baracuda.families.attention.spec import _aot_variants
+    from baracuda.tools.aot import compile_variant
 
     for var in _aot_variants(SdpaBackwardPlan):
         if "dkdv" in var.name and "bf16 D=128" in var.name and "mask=none" in var.name:

@@ -23,10 +23,10 @@ import torch
 import torch.nn.functional as F
 
 from baracuda.core.vocab import BackendKind, ElementKind, PlanPreference
-from baracuda.tools.bench import CudaEventChain, time_fn
 from baracuda.families.gemm import launch, ltcore
 from baracuda.families.gemm.descriptors import DenseGemmArgs, DenseGemmDescriptor, GemmActivation
 from baracuda.families.gemm.plans import DenseGemmPlan
+from baracuda.tools.bench import CudaEventChain, time_fn
 
 BF = torch.bfloat16
 LT = PlanPreference(prefer_backend=BackendKind.CUBLASLT)
@@ -35,9 +35,8 @@ GELU = GemmActivation.GELU_TANH
 
 def _profile(fn, n: int = 4):
     """(per-kernel {name: [us, calls]} per iteration, busy us / iter, span us / iter)."""
-    from torch.autograd import DeviceType
-
     from baracuda.families.gemm.tune import cuda_profile
+    from torch.autograd import DeviceType
 
     prof = cuda_profile(fn, n)
     spans, per = [], {}

@@ -16,11 +16,11 @@ import torch
 import torch.nn.functional as F
 
 from baracuda.core.vocab import BackendKind, ElementKind, PlanPreference
-from baracuda.tools.bench import host_seconds_per_call, time_fn
 from baracuda.families.gemm import launch
 from baracuda.families.gemm import torch_api as bt
 from baracuda.families.gemm.descriptors import DenseGemmArgs, DenseGemmDescriptor, GemmActivation
 from baracuda.families.gemm.plans import DenseGemmPlan
+from baracuda.tools.bench import host_seconds_per_call, time_fn
 
 BF = torch.bfloat16
 LT = PlanPreference(prefer_backend=BackendKind.CUBLASLT)

@@ -34,7 +34,12 @@ from baracuda.families.normalization.descriptors import (
     RMSNormBackwardDescriptor,
     RMSNormDescriptor,
 )
-from baracuda.families.normalization.plans import LayerNormBackwardPlan, LayerNormPlan, RMSNormBackwardPlan, RMSNormPlan
+from baracuda.families.normalization.plans import (
+    LayerNormBackwardPlan,
+    LayerNormPlan,
+    RMSNormBackwardPlan,
+    RMSNormPlan,
+)
 
 SHAPES = [(32768, 1024), (16384, 4096), (4096, 16384), (1024, 65536), (16384, 2048),
           (8192, 8192)]

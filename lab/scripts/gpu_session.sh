@@ -34,7 +34,7 @@ for phase in ${PHASES:-host tests suite}; do
       echo "parts rc=$?"; cat "$OUTDIR/parts.txt" | grep -v -E "leaked|nanobind" | head -20
       PYTHONPATH=$PWD/src:/tmp/site timeout ${STEP_S:-150} python3 lab/scripts/step_profile.py \
         ${STEP_SHAPE:-1x512} > "$OUTDIR/step.txt" 2>&1
-      echo "step rc=$?"; grep "^== " "$OUTDIR/step.txt" ;;
+      echo "step rc=$?"; grep -E "^(==|--|   [a-z_]+ +[0-9])" "$OUTDIR/step.txt" ;;
     train)
       PYTHONPATH=$PWD/src:/tmp/site timeout ${TRAIN_S:-200} python3 -m baracuda.cli bench \
         --train ${TRAIN_SHAPES:-1x512 4x2048} --markdown "$OUTDIR/train.md" > "$OUTDIR/train.txt" 2>&1

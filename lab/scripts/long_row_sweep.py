@@ -57,8 +57,9 @@ NORM_CONFIGS = [(8192, 8, None), (8192, 8, 80), (8192, 8, 72), (8192, 8, 64), (4
 
 
 def norm_cap() -> None:
-    from baracuda.families.normalization import layout as L
     from lab.normalization import tune as T
+
+    from baracuda.families.normalization import layout as L
 
     for shape in SHAPES:
         for layer in (False, True):

@@ -8,11 +8,11 @@ gamma loaded with the row or after the reductions (W_FIRST), padded first or las
 from __future__ import annotations
 
 import torch
+from lab.normalization import tune as T
 
 from baracuda.backends.triton_support import sm_count
 from baracuda.families.normalization import layout as L
 from baracuda.families.normalization import plans as P
-from lab.normalization import tune as T
 
 
 def main() -> None:

@@ -11,10 +11,10 @@ from __future__ import annotations
 import sys
 
 import torch
+from lab.normalization import tune as T
 
 from baracuda.families.normalization import layout as L
 from baracuda.families.normalization import plans as P
-from lab.normalization import tune as T
 
 SHAPES = [(32768, 1024), (16384, 4096), (4096, 16384), (1024, 65536)]
 

@@ -14,9 +14,9 @@ import sys
 
 import torch
 import triton.testing
+from lab.normalization import tune as T
 
 from baracuda.families.normalization import plans as P
-from lab.normalization import tune as T
 
 SHAPES = [(32768, 1024), (16384, 4096), (4096, 16384), (1024, 65536)]
 

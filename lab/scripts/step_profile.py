@@ -66,6 +66,33 @@ def main() -> None:
               f"{bw / steps * 1e3:.2f} ms), no_grad forward {inf:.2f} ms, GPU busy "
               f"{gpu_us / 1e3:.2f} ms/step in {kernels:.0f} kernels")
 
+    # host time per forward call of each op in the model's context (the GPU queue absorbs
+    # the work: what is timed is the call's own host time, or a wait if it blocks)
+    for name, ops in ways.items():
+        spent: dict[str, list[float]] = {}
+
+        def timed(fn, label, spent=spent):
+            def call(*args, **kwargs):
+                t0 = time.perf_counter()
+                out = fn(*args, **kwargs)
+                spent.setdefault(label, []).append(time.perf_counter() - t0)
+                return out
+            return call
+
+        wrapped = ts.Ops(**{f: timed(getattr(ops, f), f) for f in ts.Ops.__dataclass_fields__})
+        for _ in range(3):
+            step(wrapped)
+        torch.cuda.synchronize()
+        spent.clear()
+        for _ in range(steps):
+            step(wrapped)
+        torch.cuda.synchronize()
+        print(f"-- {name}: forward host time per step by op (ms), calls per step, us per call")
+        for label, times in sorted(spent.items(), key=lambda kv: -sum(kv[1])):
+            n = len(times) / steps
+            print(f"   {label:14s} {sum(times) / steps * 1e3:7.3f} ms  {n:5.1f} calls  "
+                  f"{sum(times) / len(times) * 1e6:8.1f} us")
+
     ops = ways["baracuda"]
     prof = cProfile.Profile()
     # backward on this thread, so that cProfile sees our backward functions too

@@ -12,9 +12,9 @@ import time
 
 import torch
 
-from baracuda.tools.bench import time_fn
-from baracuda.families.segment import plans as seg_plans
 from baracuda.backends import grouping as seg_sort
+from baracuda.families.segment import plans as seg_plans
+from baracuda.tools.bench import time_fn
 
 #: (bytes per program, bytes per row chunk, warps) of the row gathers, swept by the probe
 TILES = [(8192, 2048, 4), (16384, 2048, 4), (16384, 2048, 8), (32768, 2048, 8),

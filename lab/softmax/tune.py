@@ -19,8 +19,18 @@ import triton.testing
 from baracuda.families.loss import plans as LP
 from baracuda.families.loss.descriptors import CrossEntropyLossDescriptor
 from baracuda.families.softmax import plans as P
-from baracuda.families.softmax.descriptors import SoftmaxBackwardDescriptor, SoftmaxDescriptor, SoftmaxKind
-from baracuda.families.softmax.kernels import EXCHANGE, LOOP, TILE, softmax_bwd_kernel, softmax_fwd_kernel
+from baracuda.families.softmax.descriptors import (
+    SoftmaxBackwardDescriptor,
+    SoftmaxDescriptor,
+    SoftmaxKind,
+)
+from baracuda.families.softmax.kernels import (
+    EXCHANGE,
+    LOOP,
+    TILE,
+    softmax_bwd_kernel,
+    softmax_fwd_kernel,
+)
 
 T0 = time.time()
 

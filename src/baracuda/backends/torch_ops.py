@@ -23,6 +23,7 @@ import functools
 import inspect
 import math
 import os
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -168,6 +169,16 @@ EAGER_OPS: list[EagerOp] = []
 
 _EAGER_TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter)
 _C_APPLY = getattr(torch._C._FunctionBase, "__dict__", {}).get("apply")
+
+
+class _Keyed(threading.local):
+    """The signature key of the differentiable call being applied on this thread, handed
+    from EagerOp.__call__ to its autograd forward (which runs inside apply, at once)."""
+
+    value = None
+
+
+_KEYED = _Keyed()
 _functorch_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
 _increment_version = getattr(torch.autograd.graph, "increment_version", None)
 
@@ -198,13 +209,18 @@ class EagerOp:
         self._mutated = tuple(names.index(a) for a in mutates_args)
         self._replays: dict = {}
         self._function = None
-        run = self._run
+        run, run_keyed = self._run, self._run_keyed
         if backward is not None:
             # forward(ctx, *args) form: with a separate setup_context, Function.apply re-binds
             # the arguments through inspect.signature on every call (~15 us); these arrive
-            # already bound.
+            # already bound. The signature key __call__ computed comes along (_KEYED).
             def forward_with_ctx(ctx, *args):
-                out = run(args)
+                keyed = _KEYED.value
+                if keyed is not None:
+                    _KEYED.value = None
+                    out = run_keyed(args, *keyed)
+                else:
+                    out = run(args)
                 setup_context(ctx, args, out)
                 return out
 
@@ -231,23 +247,33 @@ class EagerOp:
             return self._impl(*args)
         if not _plain_eager():
             return self.custom_op(*args)
+        # one walk over the arguments: the replay key (reused by the run) and the tensors
+        key, tensors = _key_of(args) if REPLAY else (None, None)
+        if key is None:  # a value the key cannot hold (a tensor list, an object), or no replay
+            for a in args:
+                if isinstance(a, (list, tuple)) and any(isinstance(t, torch.Tensor) for t in a):
+                    return self.custom_op(*args)  # tensor lists: the op's own autograd
+            tensors = [a for a in args if isinstance(a, torch.Tensor)]
         needs_grad = False
         grad_mode = torch.is_grad_enabled()
-        for a in args:
-            if isinstance(a, torch.Tensor):
-                if type(a) not in _EAGER_TENSOR_TYPES or a.is_meta:
-                    return self.custom_op(*args)
-                needs_grad = needs_grad or (grad_mode and a.requires_grad)
-            elif isinstance(a, (list, tuple)) and any(isinstance(t, torch.Tensor) for t in a):
-                return self.custom_op(*args)  # tensor lists: the op's own autograd handles them
+        for t in tensors:
+            if type(t) not in _EAGER_TENSOR_TYPES or t.is_meta:
+                return self.custom_op(*args)
+            needs_grad = needs_grad or (grad_mode and t.requires_grad)
         if needs_grad:
             if self._function is None or any(args[i].requires_grad for i in self._mutated):
                 return self.custom_op(*args)  # torch's errors / in-place autograd rules apply
-            for a in args:
-                if isinstance(a, torch.Tensor) and _functorch_wrapped(a):
+            for t in tensors:
+                if _functorch_wrapped(t):
                     return self._function.apply(*args)  # a dead transform's tensor: unwrapped
-            return self._apply(*args)
-        out = self._run(args)
+            if key is None:
+                return self._apply(*args)
+            _KEYED.value = (key, tensors)
+            try:
+                return self._apply(*args)
+            finally:
+                _KEYED.value = None
+        out = self._run(args) if key is None else self._run_keyed(args, key, tensors)
         if self._mutated and _increment_version is not None:
             for i in self._mutated:
                 _increment_version(args[i])
@@ -261,7 +287,13 @@ class EagerOp:
         allocate and launch directly, skipping descriptors, plan lookup and argument checks,
         which are functions of the signature."""
         key, tensors = _key_of(args) if REPLAY else (None, None)
-        if key is None or launch_replay.active() is not None:  # nested: the outer records
+        if key is None:
+            return self._impl(*args)
+        return self._run_keyed(args, key, tensors)
+
+    def _run_keyed(self, args: tuple, key, tensors: list[torch.Tensor]):
+        """`_run` with the signature key already made."""
+        if launch_replay.active() is not None:  # nested: the outer recording records
             return self._impl(*args)
         return _replay_or_run(self._replays, key, self.name, lambda: self._impl(*args),
                               tensors)
@@ -312,14 +344,14 @@ def replayed(fn: Callable) -> Callable:
 
     @functools.wraps(fn)
     def call(*args, **kwargs):
-        if not REPLAY or not _plain_eager():
-            return fn(*args, **kwargs)
         values = (*args, *kwargs.values()) if kwargs else args
         grad = torch.is_grad_enabled()
-        if grad:  # a training call: answered before the key is built (the ops replay then)
+        if grad:  # a training call: handed on first, before any other check (the ops replay)
             for a in values:
                 if isinstance(a, torch.Tensor) and a.requires_grad:
                     return fn(*args, **kwargs)
+        if not REPLAY or not _plain_eager():
+            return fn(*args, **kwargs)
         key, tensors = _key_of(values)
         if key is None or not tensors:
             return fn(*args, **kwargs)
@@ -332,6 +364,7 @@ def replayed(fn: Callable) -> Callable:
 
     return call
 _KEY_SCALARS = (int, str, bool, torch.dtype, type(None))
+_EXACT_SCALARS = frozenset(_KEY_SCALARS)
 
 
 def _key_of(args) -> tuple[tuple | None, list[torch.Tensor]]:
@@ -342,13 +375,16 @@ def _key_of(args) -> tuple[tuple | None, list[torch.Tensor]]:
     key = []
     tensors = []
     for a in args:
-        if isinstance(a, torch.Tensor):
+        t = type(a)  # exact types first (host time): plain tensors, then common scalars
+        if t is torch.Tensor or (t not in _EXACT_SCALARS and isinstance(a, torch.Tensor)):
             key.append((a.shape, a.stride(), a.dtype, a.device, a.data_ptr() & 15))
             tensors.append(a)
-        elif type(a) is float:
+        elif t in _EXACT_SCALARS:
+            key.append((t, a))
+        elif t is float:
             key.append((a, math.copysign(1.0, a)))
         elif isinstance(a, _KEY_SCALARS):
-            key.append((type(a), a))
+            key.append((t, a))
         elif type(a) in (list, tuple) and all(type(v) is int for v in a):  # shapes, dims
             key.append((type(a), tuple(a)))
         elif type(a) in (list, tuple) and all(type(v) in (int, float, bool) for v in a):
