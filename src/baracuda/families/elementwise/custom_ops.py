@@ -195,10 +195,25 @@ def _binary_grad(ctx, grad):
                                "(expected a numeric tensor, got bool)")
     # an integer or bool operand takes no gradient, but the other's derivative reads its
     # values: the backward kernels take floating elements, so it is read as the gradient's
-    a = a if a.is_floating_point() else _cast(a, grad.dtype)
-    b = b if b.is_floating_point() else _cast(b, grad.dtype)
-    da, db = _binary_backward(grad, a, b, ctx.kind, ctx.alpha, need_a, need_b)
+    # add and sub pass the incoming gradient on unchanged where the operand has its shape and
+    # dtype (torch's own formula: no allocation, no launch); the rest goes to the kernel
+    pass_a = pass_b = False
+    if ctx.kind in _PASS_THROUGH:
+        pass_a = need_a and a.shape == grad.shape and a.dtype == grad.dtype
+        pass_b = (need_b and ctx.kind == "add" and ctx.alpha == 1.0 and b.shape == grad.shape
+                  and b.dtype == grad.dtype)
+    da = db = None
+    if (need_a and not pass_a) or (need_b and not pass_b):
+        a = a if a.is_floating_point() else _cast(a, grad.dtype)
+        b = b if b.is_floating_point() else _cast(b, grad.dtype)
+        da, db = _binary_backward(grad, a, b, ctx.kind, ctx.alpha, need_a and not pass_a,
+                                  need_b and not pass_b)
+    da = grad if pass_a else da
+    db = grad if pass_b else db
     return (da if need_a else None), (db if need_b else None), None, None, None
+
+
+_PASS_THROUGH = frozenset(("add", "sub"))
 
 
 _binary = define_op("ew_binary", _binary_fw, _binary_fake, backward=_binary_grad,
