@@ -228,11 +228,19 @@ class Program:
         or thread differs from the recorded one or a launch hook is installed."""
         if not _may_replay(self.device, self.thread):
             return False
-        if self.native is not None:
-            _NATIVE[0].replay(*self.native, _raw_stream(self.device), bases, None)
-        else:
-            _launch(self.launches, bases, self.device)
+        _issue(self, bases, ())
         return True
+
+
+def _issue(program: Program | OpProgram, slots, more_slots) -> None:
+    """A program's launches on the bases of `slots` then `more_slots` (each an int, None for 0,
+    or a tensor): from one C call when the program is packed for it, else the Python loop."""
+    if program.native is not None:
+        _NATIVE[0].replay(*program.native, _raw_stream(program.device), slots, more_slots)
+        return
+    bases = [s if type(s) is int else 0 if s is None else s.data_ptr()
+             for group in (slots, more_slots) for s in group]
+    _launch(program.launches, bases, program.device)
 
 
 def _native(raw: list[tuple]) -> tuple | None:
@@ -364,12 +372,7 @@ class OpProgram:
                   torch.empty(spec[0], dtype=spec[2], device=spec[3]) if spec[1] is None else
                   torch.empty_strided(spec[0], spec[1], dtype=spec[2], device=spec[3])
                   for spec in self.allocations]
-        if self.native is not None:
-            _NATIVE[0].replay(*self.native, _raw_stream(self.device), inputs, allocs)
-        else:
-            bases = [t.data_ptr() for t in inputs]
-            bases += [0 if a is None else a.data_ptr() for a in allocs]
-            _launch(self.launches, bases, self.device)
+        _issue(self, inputs, allocs)
         direct = self.direct
         if direct is not None:  # every output an allocation: the common case, kept short
             return allocs[direct[0]] if self.single else tuple(allocs[k] for k in direct)

@@ -277,6 +277,10 @@ _MODULE: list = []
 #: why the C module cannot launch (empty while it can)
 UNAVAILABLE: list[str] = []
 
+#: float parameter types: (struct format of the value, of its bits, right shift); bf16 is the
+#: float's upper half, as Triton's pack_bf16 truncates
+_FLOAT_FORMS = {"fp32": ("<f", "<I", 0), "f32": ("<f", "<I", 0), "fp64": ("<d", "<Q", 0),
+                "fp16": ("<e", "<H", 0), "bf16": ("<f", "<I", 16)}
 _INT_BITS = {"i1": (8, True), "i8": (8, True), "i16": (16, True), "i32": (32, True),
              "i64": (64, True), "u1": (8, False), "u8": (8, False), "u16": (16, False),
              "u32": (32, False), "u64": (64, False)}
@@ -320,20 +324,14 @@ def _word(ty: str, value) -> int | None:
         if not lo <= v < hi and not (ty == "i1" and v in (0, 1)):
             return None
         return v & ((1 << bits) - 1)
-    if type(value) not in (int, float, bool):
+    form = _FLOAT_FORMS.get(ty)
+    if form is None or type(value) not in (int, float, bool):
         return None
+    packed, unpacked, shift = form
     try:
-        if ty in ("fp32", "f32"):
-            return struct.unpack("<I", struct.pack("<f", float(value)))[0]
-        if ty == "fp64":
-            return struct.unpack("<Q", struct.pack("<d", float(value)))[0]
-        if ty == "fp16":
-            return struct.unpack("<H", struct.pack("<e", float(value)))[0]
-        if ty == "bf16":  # Triton truncates the float's bits (pack_bf16)
-            return struct.unpack("<I", struct.pack("<f", float(value)))[0] >> 16
+        return struct.unpack(unpacked, struct.pack(packed, float(value)))[0] >> shift
     except (OverflowError, struct.error):
         return None
-    return None
 
 
 def _kernel_words(compiled, direct, grid, args, patches) -> list[int] | None:

@@ -186,22 +186,21 @@ def _binary_grad(ctx, grad):
     need_a, need_b = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
     if not (need_a or need_b):
         return None, None, None, None, None
-    if not BINARY[D.BinaryKind(ctx.kind)].diff:
+    row = BINARY[D.BinaryKind(ctx.kind)]
+    if not row.diff:
         raise RuntimeError(f"the derivative for '{ctx.kind}' is not implemented.")
-    for t, quirk in zip((a, b), BINARY[D.BinaryKind(ctx.kind)].bool_in_grad):
+    for t, quirk in zip((a, b), row.bool_in_grad):
         if quirk and t.dtype == torch.bool:
             raise RuntimeError(f"{ctx.kind} backward: torch's derivative formula subtracts or "
                                "negates the bool operand, which torch does not support "
                                "(expected a numeric tensor, got bool)")
     # an integer or bool operand takes no gradient, but the other's derivative reads its
     # values: the backward kernels take floating elements, so it is read as the gradient's
-    # add and sub pass the incoming gradient on unchanged where the operand has its shape and
-    # dtype (torch's own formula: no allocation, no launch); the rest goes to the kernel
-    pass_a = pass_b = False
-    if ctx.kind in _PASS_THROUGH:
-        pass_a = need_a and a.shape == grad.shape and a.dtype == grad.dtype
-        pass_b = (need_b and ctx.kind == "add" and ctx.alpha == 1.0 and b.shape == grad.shape
-                  and b.dtype == grad.dtype)
+    # a derivative that is the incoming gradient itself (table: grad_passes) hands it on where
+    # the operand has its shape and dtype (torch's formula: no allocation, no launch)
+    pass_a = row.grad_passes[0] and need_a and a.shape == grad.shape and a.dtype == grad.dtype
+    pass_b = (row.grad_passes[1] and need_b and ctx.alpha == 1.0 and b.shape == grad.shape
+              and b.dtype == grad.dtype)
     da = db = None
     if (need_a and not pass_a) or (need_b and not pass_b):
         a = a if a.is_floating_point() else _cast(a, grad.dtype)
@@ -211,9 +210,6 @@ def _binary_grad(ctx, grad):
     da = grad if pass_a else da
     db = grad if pass_b else db
     return (da if need_a else None), (db if need_b else None), None, None, None
-
-
-_PASS_THROUGH = frozenset(("add", "sub"))
 
 
 _binary = define_op("ew_binary", _binary_fw, _binary_fake, backward=_binary_grad,

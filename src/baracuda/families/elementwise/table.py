@@ -60,6 +60,9 @@ class Row:
     #: binary kinds: the gradient reads the inputs (add, sub, the rounding divisions and lerp
     #: do not)
     grad_reads: bool = True
+    #: binary kinds: which operand's derivative is the incoming gradient itself (b's only
+    #: at alpha 1), so the backward hands it on without a kernel, as torch's formula does
+    grad_passes: tuple[bool, bool] = (False, False)
     member: str = ""  # the enum member name when it is not name.upper()
     code: int = -1  # set from the row's position by _table
 
@@ -86,9 +89,10 @@ def _u(name, ints, ref, lo=-3.0, hi=3.0, diff=True, bool_ok=None, api="", heavy=
 
 
 def _b(name, ints, ref, a=(-3.0, 3.0), diff=True, bool_ok=False, native=False, numbers="both",
-       bool_in_grad=(False, False), api="", grad_reads=True, heavy=False):
+       bool_in_grad=(False, False), api="", grad_reads=True, heavy=False,
+       grad_passes=(False, False)):
     return Row(name, ints, ref, a, diff, bool_ok, native, numbers, bool_in_grad, api=api,
-               grad_reads=grad_reads, heavy=heavy)
+               grad_reads=grad_reads, heavy=heavy, grad_passes=grad_passes)
 
 
 def _torch_differentiates(fn: Callable) -> bool:
@@ -207,8 +211,8 @@ IDENTITY_CODE = len(UNARY)
 UNARY_PARAM: dict = _table(UnaryParamKind, _UNARY_PARAM_ROWS, 60)
 
 _BINARY_ROWS = [
-    _b("add", "exact", torch.add, bool_ok=True, grad_reads=False),
-    _b("sub", "exact", torch.sub, grad_reads=False),
+    _b("add", "exact", torch.add, bool_ok=True, grad_reads=False, grad_passes=(True, True)),
+    _b("sub", "exact", torch.sub, grad_reads=False, grad_passes=(True, False)),
     _b("mul", "exact", torch.mul, bool_ok=True),
     _b("div", "promote", torch.div, bool_ok=True),
     _b("div_trunc", "exact", _trunc_div, grad_reads=False),
