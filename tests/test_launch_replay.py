@@ -419,7 +419,8 @@ def test_op_replay_on_the_gpu_matches_torch_forward_and_backward():
 
     def step(lib, x, w, labels):
         h = lib.rms_norm(x, (x.shape[-1],), w, 1e-6)
-        h = lib.add(lib.silu(h), x)
+        # (+ x hands the gradient on; + w reduces it over rows: a backward kernel)
+        h = lib.add(lib.add(lib.silu(h), x), w)
         h = lib.layer_norm(lib.softmax(h, -1) * 0 + h, (h.shape[-1],))
         return lib.cross_entropy(h, labels)
 

@@ -145,28 +145,32 @@ def test_native_replays_equal_the_python_launch_loop_bit_for_bit(monkeypatch):
     q, k, v = (t.transpose(1, 2) for t in torch.randn(2, 100, 3, 4, 64, device=dev,
                                                       dtype=torch.bfloat16).unbind(2))
     labels = torch.randint(0, 993, (37,), device=dev)
-    calls = {
-        "add": lambda: bt.add(x, w), "silu": lambda: bt.silu(x),
-        "softmax": lambda: bt.softmax(x, -1), "rms_norm": lambda: bt.rms_norm(x, (993,), w),
-        "linear": lambda: bt.linear(x, m),
-        "scaled_dot_product_attention": lambda: bt.scaled_dot_product_attention(
-            q, k, v, is_causal=True),
-        "cross_entropy": lambda: bt.cross_entropy(x.float(), labels),
-    }
-    refs = {"add": lambda: x + w, "silu": lambda: F.silu(x), "softmax": lambda: x.softmax(-1),
-            "rms_norm": lambda: F.rms_norm(x, (993,), w), "linear": lambda: F.linear(x, m),
-            "scaled_dot_product_attention": lambda: F.scaled_dot_product_attention(
-                q, k, v, is_causal=True),
-            "cross_entropy": lambda: F.cross_entropy(x.float(), labels)}
+    bias = torch.randn(256, device=dev, dtype=torch.bfloat16)
+    calls = [
+        ("add", lambda: bt.add(x, w), lambda: x + w),
+        ("silu", lambda: bt.silu(x), lambda: F.silu(x)),
+        ("softmax", lambda: bt.softmax(x, -1), lambda: x.softmax(-1)),
+        ("rms_norm", lambda: bt.rms_norm(x, (993,), w), lambda: F.rms_norm(x, (993,), w)),
+        ("linear", lambda: bt.linear(x, m), lambda: F.linear(x, m)),
+        ("linear", lambda: bt.linear(x, m, bias), lambda: F.linear(x, m, bias)),
+        ("scaled_dot_product_attention",
+         lambda: bt.scaled_dot_product_attention(q, k, v, is_causal=True),
+         lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)),
+        ("cross_entropy", lambda: bt.cross_entropy(x.float(), labels),
+         lambda: F.cross_entropy(x.float(), labels)),
+    ]
     with torch.no_grad():
-        for name, call in calls.items():
+        for name, call, ref in calls:
+            used.clear()
             for _ in range(3):
                 out = call()
-            torch.testing.assert_close(out.float(), refs[name]().float(), rtol=2e-2,
-                                       atol=2e-2)
+            torch.testing.assert_close(out.float(), ref().float(), rtol=2e-2, atol=2e-2)
             assert f"baracuda.torch.{name}" in used, (name, lr.OP_OUTCOMES)
             program, inputs = used[f"baracuda.torch.{name}"]
             assert program.native is not None, name
+            if name == "linear":  # cuBLASLt called from the C loop, not back in Python
+                assert program.native[1] and all(
+                    c is None or hasattr(c, "acquire") for c in program.native[1]), name
             a = program.replay(inputs)
             native, program.native = program.native, None
             try:
@@ -177,3 +181,24 @@ def test_native_replays_equal_the_python_launch_loop_bit_for_bit(monkeypatch):
             for got, want in zip(a if isinstance(a, tuple) else (a,),
                                  b if isinstance(b, tuple) else (b,)):
                 assert torch.equal(got, want), name
+
+
+def test_a_cublaslt_call_form_is_made_from_c_with_rebased_pointers(native, monkeypatch):
+    """A library call with a registered form becomes a cuBLASLt call of the C loop: its
+    words are the form's, its tensors re-based into the places the form names."""
+
+    def run_cell(stream, *args):
+        raise AssertionError("the Python callback must not run")
+
+    head = list(range(100, 114))
+    monkeypatch.setitem(nr.CALL_FORMS, run_cell,
+                        lambda args: (head, {p: 13 + p for p in range(1, 7)}, None))
+    packed = nr.pack([("call", run_cell, None, (), ("cell", 0, 0, 0, 0, 0, 0),
+                       ((1, 0, 8), (3, 1, 0), (6, 2, 16)))])
+    assert packed is not None and packed[1] == (None,)
+    (entry,) = native.dry_run(*packed, 9, [1000, 2000], [3000])
+    assert entry[0] == 0 and entry[-1] == (*head, 1008, 0, 2000, 0, 0, 3016)
+    monkeypatch.setitem(nr.CALL_FORMS, run_cell, lambda args: None)  # declined: Python call
+    packed = nr.pack([("call", run_cell, None, (), ("cell", 0), ((1, 0, 0),))])
+    with pytest.raises(AssertionError, match="must not run"):
+        native.dry_run(*packed, 9, [1000], None)

@@ -130,11 +130,13 @@ def test_opcheck_forward_and_backward():
         0.0, 0, 0.25))
 
 
-def test_torch_compile_fullgraph():
-    q, k, v = _qkv(1, 2, 2, 8, 8, 16, 16, torch.float32, grad=True)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_torch_compile_fullgraph(dtype):
+    # (bf16: the frontend's layout checks must trace: no data pointer under the compiler)
+    q, k, v = _qkv(1, 2, 2, 8, 8, 16, 16, dtype, grad=True)
 
     def f(q, k, v):
-        return sdpa(q, k, v, is_causal=True).sum()
+        return sdpa(q, k, v, is_causal=True).float().sum()
 
     compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
     got = torch.autograd.grad(compiled(q, k, v), (q, k, v))
@@ -427,6 +429,14 @@ def test_cudnn_plan_refuses_misaligned_operands_and_frontend_packs_them():
     got = torch.autograd.grad(sdpa(qq, k, v), qq, odd)[0]  # packed by the frontend
     want = torch.autograd.grad(sdpa(qq, k, v), qq, do)[0]
     # cuDNN's default backward sums dQ with atomics: equal up to summation order
+    torch.testing.assert_close(got, want, atol=1e-2, rtol=1e-2)
+    # a base off 16 bytes (a view at an odd offset) is packed by the implementation
+    shifted = torch.empty(q.numel() + 1, dtype=q.dtype, device=DEVICE)[1:].view(q.shape)
+    shifted.copy_(q)
+    qs = shifted.requires_grad_()
+    out_s = sdpa(qs, k, v)
+    torch.testing.assert_close(out_s, sdpa(q, k, v), atol=0, rtol=0)
+    got = torch.autograd.grad(out_s, qs, do)[0]
     torch.testing.assert_close(got, want, atol=1e-2, rtol=1e-2)
 
 

@@ -32,13 +32,25 @@ _SOURCE = r"""
 
 typedef CUresult (*launch_ex_t)(const CUlaunchConfig *, CUfunction, void **, void **);
 typedef CUresult (*error_string_t)(CUresult, const char **);
+/* cublasLtMatmul and cublasLtMatmulDescSetAttribute, as the library that built the handles
+   exports them (their addresses come with the program) */
+typedef int (*lt_matmul_t)(void *, void *, const void *, const void *, void *, const void *,
+                           void *, const void *, const void *, void *, void *, void *,
+                           const void *, void *, size_t, void *);
+typedef int (*lt_set_t)(void *, int, const void *, size_t);
 static launch_ex_t launch_ex = NULL;
 static error_string_t error_string = NULL;
-static PyObject *data_ptr_name = NULL;
+static PyObject *data_ptr_name = NULL, *acquire_name = NULL, *release_name = NULL;
 
 #define MAX_SLOTS 256
 #define MAX_PARAMS 512
-#define HEAD 11 /* function, grid x y z, block, shared, flags, n_params, n_patches, call, pad */
+#define HEAD 11 /* function, grid x y z, block, shared, flags, n_params, n_patches, call, form */
+/* a cuBLASLt call's words (form 1): matmul, set-attribute, handle, descriptor, alpha, layout
+   x, layout y, beta, layout d, algo, workspace size, bias attribute, aux attribute (-1: none),
+   swap, then the re-based pointers a, b, d, bias, aux, workspace */
+enum { LT_MATMUL, LT_SET, LT_HANDLE, LT_DESC, LT_ALPHA, LT_LX, LT_LY, LT_BETA, LT_LD, LT_ALGO,
+       LT_WS_SIZE, LT_BIAS_ATTR, LT_AUX_ATTR, LT_SWAP, LT_A, LT_B, LT_D, LT_BIAS, LT_AUX, LT_WS,
+       LT_WORDS };
 
 /* A slot's base address: an int, None (0) or an object with data_ptr() (a tensor). */
 static int base_of(PyObject *obj, uint64_t *out) {
@@ -118,6 +130,55 @@ static int call_library(PyObject *entry, const int64_t *patch, int64_t n_patches
   return 0;
 }
 
+/* A launch's parameter words with each patched pointer re-based on its slot. */
+static void fill(uint64_t *params, const int64_t *words, int64_t n_params, const int64_t *patch,
+                 int64_t n_patches, const uint64_t *bases) {
+  memcpy(params, words, n_params * 8);
+  for (int64_t j = 0; j < n_patches; j++) {
+    const int64_t *p = patch + 3 * j;
+    params[p[0]] = bases[p[1]] + (uint64_t)p[2];
+  }
+}
+
+/* One cublasLtMatmul from a call's words (pointers re-based). The descriptor is shared with
+   the Python path, which sets its epilogue pointers under the cell's lock: so do we. */
+static int call_lt(const uint64_t *p, PyObject *lock, uint64_t stream) {
+  lt_matmul_t matmul = (lt_matmul_t)p[LT_MATMUL];
+  lt_set_t set = (lt_set_t)p[LT_SET];
+  void *desc = (void *)p[LT_DESC];
+  if (lock != Py_None) {
+    PyObject *r = PyObject_CallMethodNoArgs(lock, acquire_name);
+    if (r == NULL)
+      return -1;
+    Py_DECREF(r);
+  }
+  int status = 0;
+  if ((int64_t)p[LT_BIAS_ATTR] >= 0)
+    status = set(desc, (int)p[LT_BIAS_ATTR], &p[LT_BIAS], 8);
+  if (status == 0 && (int64_t)p[LT_AUX_ATTR] >= 0)
+    status = set(desc, (int)p[LT_AUX_ATTR], &p[LT_AUX], 8);
+  const void *x = (const void *)(p[LT_SWAP] ? p[LT_A] : p[LT_B]);
+  const void *y = (const void *)(p[LT_SWAP] ? p[LT_B] : p[LT_A]);
+  void *d = (void *)p[LT_D];
+  if (status == 0)
+    status = matmul((void *)p[LT_HANDLE], desc, (const void *)p[LT_ALPHA], x, (void *)p[LT_LX],
+                    y, (void *)p[LT_LY], (const void *)p[LT_BETA], d, (void *)p[LT_LD], d,
+                    (void *)p[LT_LD], (const void *)p[LT_ALGO], (void *)p[LT_WS],
+                    (size_t)p[LT_WS_SIZE], (void *)stream);
+  if (lock != Py_None) {
+    PyObject *r = PyObject_CallMethodNoArgs(lock, release_name);
+    if (r == NULL)
+      return -1;
+    Py_DECREF(r);
+  }
+  if (status != 0) {
+    PyErr_Format(PyExc_RuntimeError, "baracuda replay: cublasLtMatmul failed: status %d",
+                 status);
+    return -1;
+  }
+  return 0;
+}
+
 /* What a launch would be given, as a tuple (for tests on machines without a GPU). */
 static int log_launch(PyObject *log, const int64_t *h, const uint64_t *params, int64_t n) {
   PyObject *words = PyTuple_New(n);
@@ -173,10 +234,25 @@ static PyObject *run(PyObject *args, PyObject *log) {
       return NULL;
     }
     for (int64_t j = 0; j < n_patches; j++)
-      if (patch[3 * j + 1] >= n_bases) {
+      if (patch[3 * j + 1] >= n_bases || ((h[0] != 0 || h[10] == 1) && patch[3 * j] >= n_params)) {
         PyErr_SetString(PyExc_ValueError, "replay slot out of range");
         return NULL;
       }
+    if (h[0] == 0 && h[10] == 1) { /* a cuBLASLt call from C */
+      if (n_params != LT_WORDS) {
+        PyErr_SetString(PyExc_ValueError, "malformed replay program");
+        return NULL;
+      }
+      fill(params, words, n_params, patch, n_patches, bases);
+      if (log != NULL) {
+        if (log_launch(log, h, params, n_params) < 0)
+          return NULL;
+        continue;
+      }
+      if (call_lt(params, PyTuple_GET_ITEM(calls, h[9]), stream) < 0)
+        return NULL;
+      continue;
+    }
     if (h[0] == 0) { /* a library call */
       if (call_library(PyTuple_GET_ITEM(calls, h[9]), patch, n_patches, bases, stream_obj) < 0)
         return NULL;
@@ -184,11 +260,7 @@ static PyObject *run(PyObject *args, PyObject *log) {
     }
     if (h[1] * h[2] * h[3] == 0)
       continue;
-    memcpy(params, words, n_params * 8);
-    for (int64_t j = 0; j < n_patches; j++) {
-      const int64_t *p = patch + 3 * j;
-      params[p[0]] = bases[p[1]] + (uint64_t)p[2];
-    }
+    fill(params, words, n_params, patch, n_patches, bases);
     if (log != NULL) {
       if (log_launch(log, h, params, n_params) < 0)
         return NULL;
@@ -266,12 +338,20 @@ PyMODINIT_FUNC PyInit_baracuda_native_replay(void) {
     error_string = (error_string_t)dlsym(lib, "cuGetErrorString");
   }
   data_ptr_name = PyUnicode_InternFromString("data_ptr");
-  return data_ptr_name ? PyModule_Create(&module) : NULL;
+  acquire_name = PyUnicode_InternFromString("acquire");
+  release_name = PyUnicode_InternFromString("release");
+  return data_ptr_name && acquire_name && release_name ? PyModule_Create(&module) : NULL;
 }
 """
 
 #: words per launch header (must match HEAD in the C source)
 HEAD = 11
+#: words of a cuBLASLt call (LT_WORDS in the C source): 14 fixed, then 6 re-based pointers
+LT_WORDS = 20
+#: library functions whose recorded calls the C loop can make itself: fn -> form(args), which
+#: returns (the call's first words, {argument position: word index} for the re-based
+#: pointers, the lock its Python path holds or None), or None to keep the Python callback
+CALL_FORMS: dict = {}
 #: the C module, None when it could not be built (or is not wanted); see `module()`
 _MODULE: list = []
 #: why the C module cannot launch (empty while it can)
@@ -381,6 +461,16 @@ def pack(launches) -> tuple[bytes, tuple] | None:
     calls = []
     for kind, target, direct, grid, args, patches in launches:
         if kind == "call":
+            form = CALL_FORMS.get(target)
+            lt = form(args) if form is not None else None
+            if lt is not None:  # a cuBLASLt call the C loop makes itself
+                head, at, lock = lt
+                body = list(head) + [0] * (LT_WORDS - len(head))
+                moved = [v for i, slot, off in patches for v in (at[i], slot, off)]
+                words += [0, 0, 0, 0, 0, 0, 0, LT_WORDS, len(patches), len(calls), 1]
+                words += body + moved
+                calls.append(lock)
+                continue
             template = tuple(None if any(i == p[0] for p in patches) else a
                              for i, a in enumerate(args))
             moved = [v for p in patches for v in p]

@@ -34,6 +34,8 @@ from ..core.vocab import PlanPreference
 from . import launch_replay
 
 NAMESPACE = "baracuda"
+#: the namespace's definitions (`define_op`); the library lives as long as the process
+_LIB = torch.library.Library(NAMESPACE, "FRAGMENT")
 _DEFAULT_PREF = PlanPreference()
 
 
@@ -153,12 +155,25 @@ def define_op(
             args = bound.args
         return eager[0]._run(args)
 
-    op = torch.library.custom_op(f"{NAMESPACE}::{name}", registered,
-                                 mutates_args=tuple(mutates_args))
-    op.register_fake(fake)
-    if backward is not None:
-        op.register_autograd(backward, setup_context=setup_context)
-    eager.append(EagerOp(op, forward, backward, setup_context, tuple(mutates_args)))
+    qualname = f"{NAMESPACE}::{name}"
+    if mutates_args:  # custom_op's in-place/view kernel bumps the mutated inputs' versions
+        op = torch.library.custom_op(qualname, registered, mutates_args=tuple(mutates_args))
+        op.register_fake(fake)
+        if backward is not None:
+            op.register_autograd(backward, setup_context=setup_context)
+    else:
+        # a plain definition with Python kernels per device: a dispatched call (what
+        # torch.compile's generated code makes) costs ~2 us of dispatch, custom_op's wrapper
+        # layers (its own backend wrapper, aliasing checks) ~15 us more
+        _LIB.define(name + torch.library.infer_schema(forward, mutates_args=()))
+        for key in ("CPU", "CUDA"):
+            _LIB.impl(name, registered, key)
+        torch.library.register_fake(qualname, fake, lib=_LIB)
+        if backward is not None:
+            torch.library.register_autograd(qualname, backward, setup_context=setup_context,
+                                            lib=_LIB)
+        op = getattr(getattr(torch.ops, NAMESPACE), name).default
+    eager.append(EagerOp(op, name, forward, backward, setup_context, tuple(mutates_args)))
     EAGER_OPS.append(eager[0])
     return eager[0]
 
@@ -198,9 +213,10 @@ class EagerOp:
 
     ``custom_op`` is the registered op (what torch.compile, export and opcheck use)."""
 
-    def __init__(self, op, impl, backward, setup_context, mutates_args: tuple[str, ...]):
+    def __init__(self, op, name: str, impl, backward, setup_context,
+                 mutates_args: tuple[str, ...]):
         self.custom_op = op
-        self.name = op._name
+        self.name = name
         self._impl = impl
         sig = inspect.signature(impl)
         self._signature = sig
@@ -225,7 +241,7 @@ class EagerOp:
                 return out
 
             self._function = type(
-                f"Eager_{op._name.replace('::', '_')}",
+                f"Eager_{name.replace('::', '_')}",
                 (torch.autograd.Function,),
                 {"forward": staticmethod(forward_with_ctx), "backward": staticmethod(backward)},
             )

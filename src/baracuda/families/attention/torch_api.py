@@ -39,6 +39,7 @@ def _lse_dtype(q):
 def _fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
          rng: torch.Tensor | None, dropout_p: float, causal: int,
          scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+    q, k, v = _aligned_base(q), _aligned_base(k), _aligned_base(v)
     out = q.new_empty((*q.shape[:3], v.shape[3]))
     lse = q.new_empty(q.shape[:3], dtype=_lse_dtype(q))
     desc = _desc(D.SdpaDescriptor, q, k, v, mask, dropout_p, causal, scale)
@@ -55,13 +56,15 @@ def _bwd(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
          out: torch.Tensor, lse: torch.Tensor, mask: torch.Tensor | None,
          rng: torch.Tensor | None, dropout_p: float, causal: int,
          scale: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    q, k, v, out = (_aligned_base(t) for t in (q, k, v, out))
+    dout = _aligned_base(_unit_last(dout))
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     desc = _desc(D.SdpaBackwardDescriptor, q, k, v, mask, dropout_p, causal, scale)
     # torch.use_deterministic_algorithms(True) selects a deterministic backward, as it does
     # for torch's own SDPA (the default cuDNN backward sums dQ with float atomics)
     pref = _DETERMINISTIC if torch.are_deterministic_algorithms_enabled() else _DEFAULT
     run_plan(SdpaBackwardPlan, desc,
-             D.SdpaBackwardArgs(q, k, v, out, _unit_last(dout), lse, dq, dk, dv, mask, rng), pref)
+             D.SdpaBackwardArgs(q, k, v, out, dout, lse, dq, dk, dv, mask, rng), pref)
     return dq, dk, dv
 
 
@@ -117,12 +120,20 @@ _sdpa_fwd = define_op("sdpa", _fwd, _fwd_fake, backward=_autograd, setup_context
 def _unit_last(t: torch.Tensor) -> torch.Tensor:
     """The kernels need a unit-stride head dim; other layouts (an expanded gradient, a
     transposed view) are packed once here, as torch's fused kernels do. f16/bf16 operands also
-    get 16-byte aligned, non-zero outer strides (cuDNN's TMA loads; torch's cuDNN and flash
-    paths pack the same way), so the default cuDNN plan can take them."""
+    get non-zero outer strides that are multiples of 16 bytes (cuDNN's TMA loads; torch's cuDNN
+    and flash paths pack the same way), so the default cuDNN plan can take them; their base
+    address is the implementation's to check (`_aligned_base`: a traced call has none)."""
     t = unit_last(t)
-    if t.dtype in (torch.float16, torch.bfloat16) and t.numel() and (
-            t.data_ptr() % 16 or any(n > 1 and (st == 0 or st % 8)
-                                     for n, st in zip(t.shape[:-1], t.stride()[:-1]))):
+    if t.dtype in (torch.float16, torch.bfloat16) and t.numel() and any(
+            n > 1 and (st == 0 or st % 8) for n, st in zip(t.shape[:-1], t.stride()[:-1])):
+        return t.contiguous()
+    return t
+
+
+def _aligned_base(t: torch.Tensor) -> torch.Tensor:
+    """t, or a packed copy when an f16/bf16 operand starts off a 16-byte boundary (a view at
+    an odd offset): cuDNN's TMA loads need aligned bases."""
+    if t.dtype in (torch.float16, torch.bfloat16) and t.numel() and t.data_ptr() % 16:
         return t.contiguous()
     return t
 

@@ -28,7 +28,7 @@ import threading
 import numpy as np
 import torch
 
-from ...backends import launch_replay
+from ...backends import launch_replay, native_replay
 from ...core import validate as V
 from ...core.errors import BackendError
 from ...core.vocab import ElementKind
@@ -167,6 +167,39 @@ def _run_cell(stream: int, cell, pa: int, pb: int, pd: int, pv: int, px: int, pw
                       cell.ld, pd, cell.ld, cell.algo, pw, CUBLASLT_WORKSPACE, stream)
         except Exception as exc:  # noqa: BLE001 - library failures surface typed
             raise BackendError(f"DenseGemmPlan: cublasLtMatmul failed: {exc}") from exc
+
+
+@functools.lru_cache(maxsize=1)
+def _entry_points() -> tuple[int, int] | None:
+    """Addresses of cublasLtMatmul and cublasLtMatmulDescSetAttribute in the library nvmath
+    loaded (the one that made our handles and descriptors), or None when they can't be read."""
+    try:
+        from nvmath.bindings._internal import cublasLt as loader
+
+        found = loader._inspect_function_pointers()
+        addrs = (found.get("__cublasLtMatmul"), found.get("__cublasLtMatmulDescSetAttribute"))
+    except Exception:  # noqa: BLE001 - another nvmath: its calls stay on the Python path
+        return None
+    return addrs if all(isinstance(a, int) and a for a in addrs) else None
+
+
+def _native_form(args):
+    """A recorded `_run_cell` call (cell, a, b, d, bias, aux, workspace) as a cuBLASLt call of
+    the C replay (`native_replay.CALL_FORMS`): the cell's handles and the pointers' places."""
+    fns = _entry_points()
+    if fns is None:
+        return None
+    cell = args[0]
+    alpha_at, beta_at, _ = cell.addr
+    attrs = (-1 if cell.bias_attr is None else cell.bias_attr,
+             -1 if cell.aux_attr is None else cell.aux_attr)
+    head = [*fns, cell.handle, cell.mm, alpha_at, cell.la, cell.lb, beta_at, cell.ld,
+            cell.algo, CUBLASLT_WORKSPACE, *attrs, int(cell.swap)]
+    places = {pos: 13 + pos for pos in range(1, 7)}  # a, b, d, bias, aux, workspace
+    return head, places, (cell.lock if max(attrs) >= 0 else None)
+
+
+native_replay.CALL_FORMS[_run_cell] = _native_form
 
 
 def _build(a, b, d, workspace, element, tf32, alpha, beta, epilogue, bias, aux, align, dev):
