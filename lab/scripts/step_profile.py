@@ -16,6 +16,7 @@ import time
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from baracuda.backends import launch_replay
 from baracuda.tools import train_step as ts
 
 
@@ -93,6 +94,7 @@ def main() -> None:
             print(f"   {label:14s} {sum(times) / steps * 1e3:7.3f} ms  {n:5.1f} calls  "
                   f"{sum(times) / len(times) * 1e6:8.1f} us")
 
+    print(launch_replay.refusals() or "launch replay: every recorded op replays")
     ops = ways["baracuda"]
     prof = cProfile.Profile()
     # backward on this thread, so that cProfile sees our backward functions too

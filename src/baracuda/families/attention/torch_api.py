@@ -134,7 +134,7 @@ def _aligned_base(t: torch.Tensor) -> torch.Tensor:
     """t, or a packed copy when an f16/bf16 operand starts off a 16-byte boundary (a view at
     an odd offset): cuDNN's TMA loads need aligned bases."""
     if t.dtype in (torch.float16, torch.bfloat16) and t.numel() and t.data_ptr() % 16:
-        return t.contiguous()
+        return t.clone(memory_format=torch.contiguous_format)  # (contiguous() may keep it)
     return t
 
 
