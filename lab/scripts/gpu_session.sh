@@ -3,7 +3,7 @@
 # baseline tree (.base/src) and at this tree, targeted tests with tracebacks, then the test
 # files in order until the time is spent (SIGINT, so pytest still prints its failures).
 # Phases: host, profile, step (lab/scripts/step_profile.py), train, tests, ab
-# (lab/scripts/ab_bench.sh), suite.
+# (lab/scripts/ab_bench.sh), bench (`bench --quick` of BENCH_FAMILIES at this tree), suite.
 # Usage: PHASES="host tests suite" bash lab/scripts/gpu_session.sh  (carry .whl .base .commit)
 # Knobs: TARGETED (pytest args for "tests"), SUITE (pytest args), SUITE_END (seconds), WORKERS, HOST_S,
 # AB_FAMILIES (families for "ab", default all).
@@ -45,6 +45,13 @@ for phase in ${PHASES:-host tests suite}; do
         -p no:cacheprovider -n ${WORKERS:-15} -o addopts="" --tb=short -rfE ${TARGETED:-} ${TARGETED_K:+-k "$TARGETED_K"} \
         > "$OUTDIR/targeted.log" 2>&1
       echo "targeted rc=$?"; grep -E "^(FAILED|ERROR)|passed|failed" "$OUTDIR/targeted.log" | tail -40 ;;
+    bench)
+      for fam in ${BENCH_FAMILIES:-}; do
+        PYTHONPATH=$PWD/src:/tmp/site timeout ${BENCH_S:-120} python3 -m baracuda.cli bench --quick \
+          --family $fam --json "$OUTDIR/bench_$fam.json" --markdown "$OUTDIR/bench_$fam.md" \
+          > "$OUTDIR/bench_$fam.log" 2>&1
+        echo "bench $fam rc=$?"; cat "$OUTDIR/bench_$fam.md" 2>/dev/null | grep "^|"
+      done ;;
     ab)
       for fam in ${AB_FAMILIES:-all}; do
         [ "$fam" = all ] && fam=""
