@@ -256,8 +256,6 @@ def rest_probe(dev) -> None:
            [(1, 16, 128), (1, 16, 64), (1, 16, 32), (2, 16, 64)], max_f, sets, _reset_reduce)
     _sweep("segment_sum fwd", seg_plans, "REDUCE_TILE",
            [(1, 16, 128), (1, 32, 128), (1, 16, 64), (1, 32, 64)], sum_f, sets, _reset_reduce)
-    _sweep("segment_max fwd+bwd", seg_plans, "MAX_BACKWARD", ["rows", "scatter"], max_fb,
-           sets)
     _sweep("segment_max fwd+bwd rows", seg_plans, "BACKWARD_TILE",
            [(4, 128), (8, 128), (16, 128), (32, 128)], max_fb, sets)
     _profile("segment_max fwd+bwd", max_fb, sets)

@@ -9,10 +9,10 @@ Semantics under test (the family's docs: segment/torch_api.py, descriptors.py, p
   1 (prod). For sum / mean / prod that is torch.scatter_reduce(..., include_self=False) into a
   tensor filled with the identity, which is the reference here, gradients included (torch's
   prod backward is exact with zeros, as ours claims to be);
-- max / min send each (segment, column)'s gradient to the first row holding the extremum, a
-  NaN beating every number (and the first NaN winning). jax's segment_max and torch's
-  scatter_reduce("amax") split the gradient among tied rows instead, so the reference picks
-  the first row itself and gathers it (autograd then routes the gradient there);
+- max / min: a NaN beats every number; each (segment, column)'s gradient is split evenly
+  among the rows equal to the output (NaN equal to NaN), as torch.segment_reduce and jax do.
+  torch.scatter_reduce("amax") splits ties the same way but turns a NaN segment's gradient
+  into NaN, so the reference computes the extremum itself and splits with `_TieSplit`;
 - num_segments=None means max(segment_ids) + 1 (0 without ids);
 - indices_are_sorted=True promises ascending ids; broken, the values are unspecified (as in
   jax), but the call must not fail and must keep the output's shape and dtype;
@@ -49,6 +49,29 @@ MEDIUM_ROWS = (2_100, 20_000) if ON_GPU else (129, 260)
 LONG_ROWS = (70_000, 300_000) if ON_GPU else (8_200, 9_000)
 
 
+class _TieSplit(torch.autograd.Function):
+    """out (the extremum, found without autograd) as a function of x whose gradient is
+    torch.segment_reduce's: grad_out split evenly among the rows equal to out."""
+
+    @staticmethod
+    def forward(ctx, x, out, rows, idx):
+        xv, ov = x[rows], out.gather(0, idx)
+        hit = (xv == ov) | (torch.isnan(xv) & torch.isnan(ov))
+        count = torch.zeros(out.shape, dtype=torch.float64, device=x.device).scatter_add(
+            0, idx, hit.double())
+        ctx.save_for_backward(rows, idx, hit, count)
+        ctx.x_shape = x.shape
+        return out.clone()
+
+    @staticmethod
+    def backward(ctx, g):
+        rows, idx, hit, count = ctx.saved_tensors
+        dx = g.new_zeros(ctx.x_shape)
+        share = g.double().gather(0, idx) / count.gather(0, idx).clamp_min(1)
+        dx[rows] = torch.where(hit, share, 0.0).to(g.dtype)
+        return dx, None, None, None
+
+
 def reference(kind: str, num_segments: int | torch.Tensor | None):
     """The float64 (or same-dtype) torch reference of segment_<kind>."""
 
@@ -78,7 +101,8 @@ def reference(kind: str, num_segments: int | torch.Tensor | None):
         found = first < n
         if n == 0:
             return base
-        return torch.where(found, x.gather(0, first.clamp(max=n - 1)), base)
+        out = torch.where(found, x.detach().gather(0, first.clamp(max=n - 1)), base)
+        return _TieSplit.apply(x, out, rows, idx)
 
     return ref
 

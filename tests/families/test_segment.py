@@ -48,17 +48,143 @@ def test_identity_for_empty_segments_and_dropped_ids(device):
     assert segment_prod(x, ids, 4)[:, 0].tolist() == [0.0, 1.0, 20.0, 1.0]
 
 
-@pytest.mark.parametrize("fn", [segment_max, segment_min])
-def test_ties_go_to_the_first_row_forward_and_backward(fn, device):
-    x = torch.tensor([[1.0], [3.0], [3.0], [0.0], [3.0], [-2.0]], device=device,
+def _torch_segment_reduce(x, ids, s, red, g):
+    """torch.segment_reduce's output and gradient for any ids: rows grouped by a stable sort
+    of the kept ids (dropped rows get no gradient). Upstream gradients must be positive: its
+    CPU backward (torch 2.13) gives every tied row the whole of a negative gradient."""
+    x, ids, g = x.detach().cpu(), ids.cpu().long(), g.cpu()
+    rows = torch.nonzero((ids >= 0) & (ids < s)).flatten()
+    order = rows[torch.sort(ids[rows], stable=True).indices]
+    xs = x[order].clone().requires_grad_()
+    out = torch.segment_reduce(xs, red, lengths=torch.bincount(ids[order], minlength=s),
+                               axis=0, unsafe=True)
+    (gs,) = torch.autograd.grad(out, xs, g)
+    dx = torch.zeros_like(x)
+    dx[order] = gs
+    return out, dx
+
+
+def _torch_scatter_amax(x, ids, s, red, g):
+    """scatter_reduce("amax" / "amin", include_self=False): output and gradient (no empty
+    segments). The base is NaN: torch's backward counts a base element equal to the result
+    as one more tie even with include_self=False (a zero base took a share of min's zeros)."""
+    x, ids, g = x.detach().cpu().requires_grad_(), ids.cpu().long(), g.cpu()
+    rows = torch.nonzero((ids >= 0) & (ids < s)).flatten()
+    idx = ids[rows].view(-1, *[1] * (x.dim() - 1)).expand_as(x[rows])
+    out = torch.full((s, *x.shape[1:]), float("nan"), dtype=x.dtype).scatter_reduce(
+        0, idx, x[rows], "a" + red, include_self=False)
+    (dx,) = torch.autograd.grad(out, x, g)
+    return out, dx
+
+
+def _tie_case(red, dtype, sort, device):
+    """[12, 4] rows into 3 segments (row 7 dropped, row 10 out of range): column 0 has 2 tied
+    maxima in segment 0 and 3 in segment 1, column 1 has 3, 2 and 2, column 2 none, column 3
+    every row of each segment tied."""
+    gen = torch.Generator().manual_seed(21)
+    ids = torch.tensor([0, 1, 2, 0, 1, 0, 2, -1, 0, 1, 3, 2])
+    x = torch.rand(12, 4, generator=gen, dtype=torch.float64)
+    x[[0, 5], 0] = x[[1, 4, 9], 0] = 5.0
+    x[[0, 3, 8], 1] = x[[1, 9], 1] = x[[2, 11], 1] = 5.0
+    x[:, 3] = 2.0
+    x[[7, 10]] = 5.0  # dropped rows: no share of any gradient
+    if red == "min":
+        x = -x
+    if sort:
+        order = torch.sort(ids, stable=True).indices
+        ids, x = ids[order], x[order]
+    g = torch.rand(3, 4, generator=gen, dtype=torch.float64) + 0.5
+    return x.to(device, dtype).requires_grad_(), ids.to(device), g.to(device, dtype)
+
+
+@pytest.mark.parametrize("fn,red", [(segment_max, "max"), (segment_min, "min")])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+@pytest.mark.parametrize("sort", [False, True])
+def test_ties_split_the_gradient_evenly(fn, red, dtype, sort, device):
+    """Every row equal to its segment's extremum (per column) gets grad / count, as
+    torch.segment_reduce and scatter_reduce("amax" / "amin") give; the whole gradient went to
+    the first tied row."""
+    x, ids, g = _tie_case(red, dtype, sort, device)
+    out = fn(x, ids, 3, indices_are_sorted=sort)
+    (dx,) = torch.autograd.grad(out, x, g)
+    for peer in (_torch_segment_reduce, _torch_scatter_amax):
+        want_out, want = peer(x, ids, 3, red, g)
+        assert torch.equal(out.cpu(), want_out)
+        if dtype is torch.bfloat16:  # the interpreter truncates casts to bf16
+            assert_close(dx.cpu(), want.double(), dtype, "grad")
+        else:
+            assert_bitwise_equal(dx.cpu(), want, "grad")
+    assert_close(dx, ref.segment_backward(g, ids, red, 12, x), dtype, "grad")
+    hit = (x.detach() == out[ids.clamp(0, 2)]) & ((ids >= 0) & (ids < 3))[:, None]
+    counts = [[int(hit[ids == s_, c].sum()) for c in range(4)] for s_ in range(3)]
+    assert counts == [[2, 3, 1, 4], [3, 2, 1, 3], [1, 2, 1, 3]]
+    assert bool((dx[~hit] == 0).all()) and bool((dx[hit] != 0).all())
+
+
+@pytest.mark.parametrize("fn,red", [(segment_max, "max"), (segment_min, "min")])
+def test_nan_rows_share_the_gradient(fn, red, device):
+    """A NaN output (NaN wins) splits its gradient among the segment's NaN rows, numbers get
+    0, as torch.segment_reduce does. (scatter_reduce("amax") gives every row of such a
+    segment a NaN gradient: not followed.) Columns without NaN split among tied numbers."""
+    nan, inf = float("nan"), float("inf")
+    x = torch.tensor([[1.0, inf, 2.0], [nan, inf, 2.0], [5.0, 1.0, 2.0], [nan, -inf, nan],
+                      [3.0, 0.0, -inf], [3.0, 0.0, -inf]], device=device)
+    if red == "min":
+        x = -x
+    x.requires_grad_()
+    ids = torch.tensor([0, 0, 0, 0, 1, 1], device=device)
+    g = torch.tensor([[4.0, 8.0, 16.0], [32.0, 64.0, 128.0]], device=device)
+    out = fn(x, ids, 2)
+    (dx,) = torch.autograd.grad(out, x, g)
+    want_out, want = _torch_segment_reduce(x, ids, 2, red, g)
+    assert torch.equal(out.cpu().nan_to_num(7.0), want_out.nan_to_num(7.0))
+    assert_bitwise_equal(dx.cpu(), want, "grad")
+    assert dx[:, 0].tolist() == [0.0, 2.0, 0.0, 2.0, 16.0, 16.0]
+    assert dx[:, 2].tolist() == [0.0, 0.0, 0.0, 16.0, 64.0, 64.0]
+
+
+@pytest.mark.parametrize("fn,red", [(segment_max, "max"), (segment_min, "min")])
+def test_infinite_ties(fn, red, device):
+    """+-inf ties like numbers: [inf, inf, 1] splits max's gradient in two, [-inf, -inf]
+    (every row the extremum) splits both's."""
+    inf = float("inf")
+    x = torch.tensor([inf, inf, 1.0, -inf, -inf, inf, -inf, 2.0], device=device,
                      requires_grad=True)
-    if fn is segment_min:
-        x = (-x).detach().requires_grad_()
-    ids = torch.tensor([1, 0, 1, 1, 0, 1], device=device)
+    ids = torch.tensor([0, 0, 0, 1, 1, 2, 2, 2], device=device)
+    g = torch.tensor([2.0, 4.0, 8.0], device=device)
     out = fn(x, ids, 3)
-    (g,) = torch.autograd.grad(out, x, torch.tensor([[10.0], [20.0], [30.0]], device=device))
-    # row 1 holds segment 0's extremum before row 4; row 2 holds segment 1's
-    assert g[:, 0].tolist() == [0.0, 10.0, 20.0, 0.0, 0.0, 0.0]
+    (dx,) = torch.autograd.grad(out, x, g)
+    for peer in (_torch_segment_reduce, _torch_scatter_amax):
+        want_out, want = peer(x, ids, 3, red, g)
+        assert torch.equal(out.cpu(), want_out)
+        assert_bitwise_equal(dx.cpu(), want, "grad")
+    assert dx[3:5].tolist() == [2.0, 2.0]
+
+
+@pytest.mark.parametrize("fn,red", [(segment_max, "max"), (segment_min, "min")])
+@pytest.mark.parametrize("sort", [False, True])
+def test_tie_gradient_is_deterministic(fn, red, sort, device):
+    """Values from {0, 1, 2, 3}: most extrema are tied across many rows. Reruns are
+    bit-identical (counts are exact integer sums, no float atomics) and match torch."""
+    gen = torch.Generator().manual_seed(13)
+    n, s = 3000, 40
+    ids = torch.randint(-1, s + 1, (n,), generator=gen)
+    if sort:
+        ids = ids.sort().values
+    x = torch.randint(0, 4, (n, 5), generator=gen).float().to(device).requires_grad_()
+    ids = ids.to(device)
+    g = torch.randn(s, 5, generator=gen).to(device)  # both signs: scatter_reduce's peer
+    runs = []
+    for _ in range(3):
+        out = fn(x, ids, s, indices_are_sorted=sort)
+        runs.append(torch.autograd.grad(out, x, g)[0])
+    for dx in runs[1:]:
+        assert_bitwise_equal(dx, runs[0], "grad")
+    _, want = _torch_scatter_amax(x, ids, s, red, g)
+    assert_bitwise_equal(runs[0].cpu(), want, "grad")
+    _, want = _torch_segment_reduce(x, ids, s, red, g.abs())
+    (dx,) = torch.autograd.grad(fn(x, ids, s, indices_are_sorted=sort), x, g.abs())
+    assert_bitwise_equal(dx.cpu(), want, "grad")
 
 
 def test_nan_wins_max(device):
@@ -68,7 +194,7 @@ def test_nan_wins_max(device):
     out = segment_max(x, ids, 1)
     assert torch.isnan(out).all()
     (g,) = torch.autograd.grad(out, x, torch.ones_like(out))
-    assert g[:, 0].tolist() == [0.0, 1.0, 0.0, 0.0]
+    assert g[:, 0].tolist() == [0.0, 0.5, 0.0, 0.5]
 
 
 def test_prod_gradient_with_zeros(device):
@@ -154,8 +280,7 @@ def test_inner_dims_beyond_the_kernels_collapse(kind, rows, device):
     (dx,) = torch.autograd.grad(out, x, g)
     (dx_dense,) = torch.autograd.grad(FNS[kind](x, ids, 4), x, g.contiguous())
     assert_bitwise_equal(dx, dx_dense)
-    _, arg = ref.segment_reduce(x0, ids.cpu(), 4, kind)
-    assert_close(dx, ref.segment_backward(g, ids, kind, rows, x0, arg), torch.float64)
+    assert_close(dx, ref.segment_backward(g, ids, kind, rows, x0), torch.float64)
 
 
 def test_mean_backward_without_segments(device):
@@ -242,11 +367,11 @@ def test_counting_and_radix_sorts_agree(n, s, drop, device):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-@pytest.mark.parametrize("fn", [segment_max, segment_min])
-def test_many_ties_at_scale_first_row_and_bitwise_reruns_gpu(fn):
+@pytest.mark.parametrize("fn,red", [(segment_max, "max"), (segment_min, "min")])
+def test_many_ties_at_scale_split_and_bitwise_reruns_gpu(fn, red):
     """Unsorted ids, values from {0, 1, 2, 3}: almost every (segment, column) extremum is
-    tied across hundreds of rows; the gradient must go to the first of them, the same rows
-    on every rerun (the winner is picked by row index, not by which program finishes first)."""
+    tied across hundreds of rows; each tied row gets grad / count, the same bits on every
+    rerun (counts are exact integer sums, whatever order the rows are grouped in)."""
     gen = torch.Generator().manual_seed(11)
     n, d, s = 1 << 18, 64, 512
     x = torch.randint(0, 4, (n, d), generator=gen).float().cuda().requires_grad_()
@@ -261,10 +386,9 @@ def test_many_ties_at_scale_first_row_and_bitwise_reruns_gpu(fn):
         assert_bitwise_equal(out, runs[0][0])
         assert_bitwise_equal(g, runs[0][1])
     out, g = runs[0]
-    xd = x.detach()
-    hit = xd == out[ids]  # rows attaining their segment's extremum, per column
-    rows = torch.arange(n, device="cuda")[:, None].expand(n, d)
-    first = torch.full((s, d), n, device="cuda").scatter_reduce(
-        0, ids[:, None].expand(n, d), torch.where(hit, rows, n), "amin")
-    want = torch.where(rows == first[ids], g_out[ids], 0.0)
+    hit = x.detach() == out[ids]  # rows attaining their segment's extremum, per column
+    count = torch.zeros(s, d, device="cuda").index_add_(0, ids, hit.float())
+    want = torch.where(hit, g_out[ids] / count[ids], 0.0)
     assert_bitwise_equal(g, want)
+    _, want_torch = _torch_scatter_amax(x, ids, s, red, g_out)
+    assert_close(g, want_torch.double(), torch.float32, "grad")

@@ -2,7 +2,9 @@
 
 data is [N, D...]; segment_ids is [N] (int32 / int64); the output is [num_segments, D...].
 Rows whose id lies outside [0, num_segments) are dropped, as jax does; empty segments hold the
-identity (0 for sum and mean, -inf / +inf for max / min, 1 for prod).
+identity (0 for sum and mean, -inf / +inf for max / min, 1 for prod). The max / min gradient
+is split evenly among the rows equal to the output, per column (torch.segment_reduce's rule;
+for a NaN output, among the NaN rows).
 """
 
 from __future__ import annotations
@@ -69,13 +71,14 @@ class SegmentDescriptor(GroupedRowsShape, Descriptor):
 
 @dataclass(frozen=True)
 class SegmentBackwardDescriptor(SegmentDescriptor):
-    """d data from d out (and, per reduction, the forward's argmax or data)."""
+    """d data from d out (and, per reduction, the forward's out and data)."""
 
 
 @dataclass
 class SegmentArgs(Args):
     """`argmax` (max / min plans only, optional): int64 [num_segments, D...], the row each
-    output came from (first index on ties, NaN wins), -1 for an empty segment."""
+    output came from (the first of tied rows, the first NaN), -1 for an empty segment. It is
+    an index output only: the gradient splits among all tied rows (see the backward)."""
 
     data: torch.Tensor = operand("data_shape", "element")
     segment_ids: torch.Tensor = operand(lambda d: (d.num_rows,), "index_element")
@@ -88,11 +91,12 @@ class SegmentArgs(Args):
 class SegmentBackwardArgs(Args):
     """grad_out [num_segments, D...] -> grad_data [N, D...].
 
-    max / min need the forward's `argmax`; prod needs the forward's `data`.
+    max / min need the forward's `out` and `data` (the rows equal to out[s] share its
+    gradient evenly); prod needs the forward's `data`.
     """
 
     grad_out: torch.Tensor = operand("out_shape", "element")
     segment_ids: torch.Tensor = operand(lambda d: (d.num_rows,), "index_element")
     grad_data: torch.Tensor = operand("data_shape", "element", output=True)
-    argmax: torch.Tensor | None = operand("out_shape", ElementKind.I64, optional=True)
+    out: torch.Tensor | None = operand("out_shape", "element", optional=True)
     data: torch.Tensor | None = operand("data_shape", "element", optional=True)

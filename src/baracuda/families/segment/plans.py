@@ -1,5 +1,11 @@
 """Segment reduction plans: {sorted, unsorted} x {sum, mean, max, min, prod}, forward and
-backward, all deterministic (no float atomics)."""
+backward, all deterministic (no float atomics).
+
+max / min backward split each (segment, column)'s gradient evenly among the rows equal to the
+output (torch.segment_reduce's and jax's rule; a NaN output splits among the NaN rows): the
+rows are marked, counted per segment by the grouped reduction (exact integer sums, so any
+grouping order gives the same counts), then divided into.
+"""
 
 from __future__ import annotations
 
@@ -21,18 +27,18 @@ from ...backends.rows import (
     MAX_INNER_DIMS,
     WARPS,
     ReduceKind,
+    RowGroups,
     inner_layout,
     is_flat,
     run_reduce,
 )
-from ...backends.triton_exchange import zero
 from ...backends.triton_support import INTERPRET, acc_type, next_pow2
 from ...core import validate as V
 from ...core.errors import InvalidProblem
 from ...core.plan import Candidate, Plan
 from ...core.registry import register_candidate, register_plan
 from ...core.runtime import cdiv
-from ...core.vocab import OpCategory, PrecisionGuarantee
+from ...core.vocab import ElementKind, OpCategory, PrecisionGuarantee
 from .descriptors import (
     SegmentArgs,
     SegmentBackwardArgs,
@@ -40,15 +46,13 @@ from .descriptors import (
     SegmentDescriptor,
     SegmentKind,
 )
-from .kernels import segment_argmax_scatter_kernel, segment_backward_kernel
+from .kernels import segment_backward_kernel, segment_ties_kernel
 
 KIND_ID = {k: ReduceKind[k.name] for k in SegmentKind}
-#: max / min backward: "rows" writes every row of grad_data once (zeros included: one launch);
-#: "scatter" zero-fills grad_data, then stores grad_out at the argmax rows (two launches,
-#: faster fwd+bwd)
-MAX_BACKWARD = "scatter"
 #: (rows, columns) per program of the row-parallel backward on the GPU
 BACKWARD_TILE = (8, 128)
+#: tie counts are summed in f32 (exact below 2**24 rows), in f64 beyond
+EXACT_F32_COUNT = 1 << 24
 
 
 class _SegmentPlan(Plan):
@@ -81,9 +85,13 @@ class _SegmentBackward(_SegmentPlan):
     def check_args(self, args: SegmentBackwardArgs) -> None:
         super().check_args(args)
         who = type(self).__name__
-        if args.argmax is None and KIND_ID[self.KIND] in EXTREMAL:
-            raise InvalidProblem(f"{who}: argmax (the forward's) is required, got None")
-        if args.data is None and self.KIND is SegmentKind.PROD:
+        extremal = KIND_ID[self.KIND] in EXTREMAL
+        if args.out is None and extremal:
+            raise InvalidProblem(f"{who}: out (the forward's output) is required, got None")
+        if args.out is not None and not extremal:
+            raise InvalidProblem(f"{who}: out is an input of max / min backward plans only; "
+                                 "expected None")
+        if args.data is None and (extremal or self.KIND is SegmentKind.PROD):
             raise InvalidProblem(f"{who}: data (the forward's input) is required, got None")
 
 
@@ -130,17 +138,22 @@ class _ForwardCandidate(_SegmentCandidate):
 
 class _BackwardCandidate(_SegmentCandidate):
     def _layout(self, desc) -> Layout:
-        n, s = desc.num_rows, desc.num_segments
+        n, s, d = desc.num_rows, desc.num_segments, desc.row_numel
         if self.KIND is SegmentKind.MEAN:  # one count at least: no segments, no workspace
             return Layout.build([("counts", max(s, 1), torch.int32)])
         if self.KIND is SegmentKind.PROD:
             acc = desc.element.compute_kind.torch_dtype
             return Layout.build(sort_sections(n, s, not self.SORTED) + [
-                ("stats", s * desc.row_numel, acc), ("zeros", s * desc.row_numel, torch.int32)])
+                ("stats", s * d, acc), ("zeros", s * d, torch.int32)])
+        if KIND_ID[self.KIND] in EXTREMAL:
+            # counts are exact integer sums: unsorted ids need only the unordered bucketing
+            groups = sort_sections(n, s, False) if self.SORTED else bucket_sections(n, s)
+            return Layout.build(groups + [("hits", n * d, torch.uint8),
+                                          ("ties", s * d, torch.int32)])
         return Layout.build([])
 
     def _tensors(self, args):
-        return [args.grad_out, args.argmax, args.data, args.grad_data]
+        return [args.grad_out, args.out, args.data, args.grad_data]
 
     def can_implement(self, desc, args) -> None:
         who = type(self).__name__
@@ -149,38 +162,52 @@ class _BackwardCandidate(_SegmentCandidate):
             V.check_nonnegative_strides(who, "operand", t)
         inner_layout(who, desc.row_shape, ts)
 
+    def _count_ties(self, desc, args, views) -> None:
+        """views["hits"] [N, D] marks the rows equal to their segment's output; views["ties"]
+        [S, D] counts them."""
+        who = type(self).__name__
+        s, n, d = desc.num_segments, desc.num_rows, desc.row_numel
+        ids, x, o = args.segment_ids, args.data, args.out
+        hits, ties = views["hits"], views["ties"]
+        shape, (xst, ost) = inner_layout(who, desc.row_shape, [x, o])
+        block_r, block_d = (16, 128) if INTERPRET else BACKWARD_TILE
+        block_d = min(next_pow2(d), block_d)
+        segment_ties_kernel[(cdiv(n, block_r), cdiv(d, block_d))](
+            x, o, ids, hits, n, s, d, ids.stride(0) if n else 1, *shape[1:],
+            x.stride(0), *xst, o.stride(0), *ost, ACC=acc_type(desc.element),
+            BLOCK_R=block_r, BLOCK_D=block_d, FLAT=is_flat(shape), num_warps=WARPS)
+        if self.SORTED:
+            perm = segment_offsets(ids, s, views, False)
+        else:
+            perm = bucket_offsets(ids, s, views)
+        count = ElementKind.F32 if n < EXACT_F32_COUNT else ElementKind.F64
+        run_reduce(RowGroups((n, d), s, count), ReduceKind.SUM, hits.view(n, d), perm,
+                   views["offsets"], ties.view(s, d), None)
+
     def launch(self, desc, args, workspace) -> None:
         views = self._layout(desc).views(workspace)
         s, n, d = desc.num_segments, desc.num_rows, desc.row_numel
         ids = args.segment_ids
-        g, a, x, dx = args.grad_out, args.argmax, args.data, args.grad_data
+        g, x, dx = args.grad_out, args.data, args.grad_data
         dummy = views.get("counts", ids)
-        st = zc = cnt = dummy
+        st = dc = cnt = hit = dummy
         if self.KIND is SegmentKind.MEAN:
             segment_counts(ids, s, views["counts"])
             cnt = views["counts"]
         if self.KIND is SegmentKind.PROD:
             perm = segment_offsets(ids, s, views, not self.SORTED)
-            st, zc = views["stats"], views["zeros"]
-            run_reduce(desc, ReduceKind.PROD_STATS, x, perm, views["offsets"], st, zc,
+            st, dc = views["stats"], views["zeros"]
+            run_reduce(desc, ReduceKind.PROD_STATS, x, perm, views["offsets"], st, dc,
                        dense_stats=True)
-        if KIND_ID[self.KIND] in EXTREMAL and MAX_BACKWARD == "scatter":
-            # zero grad_data, then one store per (segment, column) at the forward's argmax
-            zero(dx)
-            shape, (gst, ast, dst) = inner_layout(type(self).__name__, desc.row_shape,
-                                                  [g, a, dx])
-            block_d = min(next_pow2(d), 128)
-            block_s = 16 if INTERPRET else max(1, 1024 // block_d)
-            segment_argmax_scatter_kernel[(cdiv(s, block_s), cdiv(d, block_d))](
-                g, a, dx, s, d, n, *shape[1:], g.stride(0), *gst, a.stride(0), *ast,
-                dx.stride(0), *dst, BLOCK_S=block_s, BLOCK_D=block_d, FLAT=is_flat(shape),
-                num_warps=WARPS)
-            return
-        present = [g] + [t for t in (a, x) if t is not None] + [dx]
+        if KIND_ID[self.KIND] in EXTREMAL:
+            self._count_ties(desc, args, views)
+            hit, dc = views["hits"], views["ties"]
+        xk = x if self.KIND is SegmentKind.PROD else None
+        present = [t for t in (g, xk, dx) if t is not None]
         shape, strides = inner_layout(type(self).__name__, desc.row_shape, present)
         it = iter(zip(present, strides))
         per = {}
-        for key, t in (("g", g), ("a", a), ("x", x), ("dx", dx)):
+        for key, t in (("g", g), ("x", xk), ("dx", dx)):
             if t is None:
                 per[key] = [0] * (MAX_INNER_DIMS + 1)
             else:
@@ -190,9 +217,8 @@ class _BackwardCandidate(_SegmentCandidate):
         block_d = min(next_pow2(d), block_d)
         grid = (cdiv(n, block_r), cdiv(d, block_d))
         segment_backward_kernel[grid](
-            g, ids, a if a is not None else dummy, x if x is not None else dummy, st, zc, cnt,
-            dx, n, s, d, ids.stride(0) if n else 1, *shape[1:],
-            *per["g"], *per["a"], *per["x"], *per["dx"],
+            g, ids, xk if xk is not None else dummy, st, dc, cnt, hit, dx, n, s, d,
+            ids.stride(0) if n else 1, *shape[1:], *per["g"], *per["x"], *per["dx"],
             KIND=int(KIND_ID[self.KIND]), ACC=acc_type(desc.element), BLOCK_R=block_r,
             BLOCK_D=block_d, FLAT=is_flat(shape), num_warps=WARPS,
         )
@@ -211,18 +237,22 @@ float atomics); accumulation in f32 (f64 for f64).
 _FORMULA = {
     SegmentKind.SUM: ("out[s] = sum of data[i] over ids[i] == s", "0"),
     SegmentKind.MEAN: ("out[s] = sum / count over ids[i] == s", "0"),
-    SegmentKind.MAX: ("out[s] = max of data[i] over ids[i] == s; optional argmax output "
-                      "(first row on ties, NaN wins)", "-inf (argmax -1)"),
-    SegmentKind.MIN: ("out[s] = min of data[i] over ids[i] == s; optional argmax output "
-                      "(first row on ties, NaN wins)", "+inf (argmax -1)"),
+    SegmentKind.MAX: ("out[s] = max of data[i] over ids[i] == s (NaN wins); optional argmax "
+                      "output (the first of tied rows)", "-inf (argmax -1)"),
+    SegmentKind.MIN: ("out[s] = min of data[i] over ids[i] == s (NaN wins); optional argmax "
+                      "output (the first of tied rows)", "+inf (argmax -1)"),
     SegmentKind.PROD: ("out[s] = product of data[i] over ids[i] == s", "1"),
 }
 
 _BWD_FORMULA = {
     SegmentKind.SUM: "grad_data[i] = grad_out[ids[i]]",
     SegmentKind.MEAN: "grad_data[i] = grad_out[ids[i]] / count[ids[i]]",
-    SegmentKind.MAX: "grad_data[i, d] = grad_out[s, d] where argmax[s, d] == i, else 0",
-    SegmentKind.MIN: "grad_data[i, d] = grad_out[s, d] where argmax[s, d] == i, else 0",
+    SegmentKind.MAX: "grad_data[i, d] = grad_out[s, d] / count[s, d] where data[i, d] == "
+                     "out[s, d] (NaN == NaN), else 0; count = the rows of s equal to out[s, d] "
+                     "(ties split evenly, as torch.segment_reduce)",
+    SegmentKind.MIN: "grad_data[i, d] = grad_out[s, d] / count[s, d] where data[i, d] == "
+                     "out[s, d] (NaN == NaN), else 0; count = the rows of s equal to out[s, d] "
+                     "(ties split evenly, as torch.segment_reduce)",
     SegmentKind.PROD: "grad_data[i] = grad_out[s] * product of the other rows of segment s",
 }
 
@@ -233,9 +263,12 @@ def _make(kind: SegmentKind, sorted_ids: bool, backward: bool):
     partner = f"{prefix}Segment{kind.value.capitalize()}{'' if backward else 'Backward'}Plan"
     order = "sorted ascending" if sorted_ids else "any order"
     if backward:
+        groups = "segment offsets" + ("" if sorted_ids else " + radix sort")
+        ties = ("segment offsets" if sorted_ids else "bucketed rows") + (
+            " + [N, D] uint8 tie marks + [num_segments, D] int32 tie counts")
         ws = {SegmentKind.MEAN: "num_segments int32 counts",
-              SegmentKind.PROD: "segment offsets" + ("" if sorted_ids else " + radix sort")
-              + " + [num_segments, D] statistics"}.get(kind, "none")
+              SegmentKind.PROD: groups + " + [num_segments, D] statistics",
+              SegmentKind.MAX: ties, SegmentKind.MIN: ties}.get(kind, "none")
         doc = _DOC.format(title=f"Backward of {prefix}Segment{kind.value.capitalize()}Plan",
                           formula=_BWD_FORMULA[kind], order=order, identity="no gradient",
                           workspace=ws)

@@ -1,7 +1,8 @@
 """Float64 references (jax.ops.segment_* semantics): the oracle for tests and benches.
 
-Plain loops over segments in torch: slow but obviously right. max / min pick the first row on
-ties and the first NaN when a column holds NaN; the backward sends the gradient to that row.
+Plain loops over segments in torch: slow but obviously right. max / min's argmax is the first
+row on ties and the first NaN when a column holds NaN; their backward splits the gradient
+evenly among every row equal to the output (NaN equal to NaN), as torch.segment_reduce does.
 """
 
 from __future__ import annotations
@@ -105,8 +106,9 @@ def _segment_reduce_vec(data, ids, num_segments, kind):
 
 
 def segment_backward(grad_out: torch.Tensor, ids: torch.Tensor, kind: str, num_rows: int,
-                     data: torch.Tensor | None = None, argmax: torch.Tensor | None = None
-                     ) -> torch.Tensor:
+                     data: torch.Tensor | None = None) -> torch.Tensor:
+    """d data (float64) from d out; max / min / prod need the forward's data (max / min find
+    their extremum again from it)."""
     g = _cpu64(grad_out)
     s_count = g.shape[0]
     ids = ids.detach().cpu().long()
@@ -122,10 +124,14 @@ def segment_backward(grad_out: torch.Tensor, ids: torch.Tensor, kind: str, num_r
         rows = torch.nonzero(valid).flatten()
         dx[rows] = gf[ids[rows]] * scale[ids[rows]][:, None]
     elif kind in ("max", "min"):
-        a = argmax.detach().cpu().reshape(s_count, d)
-        hit = a >= 0
-        cols = torch.arange(d).expand(s_count, -1)
-        dx[a[hit], cols[hit]] = gf[hit]
+        out, _ = segment_reduce(data, ids, s_count, kind)
+        x = _cpu64(data).reshape(num_rows, d)
+        rows = torch.nonzero(valid).flatten()
+        xv, ov = x[rows], out.reshape(s_count, d)[ids[rows]]
+        hit = (xv == ov) | (torch.isnan(xv) & torch.isnan(ov))
+        count = torch.zeros((s_count, d), dtype=torch.float64).index_add_(
+            0, ids[rows], hit.double())
+        dx[rows] = torch.where(hit, gf[ids[rows]] / count[ids[rows]].clamp_min(1), 0.0)
     elif num_rows * max(s_count, 1) > LOOP_LIMIT:
         x = _cpu64(data).reshape(num_rows, d)
         seg = ids[valid]

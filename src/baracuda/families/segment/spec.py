@@ -29,7 +29,7 @@ from .descriptors import (
     SegmentDescriptor,
     SegmentKind,
 )
-from .kernels import segment_argmax_scatter_kernel, segment_backward_kernel
+from .kernels import segment_backward_kernel, segment_ties_kernel
 from .plans import BACKWARD_PLANS, FORWARD_PLANS, KIND_ID
 
 E = ElementKind
@@ -69,9 +69,11 @@ def make_data(shape, element, kind, device, gen, layout):
     else:
         x = randn(shape, torch.float64, "cpu", gen)
         if kind in (SegmentKind.MAX, SegmentKind.MIN) and x.shape[0] > 8:
-            x[1::4] = x[0]  # exact ties across rows
-            if x.dim() > 1:
-                x.view(x.shape[0], -1)[5, 0] = float("nan")
+            x[1::4] = x[0]  # exact ties across rows: the gradient splits among them
+            flat = x.view(x.shape[0], -1)
+            flat[5, 0] = flat[9, 0] = float("nan")  # NaN wins; NaN rows share the gradient
+            flat[3::8, -1] = float("inf")  # tied infinities: max's winners
+            flat[7::8, -1] = -float("inf")  # and min's
     return with_layout(x.to(device=device, dtype=element.torch_dtype), layout)
 
 
@@ -186,12 +188,12 @@ def _reduce_variant(kind_id, sorted_ids, el, store_arg):
 def _bwd_variants(kind_id, el):
     t = "*" + triton_dtype(el.torch_dtype)
     if kind_id in (KIND_ID[SegmentKind.MAX], KIND_ID[SegmentKind.MIN]):
-        k = segment_argmax_scatter_kernel
-        const = dict(BLOCK_S=8, BLOCK_D=128, FLAT=True)
-        ptrs = {"g_ptr": t, "arg_ptr": "*i64", "dx_ptr": t}
-        yield AotVariant(f"segment_argmax_scatter {el.value}", k, _sig(k, ptrs, const), const)
-    ptrs = {"g_ptr": t, "ids_ptr": "*i64", "arg_ptr": "*i64", "x_ptr": t, "st_ptr": "*fp32",
-            "zc_ptr": "*i32", "cnt_ptr": "*i32", "dx_ptr": t}
+        k = segment_ties_kernel
+        const = dict(ACC=acc_type(el), BLOCK_R=8, BLOCK_D=128, FLAT=True)
+        ptrs = {"x_ptr": t, "o_ptr": t, "ids_ptr": "*i64", "hit_ptr": "*u8"}
+        yield AotVariant(f"segment_ties {el.value}", k, _sig(k, ptrs, const), const)
+    ptrs = {"g_ptr": t, "ids_ptr": "*i64", "x_ptr": t, "st_ptr": "*fp32", "dc_ptr": "*i32",
+            "cnt_ptr": "*i32", "hit_ptr": "*u8", "dx_ptr": t}
     const = dict(KIND=kind_id, ACC=acc_type(el), BLOCK_R=8, BLOCK_D=128, FLAT=True)
     yield AotVariant(f"segment_backward k{kind_id} {el.value}", segment_backward_kernel,
                      _sig(segment_backward_kernel, ptrs, const), const)
@@ -233,21 +235,20 @@ class SegmentBackwardSpec(PlanSpec):
             def make(device, gen, fw=fw, d=d):
                 fa = fw.make_args(device, gen)
                 g = with_layout(randn(d.out_shape, d.element.torch_dtype, device, gen), "strided")
-                arg = data = None
+                out = data = None
                 if self.kind in (SegmentKind.MAX, SegmentKind.MIN):
-                    _, arg = ref.segment_reduce(fa.data, fa.segment_ids, d.num_segments,
+                    out, _ = ref.segment_reduce(fa.data, fa.segment_ids, d.num_segments,
                                                 self.kind.value)
-                    arg = arg.to(device)
-                if self.kind is SegmentKind.PROD:
+                    out = out.to(device, d.element.torch_dtype)  # exact: data's own values
+                if self.kind in (SegmentKind.MAX, SegmentKind.MIN, SegmentKind.PROD):
                     data = fa.data
                 return SegmentBackwardArgs(g, fa.segment_ids,
                                            poisoned(d.data_shape, d.element.torch_dtype, device),
-                                           arg, data)
+                                           out, data)
 
             def expect(args, d=d):
                 return {"grad_data": ref.segment_backward(
-                    args.grad_out, args.segment_ids, self.kind.value, d.num_rows, args.data,
-                    args.argmax)}
+                    args.grad_out, args.segment_ids, self.kind.value, d.num_rows, args.data)}
 
             yield Case(fw.name, desc, make, expect)
 
@@ -263,7 +264,7 @@ class SegmentBackwardSpec(PlanSpec):
 
         def replace(**kw):
             fields = dict(grad_out=args.grad_out, segment_ids=args.segment_ids,
-                          grad_data=args.grad_data, argmax=args.argmax, data=args.data)
+                          grad_data=args.grad_data, out=args.out, data=args.data)
             fields.update(kw)
             return SegmentBackwardArgs(**fields)
 
@@ -274,10 +275,14 @@ class SegmentBackwardSpec(PlanSpec):
             grad_data=args.grad_data.to(torch.float64 if d.element is not E.F64
                                         else torch.float32)), InvalidProblem)
         if self.kind in (SegmentKind.MAX, SegmentKind.MIN):
-            yield Malformed("argmax missing", lambda: replace(argmax=None), InvalidProblem)
-            yield Malformed("argmax int32", lambda: replace(argmax=args.argmax.int()),
-                            InvalidProblem)
-        if self.kind is SegmentKind.PROD:
+            yield Malformed("out missing", lambda: replace(out=None), InvalidProblem)
+            yield Malformed("out int64", lambda: replace(out=args.out.long()), InvalidProblem)
+            yield Malformed("out wrong shape", lambda: replace(out=bad), InvalidProblem)
+        else:
+            yield Malformed("out on a non-extremal plan", lambda: replace(
+                out=torch.empty(d.out_shape, dtype=d.element.torch_dtype, device=device)),
+                InvalidProblem)
+        if self.kind in (SegmentKind.MAX, SegmentKind.MIN, SegmentKind.PROD):
             yield Malformed("data missing", lambda: replace(data=None), InvalidProblem)
 
     def aot_variants(self):

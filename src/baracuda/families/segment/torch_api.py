@@ -7,7 +7,8 @@ from the device (a sync; pass it explicitly under torch.compile). `indices_are_s
 promises ascending ids (as in jax, results are unspecified otherwise); `unique_indices` and
 `bucket_size` are accepted and ignored (hints only in jax too). Ids outside
 [0, num_segments) are dropped; an empty segment gives 0 / -inf / +inf / 1 (sum and mean / max /
-min / prod). max / min send the gradient to the first row holding the extremum (NaN wins).
+min / prod). max / min split the gradient evenly among the rows holding the extremum, per
+column (as torch.segment_reduce and jax do; a NaN output splits it among the NaN rows).
 Any layout of data and of the upstream gradient works (one the kernels cannot index, more than
 4 strided inner dims, is copied). Malformed calls raise InvalidProblem (SegmentArgumentError,
 also a TypeError, for an argument of the wrong type); more segments than the plans' int32
@@ -77,12 +78,14 @@ def _forward_fake(data, segment_ids, num_segments, kind, indices_are_sorted):
     return out, torch.empty(shape, dtype=torch.int64, device=data.device)
 
 
-def _backward_impl(grad_out: torch.Tensor, segment_ids: torch.Tensor, argmax: torch.Tensor,
+def _backward_impl(grad_out: torch.Tensor, segment_ids: torch.Tensor, out: torch.Tensor | None,
                    data: torch.Tensor | None, num_rows: int, kind: str,
                    indices_are_sorted: bool) -> torch.Tensor:
-    if data is not None and kind == "prod":
+    if data is not None:  # prod, max, min (these with the forward's `out`)
         data = _kernel_ready(data)
         grad_out = _kernel_ready(grad_out, data)
+        if out is not None:
+            out = _kernel_ready(out, data, grad_out)
     else:
         grad_out = _kernel_ready(grad_out)
     shape = (num_rows, *grad_out.shape[1:])
@@ -90,13 +93,11 @@ def _backward_impl(grad_out: torch.Tensor, segment_ids: torch.Tensor, argmax: to
     desc = SegmentBackwardDescriptor.cached(tuple(shape), grad_out.shape[0], grad_out.dtype,
                                             segment_ids.dtype)
     plan = BACKWARD_PLANS[(SegmentKind(kind), indices_are_sorted)]
-    run_plan(plan, desc, SegmentBackwardArgs(
-        grad_out, segment_ids, dx, argmax if kind in _EXTREMAL else None,
-        data if kind == "prod" else None))
+    run_plan(plan, desc, SegmentBackwardArgs(grad_out, segment_ids, dx, out, data))
     return dx
 
 
-def _backward_fake(grad_out, segment_ids, argmax, data, num_rows, kind, indices_are_sorted):
+def _backward_fake(grad_out, segment_ids, out, data, num_rows, kind, indices_are_sorted):
     return grad_out.new_empty((num_rows, *grad_out.shape[1:]))
 
 
@@ -106,13 +107,15 @@ _segment_backward = define_op("segment_reduce_backward", _backward_impl, _backwa
 def _setup(ctx, inputs, output):
     data, ids, _, kind, srt = inputs
     ctx.kind, ctx.sorted, ctx.num_rows = kind, srt, data.shape[0]
-    ctx.save_for_backward(ids, output[1], data if kind == "prod" else None)
+    extremal = kind in _EXTREMAL
+    ctx.save_for_backward(ids, output[0] if extremal else None,
+                          data if extremal or kind == "prod" else None)
     ctx.set_materialize_grads(True)
 
 
 def _autograd(ctx, grad_out, grad_arg):
-    ids, arg, data = ctx.saved_tensors
-    dx = _segment_backward(grad_out, ids, arg, data, ctx.num_rows, ctx.kind, ctx.sorted)
+    ids, out, data = ctx.saved_tensors
+    dx = _segment_backward(grad_out, ids, out, data, ctx.num_rows, ctx.kind, ctx.sorted)
     return dx, None, None, None, None
 
 
@@ -178,9 +181,11 @@ segment_sum = _jax_segment_op(
 segment_mean = _jax_segment_op(
     "mean", "Mean per segment (0 for an empty segment), with jax.ops' segment signature.")
 segment_max = _jax_segment_op(
-    "max", "jax.ops.segment_max (-inf for an empty segment); gradient to the first maximal row.")
+    "max", "jax.ops.segment_max (-inf for an empty segment); the gradient is split evenly "
+    "among tied maximal rows.")
 segment_min = _jax_segment_op(
-    "min", "jax.ops.segment_min (+inf for an empty segment); gradient to the first minimal row.")
+    "min", "jax.ops.segment_min (+inf for an empty segment); the gradient is split evenly "
+    "among tied minimal rows.")
 segment_prod = _jax_segment_op(
     "prod", "jax.ops.segment_prod (1 for an empty segment); zeros handled exactly in the "
     "gradient.")
