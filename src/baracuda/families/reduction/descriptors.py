@@ -1,0 +1,237 @@
+"""Reduction family descriptors, args and the kind table (what each kind computes and returns)."""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+
+import torch
+
+from ...core import validate as V
+from ...core.args import Args, operand
+from ...core.plan import Descriptor
+from ...core.vocab import FLOAT_KINDS, ElementKind
+
+
+class ReductionKind(enum.Enum):
+    SUM = "sum"
+    MEAN = "mean"
+    PROD = "prod"
+    NANSUM = "nansum"
+    NANMEAN = "nanmean"
+    AMAX = "amax"
+    AMIN = "amin"
+    #: torch.max() / min() without a dim: amax / amin forward; the gradient goes evenly to
+    #: every maximal element, NaNs included (amax's gives a NaN line the NaN gradient)
+    MAX_ALL = "max_all"
+    MIN_ALL = "min_all"
+    #: torch.max(dim) / min(dim): values and int64 indices (the first maximal one; a NaN's)
+    MAX = "max"
+    MIN = "min"
+    ARGMAX = "argmax"
+    ARGMIN = "argmin"
+    ALL = "all"
+    ANY = "any"
+    COUNT_NONZERO = "count_nonzero"
+    VAR = "var"
+    STD = "std"
+    VAR_MEAN = "var_mean"
+    STD_MEAN = "std_mean"
+    LOGSUMEXP = "logsumexp"
+    AMINMAX = "aminmax"
+
+
+K = ReductionKind
+_ALL_KINDS = tuple(ElementKind)
+_NUMERIC = tuple(k for k in ElementKind if k is not ElementKind.BOOL)
+_FLOATS = tuple(sorted(FLOAT_KINDS, key=lambda k: k.value))
+
+#: kinds whose reduced axes must be one axis (their indices count along it)
+INDEXED = frozenset({K.MAX, K.MIN})
+#: kinds that return an index (the first extreme one, in row-major order of the reduced axes)
+RETURNS_INDEX = frozenset({K.MAX, K.MIN, K.ARGMAX, K.ARGMIN})
+#: kinds with a second output (y2): indices, the mean, or the max of aminmax
+TWO_OUTPUTS = frozenset({K.MAX, K.MIN, K.VAR_MEAN, K.STD_MEAN, K.AMINMAX})
+#: kinds with no identity: an empty reduced extent is an error (torch's IndexError)
+NO_IDENTITY = frozenset({K.AMAX, K.AMIN, K.MAX_ALL, K.MIN_ALL, K.MAX, K.MIN, K.ARGMAX,
+                         K.ARGMIN, K.AMINMAX})
+#: kinds with a correction (Bessel's: divide by N - correction)
+CORRECTED = frozenset({K.VAR, K.STD, K.VAR_MEAN, K.STD_MEAN})
+#: kinds with a gradient (ReductionBackwardPlan)
+DIFFERENTIABLE = frozenset({K.SUM, K.MEAN, K.PROD, K.NANSUM, K.NANMEAN, K.AMAX, K.AMIN,
+                            K.MAX_ALL, K.MIN_ALL, K.MAX, K.MIN, K.VAR, K.STD, K.VAR_MEAN,
+                            K.STD_MEAN, K.LOGSUMEXP, K.AMINMAX})
+
+#: (input elements, output elements) per kind; ints reduce exactly in int64
+ELEMENTS: dict[ReductionKind, tuple[tuple[ElementKind, ...], tuple[ElementKind, ...]]] = {
+    K.SUM: (_ALL_KINDS, _NUMERIC), K.PROD: (_ALL_KINDS, _NUMERIC),
+    K.NANSUM: (_ALL_KINDS, _NUMERIC),
+    K.MEAN: (_ALL_KINDS, _FLOATS), K.NANMEAN: (_FLOATS, _FLOATS),
+    K.AMAX: (_ALL_KINDS, _ALL_KINDS), K.AMIN: (_ALL_KINDS, _ALL_KINDS),
+    K.MAX_ALL: (_ALL_KINDS, _ALL_KINDS), K.MIN_ALL: (_ALL_KINDS, _ALL_KINDS),
+    K.MAX: (_ALL_KINDS, _ALL_KINDS), K.MIN: (_ALL_KINDS, _ALL_KINDS),
+    K.AMINMAX: (_ALL_KINDS, _ALL_KINDS),
+    K.ARGMAX: (_NUMERIC, (ElementKind.I64,)), K.ARGMIN: (_NUMERIC, (ElementKind.I64,)),
+    K.ALL: (_ALL_KINDS, (ElementKind.BOOL, ElementKind.U8)),
+    K.ANY: (_ALL_KINDS, (ElementKind.BOOL, ElementKind.U8)),
+    K.COUNT_NONZERO: (_ALL_KINDS, (ElementKind.I64,)),
+    K.VAR: (_FLOATS, _FLOATS), K.STD: (_FLOATS, _FLOATS),
+    K.VAR_MEAN: (_FLOATS, _FLOATS), K.STD_MEAN: (_FLOATS, _FLOATS),
+    K.LOGSUMEXP: (_ALL_KINDS, _FLOATS),
+}
+#: kinds whose output element must equal the input's
+SAME_ELEMENT = frozenset({K.AMAX, K.AMIN, K.MAX_ALL, K.MIN_ALL, K.MAX, K.MIN, K.AMINMAX,
+                          K.VAR, K.STD, K.VAR_MEAN, K.STD_MEAN, K.NANMEAN})
+
+
+def default_out_element(kind: ReductionKind, element: ElementKind) -> ElementKind:
+    """The output element torch gives `kind` on `element` (no dtype= argument)."""
+    if kind in (K.SUM, K.PROD, K.NANSUM):
+        return element if element.is_float else ElementKind.I64
+    if kind in (K.ARGMAX, K.ARGMIN, K.COUNT_NONZERO):
+        return ElementKind.I64
+    if kind in (K.ALL, K.ANY):
+        return ElementKind.U8 if element is ElementKind.U8 else ElementKind.BOOL
+    if kind is K.LOGSUMEXP and not element.is_float:
+        return ElementKind.of(torch.get_default_dtype())
+    return element
+
+
+def reduced_shape(shape: tuple[int, ...], axes: tuple[int, ...], keepdim: bool):
+    """The output shape: reduced axes dropped, or kept as 1 with `keepdim`."""
+    if keepdim:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def _validate(desc, who: str) -> None:
+    if not isinstance(desc.kind, ReductionKind):
+        raise V.InvalidProblem(f"{who}: kind must be a ReductionKind, got {desc.kind!r}")
+    for name in ("element", "out_element"):
+        if not isinstance(getattr(desc, name), ElementKind):
+            raise V.InvalidProblem(f"{who}: {name} must be an ElementKind, "
+                                   f"got {getattr(desc, name)!r}")
+    shape = V.check_shape(who, "input_shape", desc.input_shape)
+    V.check_rank(who, "input_shape", shape, lo=0)
+    if not isinstance(desc.axes, tuple) or not desc.axes:
+        raise V.InvalidProblem(f"{who}: axes must be a non-empty tuple of ints, got {desc.axes!r}")
+    rank = max(len(shape), 1)
+    norm = [V.check_axis(who, "axes", a, rank) for a in desc.axes]
+    if len(set(norm)) != len(norm):
+        raise V.InvalidProblem(f"{who}: axes must be distinct, got {desc.axes}")
+    if norm != sorted(norm):
+        raise V.InvalidProblem(f"{who}: axes must be sorted ascending, got {desc.axes}")
+    if not isinstance(desc.keepdim, bool):
+        raise V.InvalidProblem(f"{who}: keepdim must be a bool, got {desc.keepdim!r}")
+    inputs, outputs = ELEMENTS[desc.kind]
+    V.check_element(who, "element", desc.element, inputs)
+    V.check_element(who, "out_element", desc.out_element, outputs)
+    if desc.kind in SAME_ELEMENT and desc.out_element is not desc.element:
+        raise V.InvalidProblem(f"{who}: {desc.kind.value} returns the input's element "
+                               f"{desc.element.value}, got out_element {desc.out_element.value}")
+    if desc.kind in INDEXED and len(norm) != 1:
+        raise V.InvalidProblem(f"{who}: {desc.kind.value} reduces one axis, got {desc.axes}")
+    V.check_finite(who, "correction", desc.correction)
+    if desc.kind not in CORRECTED and desc.correction != 0:
+        raise V.InvalidProblem(f"{who}: correction applies to var/std only, "
+                               f"got {desc.correction} for {desc.kind.value}")
+    if desc.kind in NO_IDENTITY and shape and any(shape[a] == 0 for a in norm):
+        first = next(a for a in norm if shape[a] == 0)
+        raise V.InvalidProblem(f"{who}: {desc.kind.value} has no identity: reduced axis "
+                               f"{first} must be non-empty, got input_shape {shape}")
+
+
+@dataclass(frozen=True)
+class ReductionDescriptor(Descriptor):
+    """y = reduce_kind(x) over `axes` (sorted, non-negative; rank-0 inputs reduce axis 0),
+    output `out_element`, reduced axes kept as 1 with `keepdim`. `correction` is var/std's
+    (divide by N - correction), 0 for every other kind."""
+
+    kind: ReductionKind
+    input_shape: tuple[int, ...]
+    axes: tuple[int, ...]
+    keepdim: bool
+    element: ElementKind
+    out_element: ElementKind
+    correction: float = 0.0
+
+    def validate(self, who: str) -> None:
+        _validate(self, who)
+
+    @property
+    def output_shape(self) -> tuple[int, ...]:
+        return reduced_shape(self.input_shape, self.axes if self.input_shape else (),
+                             self.keepdim)
+
+    @property
+    def reduced_extent(self) -> int:
+        return math.prod(self.input_shape[a] for a in self.axes) if self.input_shape else 1
+
+    @property
+    def aux_element(self) -> ElementKind | None:
+        """The second output's element: int64 indices, else the first output's."""
+        if self.kind in (K.MAX, K.MIN):
+            return ElementKind.I64
+        return self.out_element if self.kind in TWO_OUTPUTS else None
+
+
+@dataclass(frozen=True)
+class ReductionBackwardDescriptor(ReductionDescriptor):
+    """dx of a reduction: `out_element` is the gradient's (the forward's output) element,
+    `element` the input's and dx's; the forward kind says which operands come along."""
+
+    def validate(self, who: str) -> None:
+        _validate(self, who)
+        if self.kind not in DIFFERENTIABLE:
+            raise V.InvalidProblem(f"{who}: {self.kind.value} has no gradient")
+        V.check_element(who, "element", self.element, _FLOATS)
+
+
+def _second(desc) -> bool:
+    return desc.kind in TWO_OUTPUTS
+
+
+@dataclass
+class ReductionArgs(Args):
+    x: torch.Tensor = operand("input_shape", "element")
+    y: torch.Tensor = operand(lambda d: d.output_shape,
+                              lambda d: ElementKind.I64 if d.kind in (K.ARGMAX, K.ARGMIN)
+                              else d.out_element, output=True)
+    #: indices (max / min), the mean (var_mean / std_mean) or the max (aminmax)
+    y2: torch.Tensor | None = operand(lambda d: d.output_shape, lambda d: d.aux_element,
+                                      output=True, when=_second)
+
+
+def needs_x(kind: ReductionKind) -> bool:
+    """The gradient reads the forward's input."""
+    return kind not in (K.SUM, K.MEAN, K.MAX, K.MIN)
+
+
+def needs_y(kind: ReductionKind) -> bool:
+    """The gradient reads the forward's (first) output."""
+    return kind in (K.AMAX, K.AMIN, K.MAX_ALL, K.MIN_ALL, K.STD, K.STD_MEAN, K.LOGSUMEXP,
+                    K.AMINMAX)
+
+
+def needs_y2(kind: ReductionKind) -> bool:
+    """The gradient reads the forward's second output (indices, aminmax's max)."""
+    return kind in (K.MAX, K.MIN, K.AMINMAX)
+
+
+@dataclass
+class ReductionBackwardArgs(Args):
+    """dy: the gradient of y; dy2 of y2 (var_mean / std_mean's mean, aminmax's max); y, y2
+    the forward's outputs (y2: max / min's indices, aminmax's max) where the formula reads
+    them."""
+
+    dy: torch.Tensor = operand(lambda d: d.output_shape, "out_element")
+    dx: torch.Tensor = operand("input_shape", "element", output=True)
+    x: torch.Tensor | None = operand("input_shape", "element", when=lambda d: needs_x(d.kind))
+    y: torch.Tensor | None = operand(lambda d: d.output_shape, "out_element",
+                                     when=lambda d: needs_y(d.kind))
+    dy2: torch.Tensor | None = operand(lambda d: d.output_shape, lambda d: d.out_element,
+                                       when=lambda d: d.kind in (K.VAR_MEAN, K.STD_MEAN,
+                                                                 K.AMINMAX))
+    y2: torch.Tensor | None = operand(lambda d: d.output_shape, lambda d: d.aux_element,
+                                      when=lambda d: needs_y2(d.kind))

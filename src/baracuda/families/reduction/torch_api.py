@@ -1,0 +1,277 @@
+"""torch's reductions on ReductionPlan, differentiable through ReductionBackwardPlan: torch's
+names, signatures, dtype promotion and errors."""
+
+from __future__ import annotations
+
+import builtins
+
+import torch
+
+from ...backends.torch_ops import normalize_dim
+from ...core.errors import Unsupported
+from ...core.vocab import ElementKind
+from .custom_ops import reduce2_op, reduce_op
+from .descriptors import NO_IDENTITY, default_out_element
+from .descriptors import ReductionKind as K
+
+__all__ = ["sum", "mean", "prod", "nansum", "nanmean", "amax", "amin", "max", "min", "argmax",
+           "argmin", "all", "any", "count_nonzero", "var", "std", "var_mean", "std_mean",
+           "logsumexp", "aminmax"]
+
+_FLOAT_ONLY = {
+    K.MEAN: "mean(): could not infer output dtype. Input dtype must be either a floating point "
+            "or complex dtype. Got: {}",
+    K.NANMEAN: "nanmean(): expected input to have floating point or complex dtype but got {}",
+    K.VAR: "std and var only support floating point and complex dtypes",
+}
+
+
+def _dims(input: torch.Tensor, dim, who: str) -> list[int]:
+    """torch's dim argument (None, an int, or a sequence; an empty one means every dim) as
+    sorted non-negative dims, with torch's IndexError / RuntimeError."""
+    rank = input.dim()
+    if dim is None:
+        return list(range(rank))
+    if isinstance(dim, torch.Tensor):
+        raise TypeError(f"{who}(): argument 'dim' must be an int or a tuple of ints, "
+                        "not Tensor")
+    if isinstance(dim, int):
+        return [normalize_dim(dim, rank, who)] if rank else []
+    norm = [normalize_dim(d, rank, who) for d in dim]
+    seen = set()
+    for d in norm:
+        if d in seen:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        seen.add(d)
+    return sorted(norm) if norm else list(range(rank))
+
+
+def _check_dtype(kind: K, input: torch.Tensor) -> None:
+    if kind in _FLOAT_ONLY and not input.is_floating_point():
+        name = str(input.dtype).removeprefix("torch.").capitalize()
+        name = {"Int32": "Int", "Int64": "Long", "Int16": "Short", "Int8": "Char",
+                "Uint8": "Byte", "Bool": "Bool"}.get(name, name)
+        raise RuntimeError(_FLOAT_ONLY[kind].format(name))
+
+
+def _check_nonempty(kind: K, input: torch.Tensor, dims: list[int], who: str) -> None:
+    if kind not in NO_IDENTITY:
+        return
+    for d in dims:
+        if input.dim() and input.shape[d] == 0:
+            raise IndexError(f"{who}(): Expected reduction dim {d} to have non-zero size.")
+
+
+def _reduce(kind: K, input: torch.Tensor, dims: list[int], keepdim: bool,
+            dtype: torch.dtype | None = None, correction: float = 0.0) -> torch.Tensor:
+    if dtype is None:
+        dtype = default_out_element(kind, ElementKind.of(input.dtype)).torch_dtype
+    return reduce_op(input, kind.value, dims, bool(keepdim), float(correction), dtype)
+
+
+def sum(input: torch.Tensor, dim=None, keepdim: bool = False, *,
+        dtype: torch.dtype | None = None) -> torch.Tensor:
+    """torch.sum on ReductionPlan: integers and bool sum in int64."""
+    return _reduce(K.SUM, input, _dims(input, dim, "sum"), keepdim, dtype)
+
+
+def nansum(input: torch.Tensor, dim=None, keepdim: bool = False, *,
+           dtype: torch.dtype | None = None) -> torch.Tensor:
+    """torch.nansum: NaNs count as zero."""
+    return _reduce(K.NANSUM, input, _dims(input, dim, "nansum"), keepdim, dtype)
+
+
+def mean(input: torch.Tensor, dim=None, keepdim: bool = False, *,
+         dtype: torch.dtype | None = None) -> torch.Tensor:
+    """torch.mean: floats only (or a float dtype=); an empty reduction gives NaN."""
+    if dtype is None:
+        _check_dtype(K.MEAN, input)
+    elif not dtype.is_floating_point:
+        raise RuntimeError(f"mean(): could not infer output dtype. Optional dtype must be "
+                           f"either a floating point or complex dtype. Got: {dtype}")
+    return _reduce(K.MEAN, input, _dims(input, dim, "mean"), keepdim, dtype)
+
+
+def nanmean(input: torch.Tensor, dim=None, keepdim: bool = False, *,
+            dtype: torch.dtype | None = None) -> torch.Tensor:
+    """torch.nanmean: the mean of the non-NaN elements."""
+    _check_dtype(K.NANMEAN, input)
+    if dtype is not None and dtype != input.dtype:
+        input = input.to(dtype)
+    return _reduce(K.NANMEAN, input, _dims(input, dim, "nanmean"), keepdim)
+
+
+def prod(input: torch.Tensor, dim: int | None = None, keepdim: bool = False, *,
+         dtype: torch.dtype | None = None) -> torch.Tensor:
+    """torch.prod over every element or one dim; integers and bool multiply in int64."""
+    if dim is not None and not isinstance(dim, int):
+        raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}")
+    return _reduce(K.PROD, input, _dims(input, dim, "prod"), keepdim, dtype)
+
+
+def _extreme(kind: K, input: torch.Tensor, dim, keepdim: bool, who: str) -> torch.Tensor:
+    dims = _dims(input, None if dim == () or dim == [] else dim, who)
+    _check_nonempty(kind, input, dims, who)
+    return _reduce(kind, input, dims, keepdim)
+
+
+def amax(input: torch.Tensor, dim=(), keepdim: bool = False) -> torch.Tensor:
+    """torch.amax: NaN propagates; the gradient splits evenly among ties."""
+    return _extreme(K.AMAX, input, dim, keepdim, "amax")
+
+
+def amin(input: torch.Tensor, dim=(), keepdim: bool = False) -> torch.Tensor:
+    """torch.amin."""
+    return _extreme(K.AMIN, input, dim, keepdim, "amin")
+
+
+def _elementwise(input: torch.Tensor, other: torch.Tensor, who: str) -> torch.Tensor:
+    """torch's binary form max(input, other): the elementwise maximum / minimum, through the
+    registered operator of the family that owns it (families don't import each other)."""
+    op = getattr(torch.ops.baracuda, "ew_binary", None)
+    if op is None:
+        raise Unsupported(f"baracuda.torch.{who}(input, other): the elementwise "
+                          f"{'maximum' if who == 'max' else 'minimum'} needs the elementwise "
+                          "family, which is not loaded")
+    return op(input, other, "maximum" if who == "max" else "minimum", 1.0, None)
+
+
+def _max_min(kind_all: K, kind_dim: K, input: torch.Tensor, dim, keepdim, who: str,
+             other: torch.Tensor | None = None):
+    if other is not None or isinstance(dim, torch.Tensor):
+        return _elementwise(input, dim if other is None else other, who)
+    if dim is None:
+        if input.numel() == 0:
+            raise RuntimeError(f"{who}(): Expected reduction dim to be specified for "
+                               "input.numel() == 0. Specify the reduction dim with the 'dim' "
+                               "argument.")
+        return _reduce(kind_all, input, list(range(input.dim())), False)
+    d = _dims(input, int(dim), who)
+    _check_nonempty(kind_dim, input, d, who)
+    values, indices = reduce2_op(input, kind_dim.value, d, bool(keepdim), 0.0)
+    types = torch.return_types.max if kind_dim is K.MAX else torch.return_types.min
+    return types((values, indices))
+
+
+def max(input: torch.Tensor, dim=None, keepdim: bool = False, *, other=None):
+    """torch.max: the largest element, or (values, indices) along `dim` (the first maximal
+    index; a NaN's where the line holds NaN), or with a tensor `other` the elementwise
+    maximum."""
+    return _max_min(K.MAX_ALL, K.MAX, input, dim, keepdim, "max", other)
+
+
+def min(input: torch.Tensor, dim=None, keepdim: bool = False, *, other=None):
+    """torch.min: the smallest element, or (values, indices) along `dim`, or with a tensor
+    `other` the elementwise minimum."""
+    return _max_min(K.MIN_ALL, K.MIN, input, dim, keepdim, "min", other)
+
+
+def _arg(kind: K, input: torch.Tensor, dim, keepdim: bool, who: str) -> torch.Tensor:
+    if input.dtype == torch.bool:
+        raise RuntimeError(f"{who}(): does not support bool input")
+    if dim is None:
+        if input.numel() == 0:
+            raise IndexError(f"{who}(): Expected reduction dim to be specified for "
+                             "input.numel() == 0.")
+        dims = list(range(input.dim()))
+        y = _reduce(kind, input, dims, keepdim)
+        return y
+    dims = _dims(input, int(dim), who)
+    _check_nonempty(kind, input, dims, who)
+    return _reduce(kind, input, dims, keepdim)
+
+
+def argmax(input: torch.Tensor, dim: int | None = None, keepdim: bool = False) -> torch.Tensor:
+    """torch.argmax: the first maximal index (a NaN's); over every element when dim is None."""
+    return _arg(K.ARGMAX, input, dim, keepdim, "argmax")
+
+
+def argmin(input: torch.Tensor, dim: int | None = None, keepdim: bool = False) -> torch.Tensor:
+    """torch.argmin."""
+    return _arg(K.ARGMIN, input, dim, keepdim, "argmin")
+
+
+def _logical(kind: K, input: torch.Tensor, dim, keepdim: bool, who: str) -> torch.Tensor:
+    if isinstance(dim, (tuple, list)) and not dim:
+        # torch reduces no dim here (each element's truth): a reduction over a unit axis
+        return _reduce(kind, input.unsqueeze(-1), [input.dim()], False)
+    return _reduce(kind, input, _dims(input, dim, who), keepdim)
+
+
+def all(input: torch.Tensor, dim=None, keepdim: bool = False) -> torch.Tensor:
+    """torch.all: bool (uint8 for uint8 input); dim=() tests each element."""
+    return _logical(K.ALL, input, dim, keepdim, "all")
+
+
+def any(input: torch.Tensor, dim=None, keepdim: bool = False) -> torch.Tensor:
+    """torch.any: bool (uint8 for uint8 input); dim=() tests each element."""
+    return _logical(K.ANY, input, dim, keepdim, "any")
+
+
+def count_nonzero(input: torch.Tensor, dim=None) -> torch.Tensor:
+    """torch.count_nonzero: int64."""
+    return _reduce(K.COUNT_NONZERO, input, _dims(input, dim, "count_nonzero"), False)
+
+
+def _correction(dim, unbiased, correction, who: str):
+    """torch's var/std overloads: (dim, unbiased, keepdim), (unbiased), (dim, *, correction)."""
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim
+    if unbiased is not None and correction is not None:
+        raise RuntimeError(f"{who}: can't specify both unbiased and correction")
+    if correction is None:
+        correction = 1 if unbiased is None or unbiased else 0
+    return dim, float(correction)
+
+
+def _moments(kind: K, input: torch.Tensor, dim, unbiased, keepdim, correction, who: str):
+    _check_dtype(K.VAR, input)
+    dim, corr = _correction(dim, unbiased, correction, who)
+    dims = _dims(input, dim, who)
+    if kind in (K.VAR_MEAN, K.STD_MEAN):
+        return reduce2_op(input, kind.value, dims, bool(keepdim), corr)
+    return _reduce(kind, input, dims, keepdim, correction=corr)
+
+
+def var(input: torch.Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction: float | None = None) -> torch.Tensor:
+    """torch.var: M2 / max(N - correction, 0) (correction 1 unless unbiased=False)."""
+    return _moments(K.VAR, input, dim, unbiased, keepdim, correction, "var")
+
+
+def std(input: torch.Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction: float | None = None) -> torch.Tensor:
+    """torch.std: sqrt(var)."""
+    return _moments(K.STD, input, dim, unbiased, keepdim, correction, "std")
+
+
+def var_mean(input: torch.Tensor, dim=None, unbiased: bool | None = None,
+             keepdim: bool = False, *, correction: float | None = None):
+    """torch.var_mean: (var, mean) in one pass."""
+    return _moments(K.VAR_MEAN, input, dim, unbiased, keepdim, correction, "var_mean")
+
+
+def std_mean(input: torch.Tensor, dim=None, unbiased: bool | None = None,
+             keepdim: bool = False, *, correction: float | None = None):
+    """torch.std_mean: (std, mean) in one pass."""
+    return _moments(K.STD_MEAN, input, dim, unbiased, keepdim, correction, "std_mean")
+
+
+def logsumexp(input: torch.Tensor, dim, keepdim: bool = False) -> torch.Tensor:
+    """torch.logsumexp: max + log(sum(exp(x - max))); integers give the default float."""
+    if dim is None:
+        raise TypeError("logsumexp(): argument 'dim' (position 2) must be tuple of ints, not "
+                        "NoneType")
+    return _reduce(K.LOGSUMEXP, input, _dims(input, dim, "logsumexp"), keepdim)
+
+
+def aminmax(input: torch.Tensor, *, dim: int | None = None, keepdim: bool = False):
+    """torch.aminmax: (min, max) in one pass."""
+    dims = _dims(input, dim, "aminmax")
+    empty = input.numel() == 0 if dim is None else (
+        input.dim() > 0 and builtins.any(input.shape[d] == 0 for d in dims))
+    if empty:
+        raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
+                           "operation has no identity.")
+    lo, hi = reduce2_op(input, K.AMINMAX.value, dims, bool(keepdim), 0.0)
+    return torch.return_types.aminmax((lo, hi))
