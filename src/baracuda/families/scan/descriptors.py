@@ -70,8 +70,20 @@ def _validate_common(desc, who: str, elements) -> tuple[int, ...]:
     return shape
 
 
+class _ScanAxis:
+    """The scanned axis (non-negative) and the forward result's shape (dy's, backward)."""
+
+    @property
+    def axis(self) -> int:
+        return self.scan_axis % len(self.input_shape)
+
+    @property
+    def output_shape(self) -> tuple[int, ...]:
+        return scan_output_shape(self.kind, self.input_shape, self.scan_axis)
+
+
 @dataclass(frozen=True)
-class ScanDescriptor(Descriptor):
+class ScanDescriptor(_ScanAxis, Descriptor):
     """y[..., i, ...] = x[..., 0, ...] op ... op x[..., i, ...] along `scan_axis` (from the
     end when `reverse`); cummax / cummin also give the position of the running extreme.
     `output_element` None means torch's result dtype (`scan_output_element`)."""
@@ -99,17 +111,10 @@ class ScanDescriptor(Descriptor):
             raise V.Unsupported(f"{who}: output_element of {self.kind.value} on "
                                 f"{self.element.value} must be {want.value}, got {got}")
 
-    @property
-    def axis(self) -> int:
-        return self.scan_axis % len(self.input_shape)
-
-    @property
-    def output_shape(self) -> tuple[int, ...]:
-        return scan_output_shape(self.kind, self.input_shape, self.scan_axis)
 
 
 @dataclass(frozen=True)
-class ScanBackwardDescriptor(Descriptor):
+class ScanBackwardDescriptor(_ScanAxis, Descriptor):
     """dx of a ScanDescriptor's op from dy (and what its formula saves: x and y for cumprod and
     logcumsumexp, the indices for cummax / cummin); floating elements only."""
 
@@ -135,14 +140,6 @@ class ScanBackwardDescriptor(Descriptor):
         """dx's shape: the input's, or the spacings' for `spacing_grad`."""
         return self.output_shape if self.spacing_grad else self.input_shape
 
-    @property
-    def axis(self) -> int:
-        return self.scan_axis % len(self.input_shape)
-
-    @property
-    def output_shape(self) -> tuple[int, ...]:
-        """The forward result's shape (dy's)."""
-        return scan_output_shape(self.kind, self.input_shape, self.scan_axis)
 
 
 def _indexed(desc) -> bool:
