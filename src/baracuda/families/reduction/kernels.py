@@ -43,22 +43,17 @@ def offsets(i, D1, D2, D3, s0, s1, s2, s3, DIMS: tl.constexpr):
 
 
 @triton.jit
-def nan_max(a, LOWEST: tl.constexpr, IS_FLOAT: tl.constexpr, AXIS: tl.constexpr):
-    """max along AXIS that returns NaN when a lane holds NaN (the GPU's max drops NaNs)."""
+def nan_extreme(a, FILL: tl.constexpr, IS_FLOAT: tl.constexpr, AXIS: tl.constexpr,
+                MAX: tl.constexpr):
+    """max (MAX) or min along AXIS that returns NaN when a lane holds NaN (the GPU's max and
+    min drop NaNs); FILL is the identity that stands in for the NaNs."""
     if IS_FLOAT:
         nan = a != a
-        m = tl.max(tl.where(nan, LOWEST, a), AXIS)
+        b = tl.where(nan, FILL, a)
+        m = tl.max(b, AXIS) if MAX else tl.min(b, AXIS)
         return tl.where(tl.max(nan.to(tl.int32), AXIS) > 0, float("nan"), m)
-    else:
+    elif MAX:
         return tl.max(a, AXIS)
-
-
-@triton.jit
-def nan_min(a, HIGHEST: tl.constexpr, IS_FLOAT: tl.constexpr, AXIS: tl.constexpr):
-    if IS_FLOAT:
-        nan = a != a
-        m = tl.min(tl.where(nan, HIGHEST, a), AXIS)
-        return tl.where(tl.max(nan.to(tl.int32), AXIS) > 0, float("nan"), m)
     else:
         return tl.min(a, AXIS)
 
@@ -121,10 +116,7 @@ def _merge(a, b, n, OP: tl.constexpr, INDEX: tl.constexpr, ACC: tl.constexpr,
     elif OP == 1:
         return prod_lanes(a), tl.sum(b, 1), tl.sum(n, 1)
     elif OP == 2 or OP == 3:
-        if OP == 2:
-            m = nan_max(a, LOWEST, IS_FLOAT, 1)
-        else:
-            m = nan_min(a, HIGHEST, IS_FLOAT, 1)
+        m = nan_extreme(a, LOWEST if OP == 2 else HIGHEST, IS_FLOAT, 1, OP == 2)
         if INDEX:
             hit = (a == m[:, None]) | ((a != a) & (m != m)[:, None])
             idx = tl.min(tl.where(hit & (n >= 0), n, INT64_MAX), 1)
@@ -139,11 +131,12 @@ def _merge(a, b, n, OP: tl.constexpr, INDEX: tl.constexpr, ACC: tl.constexpr,
         m2 = tl.sum(b, 1) + tl.sum(tl.where(n > 0, w * d * d, 0.0), 1)
         return mean, m2, total
     elif OP == 5:
-        m = nan_max(a, -float("inf"), True, 1)
+        m = nan_extreme(a, -float("inf"), True, 1, True)
         s = tl.sum(tl.where(a == -float("inf"), 0.0, b * tl.exp(a - m[:, None])), 1)
         return m, s, tl.sum(n, 1)
     else:
-        return nan_min(a, HIGHEST, IS_FLOAT, 1), nan_max(b, LOWEST, IS_FLOAT, 1), tl.sum(n, 1)
+        return (nan_extreme(a, HIGHEST, IS_FLOAT, 1, False),
+                nan_extreme(b, LOWEST, IS_FLOAT, 1, True), tl.sum(n, 1))
 
 
 @triton.jit
