@@ -89,9 +89,9 @@ def cases(names=None) -> list[Case]:
     """Every (function, OpInfo, dtype) to run, in op_db order."""
     from torch.testing._internal.common_methods_invocations import op_db
 
-    import baracuda.torch as bt
+    from baracuda.backends.torch_ops import frontend_names
 
-    public = set(bt.__all__) if names is None else set(names)
+    public = set(frontend_names()) if names is None else set(names)
     out = []
     for op in op_db:
         base = _stripped(op.name)
@@ -345,10 +345,10 @@ def _check_random(case: Case, fn, ref, ref_g, sample, leaves, ups) -> list[str]:
 def check_sample(case: Case, sample) -> tuple[list[str], str | None]:
     """(failures, note) for one sample; the note records what is not a failure (a refusal
     listed in REFUSALS, a torch error matched by an error of another type)."""
-    import baracuda.torch as bt
+    from baracuda.backends.torch_ops import frontend_function
     from baracuda.core.errors import Unsupported
 
-    ours_fn, torch_fn = getattr(bt, case.name), _torch_fn(case)
+    ours_fn, torch_fn = frontend_function(case.name), _torch_fn(case)
     leaves = _leaves(sample)
     try:
         ref = _forward(case, torch_fn, sample)

@@ -6,7 +6,7 @@
 # (lab/scripts/ab_bench.sh), bench (`bench --quick` of BENCH_FAMILIES at this tree), suite.
 # Usage: PHASES="host tests suite" bash lab/scripts/gpu_session.sh  (carry .whl .base .commit)
 # Knobs: TARGETED (pytest args for "tests"), SUITE (pytest args), SUITE_END (seconds), WORKERS, HOST_S,
-# AB_FAMILIES (families for "ab", default all).
+# AB_FAMILIES (families for "ab", default all), BENCH_ARGS (default --quick; "" for every row).
 set -u
 OUTDIR="${OUT:-/tmp/baracuda_out}"; mkdir -p "$OUTDIR"
 export PYTHONUNBUFFERED=1 BARACUDA_RECORD_FIRST=${BARACUDA_RECORD_FIRST:-1}
@@ -47,7 +47,7 @@ for phase in ${PHASES:-host tests suite}; do
       echo "targeted rc=$?"; grep -E "^(FAILED|ERROR)|passed|failed" "$OUTDIR/targeted.log" | tail -40 ;;
     bench)
       for fam in ${BENCH_FAMILIES:-}; do
-        PYTHONPATH=$PWD/src:/tmp/site timeout ${BENCH_S:-120} python3 -m baracuda.cli bench --quick \
+        PYTHONPATH=$PWD/src:/tmp/site timeout ${BENCH_S:-120} python3 -m baracuda.cli bench ${BENCH_ARGS---quick} \
           --family $fam --json "$OUTDIR/bench_$fam.json" --markdown "$OUTDIR/bench_$fam.md" \
           > "$OUTDIR/bench_$fam.log" 2>&1
         echo "bench $fam rc=$?"; cat "$OUTDIR/bench_$fam.md" 2>/dev/null | grep "^|"

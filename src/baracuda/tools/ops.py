@@ -57,9 +57,9 @@ def _guarantee(plan: type[Plan]) -> str:
 
 def torch_functions() -> list[str]:
     """Public functions of the torch frontend (torch's names and signatures)."""
-    from .. import torch as frontend
+    from ..backends.torch_ops import frontend_names
 
-    return sorted(frontend.__all__)
+    return frontend_names()
 
 
 def rows(family: str | None = None) -> list[dict]:
