@@ -53,7 +53,13 @@ FLOOR = {torch.float64: 1e-12, torch.float32: 2e-6, torch.bfloat16: 8e-3,
          torch.float16: 1e-3}
 
 #: (name, variant) whose refusal with a typed `Unsupported` is by design, with the reason
-REFUSALS: dict[tuple[str, str], str] = {}
+_MATRIX_NORM = ("matrix norms (nuc, ord 1 / -1 / 2 / -2 / +-inf over two dims) belong to a "
+                "linalg family; the reduction family computes the vector cases")
+REFUSALS: dict[tuple[str, str], str] = {
+    ("norm", "nuc"): _MATRIX_NORM,
+    ("linalg.norm", ""): _MATRIX_NORM,
+    ("linalg.norm", "subgradients_at_zero"): _MATRIX_NORM,
+}
 
 # the known failures live beside this module (one line each, what differs)
 from opinfo_known import (  # noqa: E402,F401

@@ -45,6 +45,28 @@ def test_output_check_catches_wrong_answers():
     assert not bench._outputs_match(nan, a)
 
 
+def test_output_check_falls_back_to_float64_when_torch_is_the_one_off():
+    from baracuda.core.spec import BenchCase
+
+    x = torch.randn(4096, dtype=torch.float64).to(torch.bfloat16)
+
+    def bf16_accumulating_cumsum(x):  # each step rounded to bf16, as a bf16 accumulator does
+        out, acc = torch.empty_like(x), torch.zeros((), dtype=x.dtype)
+        for i in range(x.numel()):
+            acc = acc + x[i]
+            out[i] = acc
+        return out if x.dtype == torch.bfloat16 else torch.cumsum(x, 0)
+
+    exact = BenchCase("cumsum", "[4096]", lambda d: {"x": x},
+                      ours=lambda x: torch.cumsum(x.double(), 0).to(x.dtype),
+                      torch_eager=bf16_accumulating_cumsum, bytes=1)
+    assert not bench._outputs_match(exact.ours(x), bf16_accumulating_cumsum(x))
+    assert bench.outputs_agree(exact, {"x": x})
+    wrong = BenchCase("cumsum", "[4096]", lambda d: {"x": x}, ours=lambda x: x + 1.0,
+                      torch_eager=bf16_accumulating_cumsum, bytes=1)
+    assert not bench.outputs_agree(wrong, {"x": x})
+
+
 def test_plot_writes_png(tmp_path):
     pytest.importorskip("matplotlib")
     out = tmp_path / "p.png"

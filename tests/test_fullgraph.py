@@ -49,6 +49,10 @@ MANUAL = {
     "swiglu": lambda: ((_t(4, 6),), {}),
     "linear_act": lambda: ((_t(4, 8), _t(5, 8), _t(5)), {"activation": "gelu"}),
     **{f"segment_{k}": _segment_sample for k in ("sum", "mean", "max", "min", "prod")},
+    "logmeanexp": lambda: ((_t(4, 5), 1), {}),
+    "ptp": lambda: ((_t(4, 5),), {"dim": 0}),
+    **{f"reduce_{k}": (lambda: ((torch.randint(-9, 9, (4, 5), device=DEVICE), 1), {}))
+       for k in ("xor", "and", "or")},
 }
 
 

@@ -115,7 +115,7 @@ def test_empty_reductions():
     _same(bt.all(e, 1), torch.all(e, 1))
     _same(bt.any(e, 1), torch.any(e, 1))
     _same(bt.logsumexp(e, 1), torch.logsumexp(e, 1))
-    _same(bt.sum(torch.empty(0, device=DEVICE)), torch.sum(torch.empty(0)))
+    _same(bt.sum(torch.empty(0, device=DEVICE)), torch.sum(torch.empty(0, device=DEVICE)))
     _same(bt.amax(torch.empty(0, 4, device=DEVICE), 1), torch.empty(0, device=DEVICE))
     with pytest.raises(IndexError, match="non-zero size"):
         bt.amax(e, 1)
@@ -178,7 +178,8 @@ def test_gradcheck_f64(name, args):
 def _grad(fn, x, *args):
     x = x.detach().clone().requires_grad_()
     outs = _outputs(fn(x, *args))
-    ups = [torch.linspace(0.5, 1.5, o.numel(), dtype=o.dtype).reshape(o.shape) for o in outs]
+    ups = [torch.linspace(0.5, 1.5, o.numel(), dtype=o.dtype, device=o.device).reshape(o.shape)
+           for o in outs]
     return torch.autograd.grad(outs, x, ups)[0]
 
 
@@ -198,7 +199,10 @@ def _grad(fn, x, *args):
 ])
 def test_gradient_rules_match_torch(name, args, x):
     x = torch.tensor(x, device=DEVICE)
-    _same(_grad(getattr(bt, name), x, *args), _grad(getattr(torch, name), x, *args))
+    theirs = getattr(torch, name)
+    if name == "aminmax":  # torch < 2.12 has no aminmax derivative: its halves' rules
+        theirs = lambda t: (torch.amin(t), torch.amax(t))  # noqa: E731
+    _same(_grad(getattr(bt, name), x, *args), _grad(theirs, x, *args))
 
 
 def test_reruns_are_bit_identical():

@@ -221,7 +221,7 @@ def test_reverse_descriptor_matches_flipped_torch():
         indexed = kind in (bc.ScanKind.CUMMAX, bc.ScanKind.CUMMIN)
         y, idx = _plan_run(desc, x, indexed)
         want = ref.scan_forward(x, 1, kind, reverse=True)
-        torch.testing.assert_close(y.double(), want["y"], rtol=2e-5, atol=2e-5)
+        torch.testing.assert_close(y.double().cpu(), want["y"], rtol=2e-5, atol=2e-5)
         if indexed:
             assert torch.equal(idx.cpu(), want["indices"])
 
@@ -323,14 +323,15 @@ def test_cumulative_trapezoid_dtypes_and_errors():
     assert a.dtype == b.dtype
     torch.testing.assert_close(a, b)
     for shape in ((3, 0), (3, 1)):
-        assert bt.cumulative_trapezoid(torch.ones(shape)).shape == \
-            torch.cumulative_trapezoid(torch.ones(shape)).shape
+        ones = torch.ones(shape, device=DEVICE)
+        assert bt.cumulative_trapezoid(ones).shape == torch.cumulative_trapezoid(ones).shape
     with pytest.raises(RuntimeError, match="one `x` value"):
-        bt.cumulative_trapezoid(torch.ones(2, 4), torch.ones(3))
+        bt.cumulative_trapezoid(torch.ones(2, 4, device=DEVICE), torch.ones(3, device=DEVICE))
     with pytest.raises(TypeError):
-        bt.cumulative_trapezoid(torch.ones(2, 4), torch.ones(4), dx=1.0)
+        bt.cumulative_trapezoid(torch.ones(2, 4, device=DEVICE), torch.ones(4, device=DEVICE),
+                                dx=1.0)
     with pytest.raises(IndexError):
-        bt.cumulative_trapezoid(torch.ones(2, 4), dim=2)
+        bt.cumulative_trapezoid(torch.ones(2, 4, device=DEVICE), dim=2)
 
 
 @pytest.mark.gpu

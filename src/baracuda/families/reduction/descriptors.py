@@ -40,12 +40,27 @@ class ReductionKind(enum.Enum):
     STD_MEAN = "std_mean"
     LOGSUMEXP = "logsumexp"
     AMINMAX = "aminmax"
+    #: the vector norm of order `order`: (sum |x|^p)^(1/p); 0 counts nonzeros, +-inf is the
+    #: largest / smallest |x|
+    NORM = "norm"
+    #: logsumexp - log N (jax.nn.logmeanexp)
+    LOGMEANEXP = "logmeanexp"
+    #: max - min (jnp.ptp)
+    PTP = "ptp"
+    #: bitwise reductions of integers / bool, exact in the input's type (jax.lax.reduce_*)
+    XOR = "xor"
+    AND = "and"
+    OR = "or"
+    #: torch.hash_tensor: the xor of every element's bits after widening to 64 bits (floats
+    #: to float64), as int64 (the torch function views it as uint64)
+    HASH = "hash"
 
 
 K = ReductionKind
 _ALL_KINDS = tuple(ElementKind)
 _NUMERIC = tuple(k for k in ElementKind if k is not ElementKind.BOOL)
 _FLOATS = tuple(sorted(FLOAT_KINDS, key=lambda k: k.value))
+_INTEGRAL = tuple(k for k in ElementKind if not k.is_float)
 
 #: kinds whose reduced axes must be one axis (their indices count along it)
 INDEXED = frozenset({K.MAX, K.MIN})
@@ -55,13 +70,19 @@ RETURNS_INDEX = frozenset({K.MAX, K.MIN, K.ARGMAX, K.ARGMIN})
 TWO_OUTPUTS = frozenset({K.MAX, K.MIN, K.VAR_MEAN, K.STD_MEAN, K.AMINMAX})
 #: kinds with no identity: an empty reduced extent is an error (torch's IndexError)
 NO_IDENTITY = frozenset({K.AMAX, K.AMIN, K.MAX_ALL, K.MIN_ALL, K.MAX, K.MIN, K.ARGMAX,
-                         K.ARGMIN, K.AMINMAX})
+                         K.ARGMIN, K.AMINMAX, K.PTP})
 #: kinds with a correction (Bessel's: divide by N - correction)
 CORRECTED = frozenset({K.VAR, K.STD, K.VAR_MEAN, K.STD_MEAN})
 #: kinds with a gradient (ReductionBackwardPlan)
 DIFFERENTIABLE = frozenset({K.SUM, K.MEAN, K.PROD, K.NANSUM, K.NANMEAN, K.AMAX, K.AMIN,
                             K.MAX_ALL, K.MIN_ALL, K.MAX, K.MIN, K.VAR, K.STD, K.VAR_MEAN,
-                            K.STD_MEAN, K.LOGSUMEXP, K.AMINMAX})
+                            K.STD_MEAN, K.LOGSUMEXP, K.AMINMAX, K.NORM, K.LOGMEANEXP,
+                            K.PTP})
+#: kinds that take a mask operand (torch.masked): masked-out elements are replaced by the
+#: reduction's identity (MASK_SUBSTITUTE), or left out of the count too (mean, var, std)
+MASKABLE = frozenset({K.SUM, K.PROD, K.MEAN, K.AMAX, K.AMIN, K.ARGMAX, K.ARGMIN, K.VAR, K.STD,
+                      K.LOGSUMEXP, K.NORM})
+MASK_EXCLUDES = frozenset({K.MEAN, K.VAR, K.STD})
 
 #: (input elements, output elements) per kind; ints reduce exactly in int64
 ELEMENTS: dict[ReductionKind, tuple[tuple[ElementKind, ...], tuple[ElementKind, ...]]] = {
@@ -78,22 +99,26 @@ ELEMENTS: dict[ReductionKind, tuple[tuple[ElementKind, ...], tuple[ElementKind, 
     K.COUNT_NONZERO: (_ALL_KINDS, (ElementKind.I64,)),
     K.VAR: (_FLOATS, _FLOATS), K.STD: (_FLOATS, _FLOATS),
     K.VAR_MEAN: (_FLOATS, _FLOATS), K.STD_MEAN: (_FLOATS, _FLOATS),
-    K.LOGSUMEXP: (_ALL_KINDS, _FLOATS),
+    K.LOGSUMEXP: (_ALL_KINDS, _FLOATS), K.LOGMEANEXP: (_ALL_KINDS, _FLOATS),
+    K.NORM: (_FLOATS, _FLOATS), K.PTP: (_NUMERIC, _NUMERIC),
+    K.XOR: (_INTEGRAL, _INTEGRAL), K.AND: (_INTEGRAL, _INTEGRAL), K.OR: (_INTEGRAL, _INTEGRAL),
+    K.HASH: (_ALL_KINDS, (ElementKind.I64,)),
 }
 #: kinds whose output element must equal the input's
 SAME_ELEMENT = frozenset({K.AMAX, K.AMIN, K.MAX_ALL, K.MIN_ALL, K.MAX, K.MIN, K.AMINMAX,
-                          K.VAR, K.STD, K.VAR_MEAN, K.STD_MEAN, K.NANMEAN})
+                          K.VAR, K.STD, K.VAR_MEAN, K.STD_MEAN, K.NANMEAN, K.PTP,
+                          K.XOR, K.AND, K.OR})
 
 
 def default_out_element(kind: ReductionKind, element: ElementKind) -> ElementKind:
     """The output element torch gives `kind` on `element` (no dtype= argument)."""
     if kind in (K.SUM, K.PROD, K.NANSUM):
         return element if element.is_float else ElementKind.I64
-    if kind in (K.ARGMAX, K.ARGMIN, K.COUNT_NONZERO):
+    if kind in (K.ARGMAX, K.ARGMIN, K.COUNT_NONZERO, K.HASH):
         return ElementKind.I64
     if kind in (K.ALL, K.ANY):
         return ElementKind.U8 if element is ElementKind.U8 else ElementKind.BOOL
-    if kind is K.LOGSUMEXP and not element.is_float:
+    if kind in (K.LOGSUMEXP, K.LOGMEANEXP) and not element.is_float:
         return ElementKind.of(torch.get_default_dtype())
     return element
 
@@ -136,17 +161,44 @@ def _validate(desc, who: str) -> None:
     if desc.kind not in CORRECTED and desc.correction != 0:
         raise V.InvalidProblem(f"{who}: correction applies to var/std only, "
                                f"got {desc.correction} for {desc.kind.value}")
-    if desc.kind in NO_IDENTITY and shape and any(shape[a] == 0 for a in norm):
+    _validate_order(desc, who)
+    if not isinstance(desc.masked, bool):
+        raise V.InvalidProblem(f"{who}: masked must be a bool, got {desc.masked!r}")
+    if desc.masked and desc.kind not in MASKABLE:
+        raise V.InvalidProblem(f"{who}: {desc.kind.value} takes no mask; expected one of "
+                               f"{sorted(k.value for k in MASKABLE)}")
+    if desc.kind is K.NORM and desc.out_element is not desc.element and (
+            desc.out_element.itemsize <= desc.element.itemsize):
+        raise V.InvalidProblem(f"{who}: the norm's out_element widens the input's "
+                               f"{desc.element.value} (f32 or f64, wider), got "
+                               f"{desc.out_element.value}")
+    # the +-inf norms and negative orders have no identity (torch refuses them on empty dims)
+    no_identity = desc.kind in NO_IDENTITY or (
+        desc.kind is K.NORM and (desc.order < 0 or desc.order == math.inf))
+    if no_identity and shape and any(shape[a] == 0 for a in norm):
         first = next(a for a in norm if shape[a] == 0)
         raise V.InvalidProblem(f"{who}: {desc.kind.value} has no identity: reduced axis "
                                f"{first} must be non-empty, got input_shape {shape}")
+
+
+def _validate_order(desc, who: str) -> None:
+    order = desc.order
+    if isinstance(order, bool) or not isinstance(order, (int, float)):
+        raise V.InvalidProblem(f"{who}: order must be a float, got {order!r}")
+    if order != order:
+        raise V.InvalidProblem(f"{who}: order must be finite or +-inf, got {order}")
+    if desc.kind is not K.NORM and order != 0:
+        raise V.InvalidProblem(f"{who}: order applies to the norm only, got {order} for "
+                               f"{desc.kind.value}")
 
 
 @dataclass(frozen=True)
 class ReductionDescriptor(Descriptor):
     """y = reduce_kind(x) over `axes` (sorted, non-negative; rank-0 inputs reduce axis 0),
     output `out_element`, reduced axes kept as 1 with `keepdim`. `correction` is var/std's
-    (divide by N - correction), 0 for every other kind."""
+    (divide by N - correction), 0 for every other kind; `order` the norm's p (finite or
+    +-inf), 0 for every other kind; `masked`: a bool mask operand (input-shaped, broadcast
+    by strides) keeps the elements it marks (torch.masked)."""
 
     kind: ReductionKind
     input_shape: tuple[int, ...]
@@ -155,6 +207,8 @@ class ReductionDescriptor(Descriptor):
     element: ElementKind
     out_element: ElementKind
     correction: float = 0.0
+    order: float = 0.0
+    masked: bool = False
 
     def validate(self, who: str) -> None:
         _validate(self, who)
@@ -170,10 +224,11 @@ class ReductionDescriptor(Descriptor):
 
     @property
     def aux_element(self) -> ElementKind | None:
-        """The second output's element: int64 indices, else the first output's."""
+        """The second output's element: int64 indices, else the first output's (ptp's
+        gradient reads the line's max there)."""
         if self.kind in (K.MAX, K.MIN):
             return ElementKind.I64
-        return self.out_element if self.kind in TWO_OUTPUTS else None
+        return self.out_element if self.kind in TWO_OUTPUTS or self.kind is K.PTP else None
 
 
 @dataclass(frozen=True)
@@ -201,6 +256,9 @@ class ReductionArgs(Args):
     #: indices (max / min), the mean (var_mean / std_mean) or the max (aminmax)
     y2: torch.Tensor | None = operand(lambda d: d.output_shape, lambda d: d.aux_element,
                                       output=True, when=_second)
+    #: True where x counts (torch.masked); broadcast dims may have stride 0
+    mask: torch.Tensor | None = operand("input_shape", ElementKind.BOOL,
+                                        when=lambda d: d.masked)
 
 
 def needs_x(kind: ReductionKind) -> bool:
@@ -211,12 +269,13 @@ def needs_x(kind: ReductionKind) -> bool:
 def needs_y(kind: ReductionKind) -> bool:
     """The gradient reads the forward's (first) output."""
     return kind in (K.AMAX, K.AMIN, K.MAX_ALL, K.MIN_ALL, K.STD, K.STD_MEAN, K.LOGSUMEXP,
-                    K.AMINMAX)
+                    K.AMINMAX, K.NORM, K.LOGMEANEXP, K.PTP)
 
 
 def needs_y2(kind: ReductionKind) -> bool:
-    """The gradient reads the forward's second output (indices, aminmax's max)."""
-    return kind in (K.MAX, K.MIN, K.AMINMAX)
+    """The gradient reads the forward's second output (indices, aminmax's max); ptp's reads
+    the line's min (y) and max (y2), recomputed from x."""
+    return kind in (K.MAX, K.MIN, K.AMINMAX, K.PTP)
 
 
 @dataclass
@@ -235,3 +294,5 @@ class ReductionBackwardArgs(Args):
                                                                  K.AMINMAX))
     y2: torch.Tensor | None = operand(lambda d: d.output_shape, lambda d: d.aux_element,
                                       when=lambda d: needs_y2(d.kind))
+    mask: torch.Tensor | None = operand("input_shape", ElementKind.BOOL,
+                                        when=lambda d: d.masked)

@@ -10,7 +10,11 @@ source. Lines too long for one program are cut into `n_split` chunks (grid axis 
 states go to the workspace; `reduce_combine_kernel` merges them in chunk order. No atomics.
 
 States (a, b, n) per OP: SUM (sum, -, count of non-NaN), PROD (product), MAX / MIN (value,
--, index), VAR (Welford mean, M2, count), LSE (max, sum of exp(x - max)), MINMAX (min, max).
+-, index), VAR (Welford mean, M2, count), LSE (max, sum of exp(x - max)), MINMAX (min, max),
+XOR / AND / OR (int64 bits). PRE transforms each element before its state takes it (the
+norms' |x|, x^2, |x|^p; hash's 64-bit pattern). A mask operand (torch.masked, MASK > 0)
+replaces masked-out elements by the kind's identity IDENT (MASK_SUBSTITUTE: what torch.masked
+does) or leaves them out of the count too (MASK_EXCLUDE: mean, var, std).
 """
 
 from __future__ import annotations
@@ -21,12 +25,17 @@ import triton.language as tl
 from ...backends.triton_support import join_f64, line_offset, round_to
 
 # states
-OP_SUM, OP_PROD, OP_MAX, OP_MIN, OP_VAR, OP_LSE, OP_MINMAX = range(7)
-# SUM's input transform: as is, NaN skipped (and counted out), x != 0, x == 0
-PRE_NONE, PRE_SKIP_NAN, PRE_NONZERO, PRE_ZERO = range(4)
+OP_SUM, OP_PROD, OP_MAX, OP_MIN, OP_VAR, OP_LSE, OP_MINMAX, OP_XOR, OP_AND, OP_OR = range(10)
+# input transforms: as is, NaN skipped (and counted out), x != 0, x == 0, |x|, x^2, |x|^p,
+# the bits of x widened to 64 (floats through float64)
+(PRE_NONE, PRE_SKIP_NAN, PRE_NONZERO, PRE_ZERO, PRE_ABS, PRE_SQUARE, PRE_POW,
+ PRE_BITS) = range(8)
 # outputs
 (POST_VALUE, POST_MEAN, POST_NANMEAN, POST_ALL, POST_ANY, POST_VAR, POST_STD, POST_VAR_MEAN,
- POST_STD_MEAN, POST_LSE, POST_VALUE_INDEX, POST_INDEX, POST_MINMAX) = range(13)
+ POST_STD_MEAN, POST_LSE, POST_VALUE_INDEX, POST_INDEX, POST_MINMAX, POST_SQRT, POST_ROOT,
+ POST_LME, POST_PTP) = range(17)
+# mask operand: none, masked-out elements replaced by IDENT, masked-out elements left out
+MASK_NONE, MASK_SUBSTITUTE, MASK_EXCLUDE = range(3)
 
 INT64_MAX = tl.constexpr(2**63 - 1)
 
@@ -59,10 +68,56 @@ def nan_extreme(a, FILL: tl.constexpr, IS_FLOAT: tl.constexpr, AXIS: tl.constexp
 
 
 @triton.jit
+def pow_abs(x, p):
+    """|x|^p as exp2(p log2 |x|): 0^p is 0 for p > 0 and inf for p < 0, as pow's."""
+    return tl.exp2(p * tl.log2(tl.abs(x)))
+
+
+@triton.jit
+def load_elements(ptrs, m_ptrs, valid, PRE: tl.constexpr, ACC: tl.constexpr,
+                  MASK: tl.constexpr, IDENT: tl.constexpr):
+    """A tile of x in the accumulator type (hash: its widened bits), the mask applied; returns
+    (x, valid) with `valid` narrowed where MASK_EXCLUDE leaves elements out."""
+    raw = tl.load(ptrs, mask=valid, other=0)
+    if PRE == 7:
+        if raw.dtype.is_floating():
+            x = raw.to(tl.float64).to(tl.int64, bitcast=True)
+        else:
+            x = raw.to(tl.int64)
+    elif PRE == 2 or PRE == 3:  # counts are int64: test before converting (0.5 is nonzero)
+        x = (raw != 0).to(ACC)
+    else:
+        x = raw.to(ACC)
+    if MASK == 1:
+        keep = tl.load(m_ptrs, mask=valid, other=0) != 0
+        x = tl.where(keep, x, IDENT)
+    elif MASK == 2:
+        valid = valid & (tl.load(m_ptrs, mask=valid, other=0) != 0)
+    return x, valid
+
+
+@triton.jit
+def transform(x, p, PRE: tl.constexpr):
+    """The norms' element transforms (the others are applied inside `_update`)."""
+    if PRE == 4:
+        return tl.abs(x)
+    elif PRE == 5:
+        return x * x
+    elif PRE == 6:
+        return pow_abs(x, p)
+    else:
+        return x
+
+
+@triton.jit
 def _update(a, b, n, x, valid, r, OP: tl.constexpr, PRE: tl.constexpr, INDEX: tl.constexpr,
-            ACC: tl.constexpr, LOWEST: tl.constexpr, HIGHEST: tl.constexpr):
-    """One block of elements into every lane's state; `valid` masks tails and empty lanes."""
+            ACC: tl.constexpr, LOWEST: tl.constexpr, HIGHEST: tl.constexpr,
+            COUNT: tl.constexpr):
+    """One block of elements into every lane's state; `valid` masks tails and empty lanes
+    (and masked-out elements); COUNT keeps SUM's count of valid elements."""
     if OP == 0:
+        if COUNT:
+            n += valid.to(tl.int64)
         if PRE == 1:
             keep = valid & (x == x)
             a += tl.where(keep, x, 0)
@@ -99,6 +154,12 @@ def _update(a, b, n, x, valid, r, OP: tl.constexpr, PRE: tl.constexpr, INDEX: tl
         scale = tl.where(m_new == a, 1.0, tl.exp(a - m_new))
         b = b * scale + tl.where(xv == -float("inf"), 0.0, tl.exp(xv - m_new))
         a = m_new
+    elif OP == 7:
+        a = a ^ tl.where(valid, x, 0)
+    elif OP == 8:
+        a = a & tl.where(valid, x, -1)
+    elif OP == 9:
+        a = a | tl.where(valid, x, 0)
     else:
         lo = tl.where(valid, x, HIGHEST)
         hi = tl.where(valid, x, LOWEST)
@@ -134,6 +195,8 @@ def _merge(a, b, n, OP: tl.constexpr, INDEX: tl.constexpr, ACC: tl.constexpr,
         m = nan_extreme(a, -float("inf"), True, 1, True)
         s = tl.sum(tl.where(a == -float("inf"), 0.0, b * tl.exp(a - m[:, None])), 1)
         return m, s, tl.sum(n, 1)
+    elif OP == 7 or OP == 8 or OP == 9:
+        return fold_lanes(a, OP), tl.sum(b, 1), tl.sum(n, 1)
     else:
         return (nan_extreme(a, HIGHEST, IS_FLOAT, 1, False),
                 nan_extreme(b, LOWEST, IS_FLOAT, 1, True), tl.sum(n, 1))
@@ -150,6 +213,23 @@ def prod_lanes(a):
         if (LANES >> i) > 1:
             p, q = tl.split(tl.reshape(a, [ROWS, LANES >> (i + 1), 2]))
             a = p * q
+    return tl.reshape(a, [ROWS])
+
+
+@triton.jit
+def fold_lanes(a, HOW: tl.constexpr):
+    """Bitwise xor (HOW 7), and (8) or or (9) along axis 1 as a fixed tree of halvings."""
+    ROWS: tl.constexpr = a.shape[0]
+    LANES: tl.constexpr = a.shape[1]
+    for i in tl.static_range(16):
+        if (LANES >> i) > 1:
+            p, q = tl.split(tl.reshape(a, [ROWS, LANES >> (i + 1), 2]))
+            if HOW == 7:
+                a = p ^ q
+            elif HOW == 8:
+                a = p & q
+            else:
+                a = p | q
     return tl.reshape(a, [ROWS])
 
 
@@ -171,8 +251,16 @@ def _finish(y_ptr, y2_ptr, y_off, y2_off, mask, a, b, n, R, corr_hi, corr_lo,
         v = b / dof
         if POST == 6 or POST == 8:
             v = tl.sqrt(v)
-    elif POST == 9:
+    elif POST == 9 or POST == 15:
         v = tl.where((a == float("inf")) | (a == -float("inf")), a, a + tl.log(b))
+        if POST == 15:
+            v = v - tl.log(tl.full(a.shape, R, tl.int64).to(ACC))
+    elif POST == 13:
+        v = tl.sqrt(a)
+    elif POST == 14:  # a^(1/p): 0 and inf map as pow's (p < 0 swaps them)
+        v = tl.exp2(tl.log2(a) / join_f64(corr_hi, corr_lo, ACC))
+    elif POST == 16:
+        v = b - a
     elif POST == 11:
         v = n
     else:
@@ -188,10 +276,15 @@ def _finish(y_ptr, y2_ptr, y_off, y2_off, mask, a, b, n, R, corr_hi, corr_lo,
 
 @triton.jit
 def _init(BLOCK_K: tl.constexpr, L: tl.constexpr, OP: tl.constexpr, ACC: tl.constexpr,
-          LOWEST: tl.constexpr, HIGHEST: tl.constexpr):
-    """Every lane's empty state."""
-    n = tl.zeros([BLOCK_K, L], tl.int64)
-    b = tl.zeros([BLOCK_K, L], ACC)
+          LOWEST: tl.constexpr, HIGHEST: tl.constexpr, LANE_N: tl.constexpr):
+    """Every lane's empty state. b is one column unless the state has a second value, n
+    unless LANE_N (indices, counts) or Welford's count: a state lanes never touch would
+    still hold registers (a row sum's int64 n doubles its registers and halves the
+    programs an SM keeps in flight)."""
+    NB: tl.constexpr = L if (OP == 4 or OP == 5 or OP == 6) else 1
+    NN: tl.constexpr = L if (LANE_N or OP == 4) else 1
+    n = tl.zeros([BLOCK_K, NN], tl.int64)
+    b = tl.zeros([BLOCK_K, NB], ACC)
     if OP == 1:
         a = tl.full([BLOCK_K, L], 1, ACC)
     elif OP == 2:
@@ -204,7 +297,9 @@ def _init(BLOCK_K: tl.constexpr, L: tl.constexpr, OP: tl.constexpr, ACC: tl.cons
         a = tl.full([BLOCK_K, L], -float("inf"), ACC)
     elif OP == 6:
         a = tl.full([BLOCK_K, L], HIGHEST, ACC)
-        b = tl.full([BLOCK_K, L], LOWEST, ACC)
+        b = tl.full([BLOCK_K, NB], LOWEST, ACC)
+    elif OP == 8:
+        a = tl.full([BLOCK_K, L], -1, ACC)
     else:
         a = tl.zeros([BLOCK_K, L], ACC)
     return a, b, n
@@ -212,28 +307,38 @@ def _init(BLOCK_K: tl.constexpr, L: tl.constexpr, OP: tl.constexpr, ACC: tl.cons
 
 @triton.jit
 def reduce_kernel(
-    x_ptr, y_ptr, y2_ptr, wsf_ptr, wsi_ptr,
+    x_ptr, m_ptr, y_ptr, y2_ptr, wsf_ptr, wsi_ptr,
     K, R, chunk, n_split,
     KS1, KS2, KS3,
     xk0, xk1, xk2, xk3,
+    mk0, mk1, mk2, mk3,
     yk0, yk1, yk2, yk3,
     zk0, zk1, zk2, zk3,
     RS1, RS2, RS3,
     xr0, xr1, xr2, xr3,
+    mr0, mr1, mr2, mr3,
     corr_hi, corr_lo,
     OP: tl.constexpr, PRE: tl.constexpr, POST: tl.constexpr, INDEX: tl.constexpr,
     ACC: tl.constexpr, IS_FLOAT: tl.constexpr, LOWEST: tl.constexpr, HIGHEST: tl.constexpr,
     BLOCK_K: tl.constexpr, BLOCK_R: tl.constexpr, K_DIMS: tl.constexpr, R_DIMS: tl.constexpr,
-    PARTIAL: tl.constexpr,
+    PARTIAL: tl.constexpr, MASK: tl.constexpr = 0, IDENT: tl.constexpr = 0,
+    COUNT: tl.constexpr = False,
 ):
     """Program (i, s): kept lines [i BLOCK_K, (i + 1) BLOCK_K), reduced chunk s of `chunk`
-    elements; PARTIAL writes the chunk's states (wsf [2, n_split, K], wsi [n_split, K])."""
+    elements; PARTIAL writes the chunk's states (wsf [2, n_split, K], wsi [n_split, K]).
+    (corr_hi, corr_lo) carry var/std's correction, or the norm's order p."""
     pid_k = tl.program_id(0).to(tl.int64)
     split = tl.program_id(1).to(tl.int64)
     k = pid_k * BLOCK_K + tl.arange(0, BLOCK_K).to(tl.int64)
     kmask = k < K
     x_rows = x_ptr + offsets(k, KS1, KS2, KS3, xk0, xk1, xk2, xk3, K_DIMS)
-    a, b, n = _init(BLOCK_K, BLOCK_R, OP, ACC, LOWEST, HIGHEST)
+    m_rows = m_ptr + offsets(k, KS1, KS2, KS3, mk0, mk1, mk2, mk3, K_DIMS)
+    p = 0.0
+    if PRE == 6:
+        p = join_f64(corr_hi, corr_lo, ACC)
+    a, b, n = _init(BLOCK_K, BLOCK_R, OP, ACC, LOWEST, HIGHEST, INDEX or COUNT or PRE == 1)
+    # one contiguous chunk per program (measured faster on H200 than programs taking
+    # interleaved blocks, whose every step lands a new page)
     start = split * chunk
     end = tl.minimum(start + chunk, R)
     lanes = tl.arange(0, BLOCK_R).to(tl.int64)
@@ -241,8 +346,15 @@ def reduce_kernel(
         r = r0 + lanes
         valid = kmask[:, None] & (r < end)[None, :]
         r_off = offsets(r, RS1, RS2, RS3, xr0, xr1, xr2, xr3, R_DIMS)
-        x = tl.load(x_rows[:, None] + r_off[None, :], mask=valid, other=0).to(ACC)
-        a, b, n = _update(a, b, n, x, valid, r[None, :], OP, PRE, INDEX, ACC, LOWEST, HIGHEST)
+        m_ptrs = x_rows[:, None]
+        if MASK != 0:
+            m_ptrs = m_rows[:, None] + offsets(r, RS1, RS2, RS3, mr0, mr1, mr2, mr3,
+                                               R_DIMS)[None, :]
+        x, valid = load_elements(x_rows[:, None] + r_off[None, :], m_ptrs, valid, PRE, ACC,
+                                 MASK, IDENT)
+        x = transform(x, p, PRE)
+        a, b, n = _update(a, b, n, x, valid, r[None, :], OP, PRE, INDEX, ACC, LOWEST, HIGHEST,
+                          COUNT)
     a, b, n = _merge(a, b, n, OP, INDEX, ACC, IS_FLOAT, LOWEST, HIGHEST)
     if PARTIAL:
         slot = split * K + k
@@ -274,7 +386,7 @@ def reduce_combine_kernel(
     s = tl.arange(0, SPLIT_P).to(tl.int64)
     m = kmask[:, None] & (s < n_split)[None, :]
     slot = s[None, :] * K + k[:, None]
-    a0, b0, n0 = _init(BLOCK_K, SPLIT_P, OP, ACC, LOWEST, HIGHEST)
+    a0, b0, n0 = _init(BLOCK_K, SPLIT_P, OP, ACC, LOWEST, HIGHEST, True)
     a = tl.where(m, tl.load(wsf_ptr + slot, mask=m, other=0), a0)
     b = tl.where(m, tl.load(wsf_ptr + n_split * K + slot, mask=m, other=0), b0)
     n = tl.where(m, tl.load(wsi_ptr + slot, mask=m, other=0), n0)

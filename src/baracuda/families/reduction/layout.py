@@ -46,14 +46,16 @@ def _order(dims: list[int], strides: Sequence[int]) -> list[int]:
 
 
 def merged_dims(shape: Sequence[int], axes: Sequence[int], strides: Sequence[int],
-                ordered: bool) -> tuple[int, int]:
-    """(kept dims, reduced dims) after merging for input strides alone (the launch plan's
-    estimate; outputs may keep more kept dims apart)."""
+                ordered: bool, others: Sequence[Sequence[int]] = ()) -> tuple[int, int]:
+    """(kept dims, reduced dims) after merging for the input's strides and those of the other
+    input-shaped operands (a mask): the launch plan's estimate; outputs may keep more kept
+    dims apart."""
     kept = [i for i in range(len(shape)) if i not in axes]
     red = list(axes) if ordered else _order(list(axes), strides)
+    every = [strides, *others]
     kshape, _ = collapse_dims([shape[i] for i in _order(kept, strides)],
-                              [[strides[i] for i in _order(kept, strides)]])
-    rshape, _ = collapse_dims([shape[i] for i in red], [[strides[i] for i in red]])
+                              [[st[i] for i in _order(kept, strides)] for st in every])
+    rshape, _ = collapse_dims([shape[i] for i in red], [[st[i] for i in red] for st in every])
     return len(kshape), len(rshape)
 
 

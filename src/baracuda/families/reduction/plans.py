@@ -28,6 +28,7 @@ count follows from the shape and the GPU's SM count only.
 from __future__ import annotations
 
 import torch
+import triton.language as tl
 
 from ...backends.triton_support import (
     INTERPRET,
@@ -45,6 +46,7 @@ from ...core.vocab import ElementKind, OpCategory, PrecisionGuarantee
 from . import kernels as KN
 from . import kernels_backward as KB
 from .descriptors import (
+    MASK_EXCLUDES,
     RETURNS_INDEX,
     ReductionArgs,
     ReductionBackwardArgs,
@@ -78,6 +80,14 @@ FORWARD_CODES = {
     K.STD_MEAN: (KN.OP_VAR, KN.PRE_NONE, KN.POST_STD_MEAN),
     K.LOGSUMEXP: (KN.OP_LSE, KN.PRE_NONE, KN.POST_LSE),
     K.AMINMAX: (KN.OP_MINMAX, KN.PRE_NONE, KN.POST_MINMAX),
+    K.LOGMEANEXP: (KN.OP_LSE, KN.PRE_NONE, KN.POST_LME),
+    K.PTP: (KN.OP_MINMAX, KN.PRE_NONE, KN.POST_PTP),
+    K.XOR: (KN.OP_XOR, KN.PRE_NONE, KN.POST_VALUE),
+    K.AND: (KN.OP_AND, KN.PRE_NONE, KN.POST_VALUE),
+    K.OR: (KN.OP_OR, KN.PRE_NONE, KN.POST_VALUE),
+    K.HASH: (KN.OP_XOR, KN.PRE_BITS, KN.POST_VALUE),
+    # order 2 (the default); forward_codes picks the norm's codes by its order
+    K.NORM: (KN.OP_SUM, KN.PRE_SQUARE, KN.POST_SQRT),
 }
 #: kind -> reduce_bwd_kernel's formula
 BACKWARD_CODES = {
@@ -85,19 +95,90 @@ BACKWARD_CODES = {
     K.PROD: KB.BK_PROD, K.AMAX: KB.BK_TIES, K.AMIN: KB.BK_TIES, K.MAX_ALL: KB.BK_EVEN,
     K.MIN_ALL: KB.BK_EVEN, K.MAX: KB.BK_INDEX, K.MIN: KB.BK_INDEX, K.VAR: KB.BK_VAR,
     K.STD: KB.BK_STD, K.VAR_MEAN: KB.BK_VAR_MEAN, K.STD_MEAN: KB.BK_STD_MEAN,
-    K.LOGSUMEXP: KB.BK_LSE, K.AMINMAX: KB.BK_MINMAX,
+    K.LOGSUMEXP: KB.BK_LSE, K.AMINMAX: KB.BK_MINMAX, K.LOGMEANEXP: KB.BK_LME,
+    K.PTP: KB.BK_PTP, K.NORM: KB.BK_NORM2,
 }
 
-#: elements per program tile (BLOCK_K x BLOCK_R), and its warps
+
+def forward_codes(desc) -> tuple[int, int, int]:
+    """(OP, PRE, POST) of a descriptor: the kind's, the norm's by its order, a masked mean's
+    divided by its count of kept elements."""
+    if desc.kind is K.NORM:
+        p = desc.order
+        if p == 0:
+            return KN.OP_SUM, KN.PRE_NONZERO, KN.POST_VALUE
+        if p == 1:
+            return KN.OP_SUM, KN.PRE_ABS, KN.POST_VALUE
+        if p == 2:
+            return KN.OP_SUM, KN.PRE_SQUARE, KN.POST_SQRT
+        if p == float("inf"):
+            return KN.OP_MAX, KN.PRE_ABS, KN.POST_VALUE
+        if p == -float("inf"):
+            return KN.OP_MIN, KN.PRE_ABS, KN.POST_VALUE
+        return KN.OP_SUM, KN.PRE_POW, KN.POST_ROOT
+    if desc.kind is K.MEAN and desc.masked:
+        return KN.OP_SUM, KN.PRE_NONE, KN.POST_NANMEAN
+    return FORWARD_CODES[desc.kind]
+
+
+def backward_code(desc) -> int:
+    """reduce_bwd_kernel's formula for a descriptor (the norm's by its order)."""
+    if desc.kind is not K.NORM:
+        return BACKWARD_CODES[desc.kind]
+    p = desc.order
+    if p == 0:
+        return KB.BK_ZERO
+    if p == 1:
+        return KB.BK_SGN
+    if p == 2:
+        return KB.BK_NORM2
+    if p in (float("inf"), -float("inf")):
+        return KB.BK_NORM_INF
+    return KB.BK_NORM_LT1 if p < 1 else KB.BK_NORM_LT2 if p < 2 else KB.BK_NORM_GE2
+
+
+def backward_stats(desc) -> bool:
+    """The gradient reads a line statistic first (a masked mean: its count of kept ones)."""
+    return (backward_code(desc) in KB.NEEDS_STATS
+            or (desc.masked and desc.kind in MASK_EXCLUDES))
+
+
+def mask_codes(desc, acc: torch.dtype) -> dict:
+    """MASK and IDENT: what a masked-out element reads as (torch.masked's identities, in the
+    input's range: an int8 amax of a fully masked line is -128)."""
+    if not desc.masked:
+        return dict(MASK=KN.MASK_NONE, IDENT=0)
+    if desc.kind in MASK_EXCLUDES:
+        return dict(MASK=KN.MASK_EXCLUDE, IDENT=0)
+    dt = desc.element.torch_dtype
+    if dt.is_floating_point:
+        lo, hi = -float("inf"), float("inf")
+    elif dt == torch.bool:
+        lo, hi = 0, 1
+    else:
+        lo, hi = torch.iinfo(dt).min, torch.iinfo(dt).max
+    ident = {K.SUM: 0, K.PROD: 1, K.AMAX: lo, K.ARGMAX: lo, K.AMIN: hi, K.ARGMIN: hi,
+             K.LOGSUMEXP: lo,
+             K.NORM: float("inf") if desc.order == -float("inf") else 0}[desc.kind]
+    if acc.is_floating_point:
+        ident = float(ident)
+    return dict(MASK=KN.MASK_SUBSTITUTE, IDENT=ident)
+
+#: elements per program tile (BLOCK_K x BLOCK_R) of a line split over programs; tiles of
+#: lines that fill the GPU alone, and column tiles, take half (measured on H200: 4 warps of
+#: 2048 elements keep more programs per SM in flight than 8 of 4096, 1.05-1.15x on rows and
+#: columns, while split lines run best at 4096); TILE_WARPS the most warps a tile gets
 TILE_ELEMS = 4096
 TILE_WARPS = 8
 #: a column reduction's kept lines per program (coalesced along them)
 COLUMN_BLOCK_K = 128
-#: lines are split over programs when their tiles alone give fewer than two programs per SM,
-#: each program keeping at least this many elements (the interpreter's small test shapes
-#: reach the split path too), at most MAX_SPLIT chunks a line
+#: lines are split over programs when their tiles alone give fewer than WARPS_PER_SM / warps
+#: programs per SM, each program keeping at least this many elements (the interpreter's small
+#: test shapes reach the split path too), at most MAX_SPLIT chunks a line
 MIN_PROGRAM_ELEMS = 4096 if INTERPRET else 65536
-MAX_SPLIT = 512
+#: warps per SM a split aims for (enough bytes in flight to cover the memory latency)
+WARPS_PER_SM = 32
+MAX_SPLIT = 1024
 #: elements of the chunk combine's tile (lines x chunks)
 COMBINE_ELEMS = 2048
 
@@ -110,9 +191,9 @@ def combine_block(K_lines: int, n_split: int) -> int:
 def accumulator(kind: K, element: ElementKind, out_element: ElementKind) -> torch.dtype:
     """The torch dtype states are kept in: f64 for f64, f32 for other floats, int64 for
     integer sums, products, extremes and every count."""
-    if kind in (K.ALL, K.ANY, K.COUNT_NONZERO):
+    if kind in (K.ALL, K.ANY, K.COUNT_NONZERO, K.XOR, K.AND, K.OR, K.HASH):
         return torch.int64
-    if kind in (K.SUM, K.PROD, K.NANSUM, K.MEAN, K.LOGSUMEXP):
+    if kind in (K.SUM, K.PROD, K.NANSUM, K.MEAN, K.LOGSUMEXP, K.LOGMEANEXP):
         basis = out_element
     else:
         basis = element
@@ -127,13 +208,19 @@ def _acc_kind(dtype: torch.dtype) -> ElementKind:
     return ElementKind.of(dtype)
 
 
+def state_type(acc: torch.dtype):
+    """The kernels' `tl` type of an accumulator: int64 states stay int64 (integer sums,
+    extremes and bitwise reductions are exact), floats as `acc_type`."""
+    return tl.int64 if acc == torch.int64 else acc_type(_acc_kind(acc))
+
+
 def split_count(K_lines: int, R: int, block_k: int, block_r: int) -> int:
     """Chunks per line (1: one program per tile of lines) for a tile of block_k lines."""
     min_chunk = max(block_r, MIN_PROGRAM_ELEMS // block_k)
     if K_lines == 0 or R <= min_chunk:
         return 1
     tiles = cdiv(K_lines, block_k)
-    target = 2 * sm_count()
+    target = WARPS_PER_SM // tile_warps(block_k, block_r) * sm_count()
     if tiles >= target:
         return 1
     return max(1, min(cdiv(target, tiles), cdiv(R, min_chunk), MAX_SPLIT))
@@ -154,9 +241,21 @@ def tile_config(K_lines: int, R: int, row: bool, column: bool,
     kp, rp = next_pow2(max(K_lines, 1)), next_pow2(max(R, 1))
     if row or not column:
         block_r = min(rp, elems if row else 256)
-        return max(1, min(kp, elems // block_r)), block_r
+        block_k = max(1, min(kp, elems // block_r))
+        if row and cdiv(K_lines, block_k) >= WARPS_PER_SM // 4 * sm_count():
+            # the lines fill the GPU without a split: half tiles, 4 warps each
+            if block_k > 1:
+                block_k //= 2
+            elif block_r > 1024:
+                block_r //= 2
+        return block_k, block_r
     block_k = min(kp, COLUMN_BLOCK_K)
-    return block_k, max(1, min(rp, elems // block_k))
+    return block_k, max(1, min(rp, elems // 2 // block_k))
+
+
+def tile_warps(block_k: int, block_r: int) -> int:
+    """Warps of a tile: one per 512 elements, 4 to TILE_WARPS (16 f32 values a thread)."""
+    return max(4, min(TILE_WARPS, block_k * block_r // 512))
 
 
 def _extent(desc) -> tuple[int, int]:
@@ -185,7 +284,7 @@ def forward_workspace(desc) -> int:
 
 
 def backward_workspace(desc) -> int:
-    if BACKWARD_CODES[desc.kind] not in KB.NEEDS_STATS:
+    if not backward_stats(desc):
         return 0
     K_lines, R = _extent(desc)
     if K_lines == 0:
@@ -210,8 +309,9 @@ def _common(desc, acc: torch.dtype, launch) -> tuple[dict, int, int, int]:
     split = split_count(_extent(desc)[0], launch.R, block_k, block_r)
     chunk = cdiv(cdiv(max(launch.R, 1), split), block_r) * block_r
     n_split = cdiv(max(launch.R, 1), chunk)
-    const = dict(ACC=acc_type(_acc_kind(acc)), BLOCK_K=block_k, BLOCK_R=block_r,
-                 K_DIMS=launch.k_dims, R_DIMS=launch.r_dims, num_warps=TILE_WARPS)
+    const = dict(ACC=state_type(acc), BLOCK_K=block_k, BLOCK_R=block_r,
+                 K_DIMS=launch.k_dims, R_DIMS=launch.r_dims,
+                 num_warps=tile_warps(block_k, block_r))
     return const, chunk, n_split, block_k
 
 
@@ -219,11 +319,15 @@ def _flat(strides) -> list[int]:
     return [s for st in strides for s in st]
 
 
-def _check_layout(who: str, desc, tensor: torch.Tensor, name: str) -> None:
+def _check_layout(who: str, desc, tensor: torch.Tensor, name: str,
+                  mask: torch.Tensor | None = None) -> None:
     V.check_nonnegative_strides(who, name, tensor)
     ordered = desc.kind in RETURNS_INDEX
+    if mask is not None:
+        V.check_nonnegative_strides(who, "mask", mask)
     if tensor.dim():
-        _, r_dims = merged_dims(tensor.shape, desc.axes, tensor.stride(), ordered)
+        others = [mask.stride()] if mask is not None else []
+        _, r_dims = merged_dims(tensor.shape, desc.axes, tensor.stride(), ordered, others)
         if r_dims > MAX_DIMS:
             raise Unsupported(f"{who}: {name}'s reduced axes {desc.axes} stay {r_dims} dims "
                               f"apart after merging (strides {tensor.stride()}); expected at "
@@ -266,7 +370,7 @@ class TritonReduction(Candidate):
 
     def can_implement(self, desc, args) -> None:
         who = type(self).__name__
-        _check_layout(who, desc, args.x, "x")
+        _check_layout(who, desc, args.x, "x", args.mask)
         for name in ("y", "y2"):
             if getattr(args, name) is not None:
                 V.check_nonnegative_strides(who, name, getattr(args, name))
@@ -276,18 +380,22 @@ class TritonReduction(Candidate):
 
     def launch(self, desc, args, workspace) -> None:
         acc = accumulator(desc.kind, desc.element, desc.out_element)
-        op, pre, post = FORWARD_CODES[desc.kind]
+        op, pre, post = forward_codes(desc)
         lowest, highest = _bounds(acc)
-        corr = split_f64(desc.correction)
+        corr = split_f64(desc.order if desc.kind is K.NORM else desc.correction)
         y = _u8(args.y)
         y2 = _u8(args.y2) if args.y2 is not None else y
+        masks = mask_codes(desc, acc)
         kinds = dict(OP=op, PRE=pre, POST=post, INDEX=desc.kind in RETURNS_INDEX,
                      IS_FLOAT=acc.is_floating_point, LOWEST=lowest, HIGHEST=highest)
-        steps = launches(desc.input_shape, desc.axes, desc.keepdim, [_u8(args.x)], [y, y2],
+        count = masks["MASK"] == KN.MASK_EXCLUDE and op == KN.OP_SUM
+        x_in = _u8(args.x)
+        m_in = _u8(args.mask) if args.mask is not None else x_in  # (never read unmasked)
+        steps = launches(desc.input_shape, desc.axes, desc.keepdim, [x_in, m_in], [y, y2],
                          ordered=desc.kind in RETURNS_INDEX)
         for step in steps:
             const, chunk, n_split, block_k = _common(desc, acc, step)
-            (x,), (yv, y2v) = step.full, step.kept
+            (x, m), (yv, y2v) = step.full, step.kept
             if n_split > 1:
                 wsf = _region(workspace, 0, acc, 2 * n_split * step.K)
                 wsi = _region(workspace, _align(2 * n_split * step.K * acc.itemsize),
@@ -297,14 +405,15 @@ class TritonReduction(Candidate):
             ks = step.kept_shape[1:]
             grid = (cdiv(step.K, block_k), n_split)
             KN.reduce_kernel[grid](
-                x, yv, y2v, wsf, wsi, step.K, step.R, chunk, n_split, *ks,
+                x, m, yv, y2v, wsf, wsi, step.K, step.R, chunk, n_split, *ks,
                 *_flat(step.kept_strides), *step.reduced_shape[1:],
-                *_flat(step.reduced_strides), *corr, PARTIAL=n_split > 1, **kinds, **const)
+                *_flat(step.reduced_strides), *corr, PARTIAL=n_split > 1, COUNT=count,
+                **masks, **kinds, **const)
             if n_split > 1:
                 lines = combine_block(step.K, n_split)
                 KN.reduce_combine_kernel[(cdiv(step.K, lines),)](
                     wsf, wsi, yv, y2v, step.K, step.R, n_split, *ks,
-                    *_flat(step.kept_strides[1:]), *corr, OP=op, POST=post,
+                    *_flat(step.kept_strides[2:]), *corr, OP=op, POST=post,
                     INDEX=kinds["INDEX"], ACC=const["ACC"], IS_FLOAT=kinds["IS_FLOAT"],
                     LOWEST=lowest, HIGHEST=highest, BLOCK_K=lines,
                     SPLIT_P=next_pow2(n_split), K_DIMS=const["K_DIMS"], num_warps=4)
@@ -320,9 +429,9 @@ class TritonReductionBackward(Candidate):
 
     def can_implement(self, desc, args) -> None:
         who = type(self).__name__
-        _check_layout(who, desc, args.dx, "dx")
+        _check_layout(who, desc, args.dx, "dx", args.mask)
         if args.x is not None:
-            _check_layout(who, desc, args.x, "x")
+            _check_layout(who, desc, args.x, "x", args.mask)
         for name in ("dy", "dy2", "y", "y2"):
             if getattr(args, name) is not None:
                 V.check_nonnegative_strides(who, name, getattr(args, name))
@@ -331,31 +440,33 @@ class TritonReductionBackward(Candidate):
         return backward_workspace(desc)
 
     def launch(self, desc, args, workspace) -> None:
-        kind = BACKWARD_CODES[desc.kind]
+        kind = backward_code(desc)
         acc = accumulator(desc.kind, desc.element, desc.out_element)
-        stats = kind in KB.NEEDS_STATS
+        stats = backward_stats(desc)
         x = args.x if args.x is not None else args.dx
+        m = _u8(args.mask) if args.mask is not None else x  # (never read unmasked)
         per_line = [args.dy, args.dy2, args.y, args.y2]
         per_line = [t if t is not None else args.dy for t in per_line]
-        steps = launches(desc.input_shape, desc.axes, desc.keepdim, [x, args.dx], per_line,
+        steps = launches(desc.input_shape, desc.axes, desc.keepdim, [x, args.dx, m], per_line,
                          ordered=desc.kind in RETURNS_INDEX)
         flags = dict(KIND=kind, HAS_X=args.x is not None, HAS_Y=args.y is not None,
-                     HAS_Y2=args.y2 is not None, HAS_G2=args.dy2 is not None, STATS=stats)
-        corr = split_f64(desc.correction)
+                     HAS_Y2=args.y2 is not None, HAS_G2=args.dy2 is not None, STATS=stats,
+                     **mask_codes(desc, acc))
+        corr = split_f64(desc.order if desc.kind is K.NORM else desc.correction)
         for step in steps:
             const, chunk, n_split, block_k = _common(desc, acc, step)
-            xs, dxs = step.full
+            xs, dxs, ms = step.full
             if stats:
                 wsf = _region(workspace, 0, acc, n_split * step.K)
                 wsi = _region(workspace, _align(n_split * step.K * acc.itemsize), torch.int64,
                               2 * n_split * step.K)
             else:
                 wsf = wsi = dxs  # never dereferenced
-            k_strides = [*step.kept_strides[2:], *step.kept_strides[:2]]
+            k_strides = [*step.kept_strides[3:], *step.kept_strides[:3]]
             ints = (step.K, step.R, chunk, n_split, *step.kept_shape[1:], *_flat(k_strides),
                     *step.reduced_shape[1:], *_flat(step.reduced_strides), *corr)
             grid = (cdiv(step.K, block_k), n_split)
             modes = (KB.MODE_STATS, KB.MODE_APPLY) if stats else (KB.MODE_APPLY,)
             for mode in modes:
-                KB.reduce_bwd_kernel[grid](*step.kept, xs, dxs, wsf, wsi, *ints, MODE=mode,
+                KB.reduce_bwd_kernel[grid](*step.kept, xs, dxs, ms, wsf, wsi, *ints, MODE=mode,
                                            SPLIT_P=next_pow2(n_split), **flags, **const)

@@ -11,6 +11,7 @@ from ...core.testing import poisoned, randn, with_layout
 from ...core.tolerance import Tolerance, tolerance_for
 from ...core.vocab import ElementKind
 from . import reference as ref
+from . import spec_ext
 from .descriptors import (
     CORRECTED,
     DIFFERENTIABLE,
@@ -246,6 +247,7 @@ class ReductionSpec(PlanSpec):
     def cases(self, scale):
         if scale == "small":
             yield from forward_cases()
+            yield from spec_ext.forward_cases()
         else:
             yield from real_cases(backward=False)
 
@@ -277,6 +279,19 @@ class ReductionSpec(PlanSpec):
                                                          float("inf")), InvalidProblem)
         yield Malformed("bad kind", lambda: D("no_such_kind", (4, 8), (1,), False, F32, F32),
                         InvalidProblem)
+        yield Malformed("order on sum", lambda: D(K.SUM, (4, 8), (1,), False, F32, F32, 0.0,
+                                                  2.0), InvalidProblem)
+        yield Malformed("NaN order", lambda: D(K.NORM, (4, 8), (1,), False, F32, F32, 0.0,
+                                               float("nan")), InvalidProblem)
+        yield Malformed("inf norm of an empty axis",
+                        lambda: D(K.NORM, (4, 0), (1,), False, F32, F32, 0.0, float("inf")),
+                        InvalidProblem)
+        yield Malformed("norm narrows", lambda: D(K.NORM, (4, 8), (1,), False, F32, F16),
+                        InvalidProblem)
+        yield Malformed("mask on xor", lambda: D(K.XOR, (4, 8), (1,), False, I32, I32, 0.0,
+                                                 0.0, True), InvalidProblem)
+        yield Malformed("xor of floats", lambda: D(K.XOR, (4, 8), (1,), False, F32, F32),
+                        Unsupported)
 
     def malformed_args(self, case, device):
         d = case.desc
@@ -314,6 +329,7 @@ class ReductionBackwardSpec(PlanSpec):
     def cases(self, scale):
         if scale == "small":
             yield from backward_cases()
+            yield from spec_ext.backward_cases()
         else:
             yield from real_cases(backward=True)
 

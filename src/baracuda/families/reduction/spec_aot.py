@@ -7,7 +7,7 @@ import itertools
 
 import torch
 
-from ...backends.triton_support import acc_type, triton_dtype
+from ...backends.triton_support import triton_dtype
 from ...core.spec import AotVariant
 from ...core.vocab import ElementKind
 from . import kernels as KN
@@ -20,6 +20,7 @@ from .plans import (
     TILE_WARPS,
     accumulator,
     combine_block,
+    state_type,
     tile_config,
 )
 
@@ -76,7 +77,7 @@ def _extra_variants():
         op, pre, post = FORWARD_CODES[kind]
         lowest, highest = _bounds(acc)
         const = dict(OP=op, PRE=pre, POST=post, INDEX=kind is K.ARGMIN,
-                     ACC=acc_type(ElementKind.of(acc)), IS_FLOAT=acc.is_floating_point,
+                     ACC=state_type(acc), IS_FLOAT=acc.is_floating_point,
                      LOWEST=lowest, HIGHEST=highest, BLOCK_K=block_k, BLOCK_R=block_r,
                      K_DIMS=1, R_DIMS=1, PARTIAL=False,
                      **_unit_strides(KN.reduce_kernel, "row"))
@@ -108,7 +109,7 @@ def aot_variants():
         split = pattern == "row" and kind is not K.LOGSUMEXP
         for partial in (False, True) if split else (False,):
             const = dict(OP=op, PRE=pre, POST=post, INDEX=kind is K.ARGMAX,
-                         ACC=acc_type(ElementKind.of(acc)), IS_FLOAT=True, LOWEST=lowest,
+                         ACC=state_type(acc), IS_FLOAT=True, LOWEST=lowest,
                          HIGHEST=highest, BLOCK_K=block_k, BLOCK_R=block_r, K_DIMS=1,
                          R_DIMS=1, PARTIAL=partial, **_unit_strides(KN.reduce_kernel, pattern))
             ptrs = {"x_ptr": t, "y_ptr": t2, "y2_ptr": t2, "wsf_ptr": ws, "wsi_ptr": "*i64"}
@@ -119,7 +120,7 @@ def aot_variants():
                              divisible=tuple(n for n in sig if sig[n] == "i32"))
         if not split:
             continue
-        const = dict(OP=op, POST=post, INDEX=kind is K.ARGMAX, ACC=acc_type(ElementKind.of(acc)),
+        const = dict(OP=op, POST=post, INDEX=kind is K.ARGMAX, ACC=state_type(acc),
                      IS_FLOAT=True, LOWEST=lowest, HIGHEST=highest,
                      BLOCK_K=combine_block(K_lines, MAX_SPLIT), SPLIT_P=MAX_SPLIT, K_DIMS=1)
         sig = _sig(KN.reduce_combine_kernel, {"wsf_ptr": ws, "wsi_ptr": "*i64", "y_ptr": t2,
@@ -141,7 +142,7 @@ def _backward_variants():
         ptrs = {"dy_ptr": t, "dy2_ptr": t, "y_ptr": t, "y2_ptr": "*i64" if kind is K.MAX else t,
                 "x_ptr": t, "dx_ptr": t, "wsf_ptr": "*" + triton_dtype(acc), "wsi_ptr": "*i64"}
         for mode in ((KB.MODE_STATS, KB.MODE_APPLY) if stats else (KB.MODE_APPLY,)):
-            const = dict(KIND=code, MODE=mode, ACC=acc_type(ElementKind.of(acc)),
+            const = dict(KIND=code, MODE=mode, ACC=state_type(acc),
                          BLOCK_K=block_k, BLOCK_R=block_r, SPLIT_P=64, K_DIMS=1, R_DIMS=1,
                          HAS_X=kind is not K.MAX, HAS_Y=kind in (K.STD_MEAN, K.AMAX),
                          HAS_Y2=kind is K.MAX, HAS_G2=kind is K.STD_MEAN, STATS=stats,

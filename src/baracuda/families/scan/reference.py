@@ -81,3 +81,39 @@ def scan_backward_indexed(dy: torch.Tensor, indices: torch.Tensor, axis: int) ->
     """cummax / cummin's gradient: dy scattered (summed) onto the indices."""
     dy = _wide(dy)
     return torch.zeros_like(dy).scatter_add_(axis, indices.to("cpu"), dy)
+
+
+def stencil(x: torch.Tensor, table: torch.Tensor, axis: int) -> torch.Tensor:
+    """GradientPlan's three-point stencil in float64 (differentiable in x): taps s_i + k with
+    s_i = clamp(i - 1, 0, max(N - 3, 0)), weights and divisor from the table rows, a zero
+    weight skipping its tap."""
+    xm = x.movedim(axis, -1)
+    t = _wide(table)
+    n = xm.shape[-1]
+    pos = torch.arange(n)
+    s = (pos - 1).clamp(0, max(n - 3, 0))
+    acc = torch.zeros_like(xm)
+    for k in range(3):
+        idx = s + k
+        w = t[:, k]
+        xk = xm.index_select(-1, idx.clamp(max=max(n - 1, 0)))
+        acc = acc + torch.where((w != 0) & (idx < n), w * xk, 0.0)
+    return (acc / t[:, 3]).movedim(-1, axis)
+
+
+def stencil_backward(dy: torch.Tensor, table: torch.Tensor, axis: int) -> torch.Tensor:
+    """dx of `stencil` for the upstream dy (autograd in float64)."""
+    x = torch.zeros(dy.shape, dtype=torch.float64, requires_grad=True)
+    return torch.autograd.grad(stencil(x, table, axis), x, _wide(dy))[0]
+
+
+def associative_scan(x: torch.Tensor, axis: int, op, reverse: bool = False) -> torch.Tensor:
+    """The inclusive scan of `op` (a torch function of two tensors) along axis, left to right
+    (from the end when `reverse`): the oracle of AssociativeScanPlan for exact combines."""
+    x = x.detach().to("cpu")
+    src = x.flip(axis) if reverse else x
+    parts = list(src.unbind(axis))
+    for i in range(1, len(parts)):
+        parts[i] = op(parts[i - 1], parts[i])
+    out = torch.stack(parts, axis) if parts else src.clone()
+    return out.flip(axis) if reverse else out

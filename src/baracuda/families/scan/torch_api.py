@@ -3,6 +3,8 @@ ScanPlan, differentiable through ScanBackwardPlan."""
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 
 from ...backends.torch_ops import define_op, normalize_dim, run_plan
@@ -17,8 +19,11 @@ from .descriptors import (
     scan_output_shape,
 )
 from .plans import ScanBackwardPlan, ScanPlan
+from .torch_gradient import gradient
 
-__all__ = ["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "diff", "cumulative_trapezoid"]
+# a dotted name is torch's namespaced function, defined here as masked_cumsum (baracuda.torch)
+__all__ = ["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "diff", "cumulative_trapezoid",
+           "gradient", "masked.cumsum", "masked.cumprod"]  # noqa: F822
 
 _SAVES_VALUES = (ScanKind.CUMPROD, ScanKind.LOGCUMSUMEXP)
 
@@ -231,6 +236,58 @@ _trapezoid = define_op("scan_trapezoid", _trapezoid_impl, _trapezoid_fake,
                        backward=_trapezoid_autograd, setup_context=_trapezoid_setup)
 
 
+# -- out= -----------------------------------------------------------------------------------------
+#: torch's ScalarType names, as its out= messages spell them
+_SCALAR_NAMES = {torch.float32: "Float", torch.float64: "Double", torch.float16: "Half",
+                 torch.bfloat16: "BFloat16", torch.int64: "Long", torch.int32: "Int",
+                 torch.int16: "Short", torch.int8: "Char", torch.uint8: "Byte",
+                 torch.bool: "Bool"}
+
+
+def _out_allowed(who: str, out, *inputs) -> None:
+    """torch's rule: out= takes no part in autograd (refused while grad mode is on and an
+    argument requires grad)."""
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    for t in outs:
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{who}(): argument 'out' must be a Tensor (a tuple of two for "
+                            f"cummax / cummin), got {type(t).__name__}")
+    if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad
+                                       for t in (*inputs, *outs)):
+        raise RuntimeError(f"{who}(): functions with out=... arguments don't support automatic "
+                           "differentiation, but one of the arguments requires grad.")
+
+
+def _same_dtype(out: torch.Tensor, want: torch.dtype) -> None:
+    if out.dtype != want:
+        raise RuntimeError(f"expected scalar_type {_SCALAR_NAMES.get(want, want)} but found "
+                           f"{_SCALAR_NAMES.get(out.dtype, out.dtype)}")
+
+
+def _write_out(result: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """result copied into out as torch's out= does: out resized to the result's shape (with
+    torch's deprecation warning when it held elements), on the same device; the result's dtype
+    cast to out's where torch's type promotion allows it."""
+    if out.device != result.device:
+        raise RuntimeError(f"Expected out tensor to have device {result.device}, but got "
+                           f"{out.device} instead")
+    if not torch.can_cast(result.dtype, out.dtype):
+        raise RuntimeError(f"result type {_SCALAR_NAMES.get(result.dtype, result.dtype)} can't "
+                           "be cast to the desired output type "
+                           f"{_SCALAR_NAMES.get(out.dtype, out.dtype)}")
+    if tuple(out.shape) != tuple(result.shape):
+        if out.numel():
+            warnings.warn(
+                f"An output with one or more elements was resized since it had shape "
+                f"{list(out.shape)}, which does not match the required output shape "
+                f"{list(result.shape)}. This behavior is deprecated, and in a future PyTorch "
+                "release outputs will not be resized unless they have zero elements. You can "
+                "explicitly reuse an out tensor t by resizing it, inplace, to zero elements "
+                "with t.resize_(0).", UserWarning, stacklevel=3)
+        out.resize_(result.shape)
+    return out.copy_(result)
+
+
 # -- the torch functions ------------------------------------------------------------------------
 def _accumulate(input: torch.Tensor, dim: int, dtype: torch.dtype | None, kind: ScanKind,
                 who: str) -> torch.Tensor:
@@ -243,46 +300,85 @@ def _accumulate(input: torch.Tensor, dim: int, dtype: torch.dtype | None, kind: 
     return out
 
 
-def cumsum(input: torch.Tensor, dim: int, *, dtype: torch.dtype | None = None) -> torch.Tensor:
-    """torch.cumsum on ScanPlan; differentiable through ScanBackwardPlan."""
-    return _accumulate(input, dim, dtype, ScanKind.CUMSUM, "cumsum")
+def _accumulate_out(input, dim, dtype, kind: ScanKind, who: str, out):
+    """cumsum / cumprod: out's dtype is the accumulation's when dtype is not given (torch's
+    `input.to(out.dtype)` semantics), and must equal dtype when it is."""
+    if out is None:
+        return _accumulate(input, dim, dtype, kind, who)
+    _out_allowed(who, out, input)
+    if dtype is not None and out.dtype != dtype:
+        raise RuntimeError(f"Expected out tensor to have dtype {dtype}, but got {out.dtype} "
+                           "instead")
+    return _write_out(_accumulate(input, dim, out.dtype, kind, who), out)
 
 
-def cumprod(input: torch.Tensor, dim: int, *, dtype: torch.dtype | None = None) -> torch.Tensor:
+def cumsum(input: torch.Tensor, dim: int, *, dtype: torch.dtype | None = None,
+           out: torch.Tensor | None = None) -> torch.Tensor:
+    """torch.cumsum on ScanPlan; differentiable through ScanBackwardPlan (not with out=)."""
+    return _accumulate_out(input, dim, dtype, ScanKind.CUMSUM, "cumsum", out)
+
+
+def cumprod(input: torch.Tensor, dim: int, *, dtype: torch.dtype | None = None,
+            out: torch.Tensor | None = None) -> torch.Tensor:
     """torch.cumprod on ScanPlan; its gradient is exact where the input has zeros."""
-    return _accumulate(input, dim, dtype, ScanKind.CUMPROD, "cumprod")
+    return _accumulate_out(input, dim, dtype, ScanKind.CUMPROD, "cumprod", out)
 
 
-def logcumsumexp(input: torch.Tensor, dim: int) -> torch.Tensor:
-    """torch.logcumsumexp on ScanPlan; differentiable."""
+def logcumsumexp(input: torch.Tensor, dim: int, *, out: torch.Tensor | None = None
+                 ) -> torch.Tensor:
+    """torch.logcumsumexp on ScanPlan; differentiable (not with out=, whose dtype must be the
+    input's)."""
     if not input.is_floating_point():
         raise NotImplementedError(f"logcumsumexp: not implemented for '{input.dtype}'; "
                                   "expected a floating dtype")
-    return _accumulate(input, dim, None, ScanKind.LOGCUMSUMEXP, "logcumsumexp")
+    if out is not None:
+        _out_allowed("logcumsumexp", out, input)
+        _same_dtype(out, input.dtype)
+    result = _accumulate(input, dim, None, ScanKind.LOGCUMSUMEXP, "logcumsumexp")
+    return result if out is None else _write_out(result, out)
 
 
-def _extreme(input: torch.Tensor, dim: int, kind: ScanKind, result_type, who: str):
+def _extreme(input: torch.Tensor, dim: int, kind: ScanKind, result_type, who: str, out):
+    """cummax / cummin; out=(values, indices): values of the input's dtype, int64 indices."""
+    if out is not None:
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            raise TypeError(f"{who}(): argument 'out' must be a tuple of two tensors "
+                            f"(values, indices), got {type(out).__name__}")
+        _out_allowed(who, out, input)
+        _same_dtype(out[0], input.dtype)
+        _same_dtype(out[1], torch.int64)
     d = normalize_dim(dim, input.dim(), who)
     values, indices = _scan_indexed(input, d, kind.value)
+    if out is not None:
+        values, indices = _write_out(values, out[0]), _write_out(indices, out[1])
     return result_type((values, indices))
 
 
-def cummax(input: torch.Tensor, dim: int):
+def cummax(input: torch.Tensor, dim: int, *, out=None):
     """torch.cummax: (values, indices) as torch.return_types.cummax; the index of equal maxima
     is the last one, NaN propagates; the gradient goes to the returned indices."""
-    return _extreme(input, dim, ScanKind.CUMMAX, torch.return_types.cummax, "cummax")
+    return _extreme(input, dim, ScanKind.CUMMAX, torch.return_types.cummax, "cummax", out)
 
 
-def cummin(input: torch.Tensor, dim: int):
+def cummin(input: torch.Tensor, dim: int, *, out=None):
     """torch.cummin: (values, indices) as torch.return_types.cummin."""
-    return _extreme(input, dim, ScanKind.CUMMIN, torch.return_types.cummin, "cummin")
+    return _extreme(input, dim, ScanKind.CUMMIN, torch.return_types.cummin, "cummin", out)
 
 
 
 def diff(input: torch.Tensor, n: int = 1, dim: int = -1, prepend: torch.Tensor | None = None,
-         append: torch.Tensor | None = None) -> torch.Tensor:
+         append: torch.Tensor | None = None, *, out: torch.Tensor | None = None
+         ) -> torch.Tensor:
     """torch.diff: the n-th forward difference along dim (applied n times, as torch), after
-    prepend / append are joined on (torch.cat, as torch does); differentiable."""
+    prepend / append are joined on (torch.cat, as torch does); differentiable (not with out=,
+    which takes any dtype the result casts to)."""
+    if out is not None:
+        _out_allowed("diff", out, input, prepend, append)
+        return _write_out(_diff_n(input, n, dim, prepend, append), out)
+    return _diff_n(input, n, dim, prepend, append)
+
+
+def _diff_n(input, n, dim, prepend, append) -> torch.Tensor:
     if input.dim() == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
     if n < 0:
@@ -333,3 +429,35 @@ def cumulative_trapezoid(y: torch.Tensor, x: torch.Tensor | None = None, *,
                                "sample point")
         spacing = diff(x.to(y.dtype), dim=d)
     return _trapezoid(y, spacing.expand(out_shape), d)
+
+
+# -- torch.masked --------------------------------------------------------------------------------
+def _masked_scan(input, dim, dtype, mask, kind: ScanKind, identity: int, who: str):
+    """torch.masked's scans: masked-out elements take the op's identity (in the input's
+    dtype), the mask broadcast to the input and read as bool; the result has `dtype`, the
+    input's by default (integers too: not torch.cumsum's int64)."""
+    if dtype is None:
+        dtype = input.dtype
+    if mask is not None:
+        if mask.dim() > input.dim():
+            raise IndexError("_input_mask expected broadcastable mask (got mask dimensionality "
+                             "higher than of the input)")
+        if mask.shape != input.shape:
+            mask = torch.broadcast_to(mask, input.shape)
+        mask = mask.to(torch.bool)
+        fill = torch.tensor(identity, dtype=input.dtype, device=input.device)
+        input = torch.where(mask, input, fill)
+    return _accumulate(input, dim, dtype, kind, who).to(dtype)
+
+
+def masked_cumsum(input: torch.Tensor, dim: int, *, dtype: torch.dtype | None = None,
+                  mask: torch.Tensor | None = None) -> torch.Tensor:
+    """torch.masked.cumsum: the cumsum with masked-out elements as zeros; differentiable
+    (masked-out elements get no gradient)."""
+    return _masked_scan(input, dim, dtype, mask, ScanKind.CUMSUM, 0, "masked.cumsum")
+
+
+def masked_cumprod(input: torch.Tensor, dim: int, *, dtype: torch.dtype | None = None,
+                   mask: torch.Tensor | None = None) -> torch.Tensor:
+    """torch.masked.cumprod: the cumprod with masked-out elements as ones; differentiable."""
+    return _masked_scan(input, dim, dtype, mask, ScanKind.CUMPROD, 1, "masked.cumprod")

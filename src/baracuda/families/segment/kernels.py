@@ -15,6 +15,16 @@ from ...backends.triton_rows import K_MAX, K_MEAN, K_MIN, K_SUM, col_offset
 
 
 @triton.jit
+def _div(a, b):
+    """a / b rounded as IEEE division (Triton's f32 `/` is approximate; f64's is exact):
+    torch's grad / count, bit for bit."""
+    if a.dtype == tl.float32:
+        return tl.div_rn(a, b)
+    else:
+        return a / b
+
+
+@triton.jit
 def segment_ties_kernel(
     x_ptr, o_ptr, ids_ptr, hit_ptr, N, S, D, ids_stride,
     S1, S2, S3,
@@ -71,10 +81,10 @@ def segment_backward_kernel(
     elif KIND == K_MAX or KIND == K_MIN:
         hit = tl.load(hit_ptr + rows[:, None] * D + cols[None, :], mask=m2, other=0)
         c = tl.load(dc_ptr + st_off, mask=m2 & (hit != 0), other=1)
-        v = tl.where(hit != 0, g / tl.maximum(c, 1).to(ACC), 0.0)
+        v = tl.where(hit != 0, _div(g, tl.maximum(c, 1).to(ACC)), 0.0)
     elif KIND == K_MEAN:
         cnt = tl.load(cnt_ptr + seg, mask=valid, other=1)
-        v = g / tl.maximum(cnt, 1).to(ACC)[:, None]
+        v = _div(g, tl.maximum(cnt, 1).to(ACC)[:, None])
     else:
         x_off = col_offset(cols, S1, S2, S3, xs0, xs1, xs2, xs3, FLAT)
         x = tl.load(x_ptr + rows[:, None] * xr + x_off[None, :], mask=m2, other=1.0).to(ACC)
