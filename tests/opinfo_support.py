@@ -95,7 +95,7 @@ def cases(names=None) -> list[Case]:
     """Every (function, OpInfo, dtype) to run, in op_db order."""
     from torch.testing._internal.common_methods_invocations import op_db
 
-    from baracuda.backends.torch_ops import frontend_names
+    from baracuda.tools.ops import frontend_names
 
     public = set(frontend_names()) if names is None else set(names)
     out = []
@@ -351,8 +351,8 @@ def _check_random(case: Case, fn, ref, ref_g, sample, leaves, ups) -> list[str]:
 def check_sample(case: Case, sample) -> tuple[list[str], str | None]:
     """(failures, note) for one sample; the note records what is not a failure (a refusal
     listed in REFUSALS, a torch error matched by an error of another type)."""
-    from baracuda.backends.torch_ops import frontend_function
     from baracuda.core.errors import Unsupported
+    from baracuda.tools.ops import frontend_function
 
     ours_fn, torch_fn = frontend_function(case.name), _torch_fn(case)
     leaves = _leaves(sample)

@@ -14,7 +14,7 @@ import torch
 from torch.utils._pytree import tree_flatten
 
 import opinfo_support as S
-from baracuda.backends.torch_ops import frontend_function, frontend_names
+from baracuda.tools.ops import frontend_function, frontend_names
 from conftest import DEVICE
 
 #: samples where torch's own op does not trace with fullgraph=True either: the reason

@@ -6,8 +6,8 @@ import importlib
 import inspect
 
 import baracuda.torch as bt
-from baracuda.backends.torch_ops import frontend_function, frontend_names
 from baracuda.core import registry
+from baracuda.tools.ops import frontend_function, frontend_names
 
 
 def test_torch_namespace_holds_only_its_functions():

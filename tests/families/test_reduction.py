@@ -78,6 +78,9 @@ def test_sum_of_int32_is_int64_and_dtype_argument():
     x = torch.arange(12, dtype=torch.int32, device=DEVICE).reshape(3, 4)
     assert bt.sum(x).dtype == torch.int64
     _same(bt.sum(x, 1, dtype=torch.float16), torch.sum(x, 1, dtype=torch.float16))
+    f = _x(3, 4, 5, seed=9) * 3  # an integer dtype= truncates each element, then sums
+    _same(bt.sum(f, 1, dtype=torch.int64), torch.sum(f, 1, dtype=torch.int64))
+    _same(bt.prod(f, 2, dtype=torch.int32), torch.prod(f, 2, dtype=torch.int32))
     _same(bt.mean(x, 0, dtype=torch.float64), torch.mean(x, 0, dtype=torch.float64))
 
 

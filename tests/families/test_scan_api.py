@@ -140,7 +140,7 @@ def test_out_repeated_calls_write_each_time():
         bt.cummax(_x(3, 4), 0, out=torch.empty(0, device=DEVICE))
 
 
-# -- torch.masked -----------------------------------------------------------------------------------
+# -- torch.masked ---------------------------------------------------------------------------------
 MASKED = [
     ((5, 7), 1, (5, 7), {}),
     ((5, 7), 0, (7,), {}),  # a mask broadcast from fewer dims
@@ -208,3 +208,25 @@ def test_masked_namespace():
     assert bt.masked.__all__ == ["cumsum", "cumprod"] or \
         {"cumsum", "cumprod"} <= set(bt.masked.__all__)
     assert bt.masked.cumsum.__name__ == "masked_cumsum"
+
+
+def test_out_and_masked_compile_fullgraph():
+    """out= of the result's shape (resizing an out traces in neither torch's nor ours) and the
+    masked scans trace whole."""
+    x = _x(3, 4)
+    mask = _mask(3, 4)
+
+    def f(t, out, values, indices):
+        bt.cumsum(t, 1, out=out)
+        bt.cummax(t, 0, out=(values, indices))
+        return bt.masked.cumprod(t, 1, mask=mask)
+
+    compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
+    outs = [torch.empty(3, 4, dtype=x.dtype, device=DEVICE),
+            torch.empty(3, 4, dtype=x.dtype, device=DEVICE),
+            torch.empty(3, 4, dtype=torch.int64, device=DEVICE)]
+    got = compiled(x, *outs)
+    torch.testing.assert_close(got, torch.masked.cumprod(x, 1, mask=mask))
+    torch.testing.assert_close(outs[0], torch.cumsum(x, 1))
+    want = torch.cummax(x, 0)
+    assert torch.equal(outs[1], want.values) and torch.equal(outs[2], want.indices)

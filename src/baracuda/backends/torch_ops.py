@@ -420,31 +420,3 @@ def normalize_dim(dim: int, rank: int, who: str) -> int:
         )
     return dim % r
 
-
-def frontend_names() -> list[str]:
-    """Every `baracuda.torch` function by its torch name: namespaced ones dotted, as
-    "linalg.vector_norm" for torch.linalg.vector_norm."""
-    import types
-
-    from .. import torch as frontend
-
-    def walk(owner, prefix: str):
-        for name in owner.__all__:
-            obj = getattr(owner, name)
-            if isinstance(obj, types.ModuleType):
-                yield from walk(obj, f"{prefix}{name}.")
-            else:
-                yield prefix + name
-
-    return sorted(walk(frontend, ""))
-
-
-def frontend_function(name: str) -> Callable:
-    """The `baracuda.torch` function of a (possibly dotted) torch name."""
-    from .. import torch as frontend
-
-    obj = frontend
-    for part in name.split("."):
-        obj = getattr(obj, part)
-    return obj
-

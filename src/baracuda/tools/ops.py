@@ -7,6 +7,7 @@ from __future__ import annotations
 import enum
 import json
 import textwrap
+from collections.abc import Callable
 
 from ..core import registry
 from ..core.plan import Plan
@@ -55,10 +56,36 @@ def _guarantee(plan: type[Plan]) -> str:
     return "-"
 
 
+def frontend_names() -> list[str]:
+    """Every `baracuda.torch` function by its torch name: namespaced ones dotted, as
+    "linalg.vector_norm" for torch.linalg.vector_norm."""
+    import types
+
+    from .. import torch as frontend
+
+    def walk(owner, prefix: str):
+        for name in owner.__all__:
+            obj = getattr(owner, name)
+            if isinstance(obj, types.ModuleType):
+                yield from walk(obj, f"{prefix}{name}.")
+            else:
+                yield prefix + name
+
+    return sorted(walk(frontend, ""))
+
+
+def frontend_function(name: str) -> Callable:
+    """The `baracuda.torch` function of a (possibly dotted) torch name."""
+    from .. import torch as frontend
+
+    obj = frontend
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
 def torch_functions() -> list[str]:
     """Public functions of the torch frontend (torch's names and signatures)."""
-    from ..backends.torch_ops import frontend_names
-
     return frontend_names()
 
 

@@ -106,11 +106,16 @@ def _grad(ctx, dy, dy2=None) -> torch.Tensor:
     saved = list(ctx.saved_tensors)
     x, y, y2 = (saved.pop(0) if flag else None for flag in ctx.flags)
     k = ctx.kind
+    dims = ctx.dims if ctx.shape else []
+    if k is K.SUM:  # torch's own: dy broadcast as a view (no launch, nothing written)
+        for d in ([] if ctx.keepdim else dims):
+            dy = dy.unsqueeze(d)
+        dx = dy.expand(ctx.shape)
+        return dx if dx.dtype == ctx.dtype else dx.to(ctx.dtype)
     if k in (K.VAR_MEAN, K.STD_MEAN, K.AMINMAX):
         dy2 = torch.zeros_like(dy) if dy2 is None else dy2
     else:
         dy2 = None  # (max / min: the indices have no gradient)
-    dims = ctx.dims if ctx.shape else []
     return reduce_backward(dy, dy2, x, y, y2, k.value, ctx.shape, dims, ctx.keepdim,
                            ctx.correction, ctx.dtype)
 

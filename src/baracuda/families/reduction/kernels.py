@@ -22,7 +22,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ...backends.triton_support import join_f64, line_offset, round_to
+from ...backends.triton_support import INTERP, join_f64, line_offset, round_to
 
 # states
 OP_SUM, OP_PROD, OP_MAX, OP_MIN, OP_VAR, OP_LSE, OP_MINMAX, OP_XOR, OP_AND, OP_OR = range(10)
@@ -112,9 +112,11 @@ def transform(x, p, PRE: tl.constexpr):
 @triton.jit
 def _update(a, b, n, x, valid, r, OP: tl.constexpr, PRE: tl.constexpr, INDEX: tl.constexpr,
             ACC: tl.constexpr, LOWEST: tl.constexpr, HIGHEST: tl.constexpr,
-            COUNT: tl.constexpr):
+            COUNT: tl.constexpr, step=1.0, STEPPED: tl.constexpr = False):
     """One block of elements into every lane's state; `valid` masks tails and empty lanes
-    (and masked-out elements); COUNT keeps SUM's count of valid elements."""
+    (and masked-out elements); COUNT keeps SUM's count of valid elements. STEPPED: every
+    lane is valid at every step but its chunk's last, so Welford's count is `step` (no
+    per-element count, int64 convert and divide; the counts come from the geometry after)."""
     if OP == 0:
         if COUNT:
             n += valid.to(tl.int64)
@@ -144,9 +146,12 @@ def _update(a, b, n, x, valid, r, OP: tl.constexpr, PRE: tl.constexpr, INDEX: tl
             take = better | (xv != xv)
         a = tl.where(take, xv, a)
     elif OP == 4:
-        n += valid.to(tl.int64)
         delta = tl.where(valid, x - a, 0)
-        a += delta / tl.maximum(n, 1).to(ACC)
+        if STEPPED:
+            a += delta * (1.0 / step)
+        else:
+            n += valid.to(tl.int64)
+            a += delta / tl.maximum(n, 1).to(ACC)
         b += tl.where(valid, delta * (x - a), 0)
     elif OP == 5:
         xv = tl.where(valid, x, -float("inf"))
@@ -217,20 +222,39 @@ def prod_lanes(a):
 
 
 @triton.jit
+def _bit_and(a, b):
+    return a & b
+
+
+@triton.jit
+def _bit_or(a, b):
+    return a | b
+
+
+@triton.jit
 def fold_lanes(a, HOW: tl.constexpr):
-    """Bitwise xor (HOW 7), and (8) or or (9) along axis 1 as a fixed tree of halvings."""
-    ROWS: tl.constexpr = a.shape[0]
-    LANES: tl.constexpr = a.shape[1]
-    for i in tl.static_range(16):
-        if (LANES >> i) > 1:
-            p, q = tl.split(tl.reshape(a, [ROWS, LANES >> (i + 1), 2]))
-            if HOW == 7:
-                a = p ^ q
-            elif HOW == 8:
-                a = p & q
-            else:
-                a = p | q
-    return tl.reshape(a, [ROWS])
+    """Bitwise xor (HOW 7), and (8) or or (9) along axis 1 (exact in any order). The GPU
+    reduces in registers; the interpreter, which runs `tl.reduce`'s combine element by
+    element, halves the lanes (reshape + split) instead: on the GPU that tree spills."""
+    if INTERP:
+        ROWS: tl.constexpr = a.shape[0]
+        LANES: tl.constexpr = a.shape[1]
+        for i in tl.static_range(16):
+            if (LANES >> i) > 1:
+                p, q = tl.split(tl.reshape(a, [ROWS, LANES >> (i + 1), 2]))
+                if HOW == 7:
+                    a = p ^ q
+                elif HOW == 8:
+                    a = p & q
+                else:
+                    a = p | q
+        return tl.reshape(a, [ROWS])
+    elif HOW == 7:
+        return tl.xor_sum(a, 1)
+    elif HOW == 8:
+        return tl.reduce(a, 1, _bit_and)
+    else:
+        return tl.reduce(a, 1, _bit_or)
 
 
 @triton.jit
@@ -282,7 +306,7 @@ def _init(BLOCK_K: tl.constexpr, L: tl.constexpr, OP: tl.constexpr, ACC: tl.cons
     still hold registers (a row sum's int64 n doubles its registers and halves the
     programs an SM keeps in flight)."""
     NB: tl.constexpr = L if (OP == 4 or OP == 5 or OP == 6) else 1
-    NN: tl.constexpr = L if (LANE_N or OP == 4) else 1
+    NN: tl.constexpr = L if LANE_N else 1
     n = tl.zeros([BLOCK_K, NN], tl.int64)
     b = tl.zeros([BLOCK_K, NB], ACC)
     if OP == 1:
@@ -336,7 +360,9 @@ def reduce_kernel(
     p = 0.0
     if PRE == 6:
         p = join_f64(corr_hi, corr_lo, ACC)
-    a, b, n = _init(BLOCK_K, BLOCK_R, OP, ACC, LOWEST, HIGHEST, INDEX or COUNT or PRE == 1)
+    STEPPED: tl.constexpr = OP == 4 and MASK != 2
+    a, b, n = _init(BLOCK_K, BLOCK_R, OP, ACC, LOWEST, HIGHEST,
+                    INDEX or COUNT or PRE == 1 or (OP == 4 and not STEPPED))
     # one contiguous chunk per program (measured faster on H200 than programs taking
     # interleaved blocks, whose every step lands a new page)
     start = split * chunk
@@ -353,8 +379,12 @@ def reduce_kernel(
         x, valid = load_elements(x_rows[:, None] + r_off[None, :], m_ptrs, valid, PRE, ACC,
                                  MASK, IDENT)
         x = transform(x, p, PRE)
+        step = ((r0 - start) // BLOCK_R + 1).to(ACC)
         a, b, n = _update(a, b, n, x, valid, r[None, :], OP, PRE, INDEX, ACC, LOWEST, HIGHEST,
-                          COUNT)
+                          COUNT, step, STEPPED)
+    if STEPPED:  # each lane's count: the steps at which its offset lay inside the chunk
+        n = ((end - start - lanes + BLOCK_R - 1) // BLOCK_R)[None, :] + tl.zeros(
+            [BLOCK_K, BLOCK_R], tl.int64)
     a, b, n = _merge(a, b, n, OP, INDEX, ACC, IS_FLOAT, LOWEST, HIGHEST)
     if PARTIAL:
         slot = split * K + k

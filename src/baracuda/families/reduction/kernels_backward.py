@@ -34,8 +34,8 @@ NEEDS_STATS = frozenset({BK_NANMEAN, BK_PROD, BK_TIES, BK_EVEN, BK_VAR, BK_STD, 
 
 @triton.jit
 def _sgn(x):
-    """sign(x), NaN for NaN (torch's sgn)."""
-    return tl.where(x > 0, 1.0, tl.where(x < 0, -1.0, x * 0.0))
+    """sign(x), 0 for NaN and +-0 (torch's sgn of a real: (0 < x) - (x < 0))."""
+    return tl.where(x > 0, 1.0, 0.0) - tl.where(x < 0, 1.0, 0.0)
 
 
 @triton.jit

@@ -9,7 +9,12 @@ sum / mean broadcast; nansum / nanmean zero at NaNs; prod exact with one or more
 amax / amin split dy evenly among ties (a NaN line's gradient is NaN); max() / min() without a
 dim split it among the maximal elements, NaN ones included; max / min (dim) route dy to the
 index; var / std with correction (std's is 0 where std is 0); logsumexp dy exp(x - y);
-aminmax both halves.
+aminmax both halves. The vector norm of any order p ((sum |x|^p)^(1/p); 0 counts nonzeros,
++-inf the largest / smallest |x|) with torch's linalg_vector_norm_backward; logmeanexp =
+logsumexp - log N; ptp = max - min (dy to the max ties, -dy to the min ties); xor / and / or
+of integers and hash_tensor's xor of 64-bit patterns (no gradient). A mask operand
+(torch.masked) replaces masked-out elements by the identity, or leaves them out of mean /
+var / std's count; their gradient is zero.
 
 **Dtypes / shape**: input f32 f16 bf16 f64 and integers / bool as torch allows per kind
 (`descriptors.ELEMENTS`); sum / prod of integers in int64; f16 / bf16 accumulate in f32, f64 in
@@ -164,10 +169,10 @@ def mask_codes(desc, acc: torch.dtype) -> dict:
         ident = float(ident)
     return dict(MASK=KN.MASK_SUBSTITUTE, IDENT=ident)
 
-#: elements per program tile (BLOCK_K x BLOCK_R) of a line split over programs; tiles of
-#: lines that fill the GPU alone, and column tiles, take half (measured on H200: 4 warps of
-#: 2048 elements keep more programs per SM in flight than 8 of 4096, 1.05-1.15x on rows and
-#: columns, while split lines run best at 4096); TILE_WARPS the most warps a tile gets
+#: elements per program tile (BLOCK_K x BLOCK_R); long lines that fill the GPU alone, and
+#: column tiles, take half (measured on H200: 4 warps of 2048 elements keep more programs per
+#: SM in flight than 8 of 4096, 1.05-1.15x on such rows and columns, while split lines run
+#: best at 4096); TILE_WARPS the most warps a tile gets
 TILE_ELEMS = 4096
 TILE_WARPS = 8
 #: a column reduction's kept lines per program (coalesced along them)
@@ -242,12 +247,10 @@ def tile_config(K_lines: int, R: int, row: bool, column: bool,
     if row or not column:
         block_r = min(rp, elems if row else 256)
         block_k = max(1, min(kp, elems // block_r))
-        if row and cdiv(K_lines, block_k) >= WARPS_PER_SM // 4 * sm_count():
-            # the lines fill the GPU without a split: half tiles, 4 warps each
-            if block_k > 1:
-                block_k //= 2
-            elif block_r > 1024:
-                block_r //= 2
+        if row and block_k == 1 and block_r > 1024 and K_lines >= WARPS_PER_SM // 4 * sm_count():
+            # one long line per program and lines enough to fill the GPU: half a line per
+            # step, 4 warps (short lines keep several per 4096-element tile, as softmax's)
+            block_r //= 2
         return block_k, block_r
     block_k = min(kp, COLUMN_BLOCK_K)
     return block_k, max(1, min(rp, elems // 2 // block_k))

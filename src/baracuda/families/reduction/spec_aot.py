@@ -23,7 +23,10 @@ from .plans import (
     state_type,
     tile_config,
 )
+from .spec_aot_ext import ext_variants
 
+#: the constexprs of a launch without a mask operand
+UNMASKED = dict(MASK=KN.MASK_NONE, IDENT=0)
 _SHAPES = {"row": (4096, 16384, True, False), "column": (4096, 4096, False, True)}
 
 
@@ -36,6 +39,8 @@ def _sig(kernel, pointers: dict, const: dict) -> dict:
             sig[name] = "constexpr"
         elif name.startswith("corr"):
             sig[name] = "fp32"
+        elif name == "m_ptr":  # the mask operand (unmasked launches pass x, never read)
+            sig[name] = "*u8"
         else:
             sig[name] = "i32"
     return sig
@@ -49,7 +54,7 @@ def _unit_strides(kernel, pattern: str) -> dict:
     for n in kernel.arg_names:
         if len(n) != 3 or n[2] != "3" or n[1] not in "kr":
             continue
-        full = n[0] in "xd"
+        full = n[0] in "xdm"
         if (n[1] == "r" and pattern == "row") or (n[1] == "k" and (not full or
                                                                     pattern == "column")):
             unit[n] = 1
@@ -79,7 +84,7 @@ def _extra_variants():
         const = dict(OP=op, PRE=pre, POST=post, INDEX=kind is K.ARGMIN,
                      ACC=state_type(acc), IS_FLOAT=acc.is_floating_point,
                      LOWEST=lowest, HIGHEST=highest, BLOCK_K=block_k, BLOCK_R=block_r,
-                     K_DIMS=1, R_DIMS=1, PARTIAL=False,
+                     K_DIMS=1, R_DIMS=1, PARTIAL=False, **UNMASKED, COUNT=False,
                      **_unit_strides(KN.reduce_kernel, "row"))
         t = "*" + triton_dtype(element.torch_dtype)
         t2 = "*" + triton_dtype(out.torch_dtype if out is not ElementKind.BOOL else torch.uint8)
@@ -111,7 +116,8 @@ def aot_variants():
             const = dict(OP=op, PRE=pre, POST=post, INDEX=kind is K.ARGMAX,
                          ACC=state_type(acc), IS_FLOAT=True, LOWEST=lowest,
                          HIGHEST=highest, BLOCK_K=block_k, BLOCK_R=block_r, K_DIMS=1,
-                         R_DIMS=1, PARTIAL=partial, **_unit_strides(KN.reduce_kernel, pattern))
+                         R_DIMS=1, PARTIAL=partial, **UNMASKED, COUNT=False,
+                         **_unit_strides(KN.reduce_kernel, pattern))
             ptrs = {"x_ptr": t, "y_ptr": t2, "y2_ptr": t2, "wsf_ptr": ws, "wsi_ptr": "*i64"}
             sig = _sig(KN.reduce_kernel, ptrs, const)
             yield AotVariant(f"reduce_kernel {kind.value} {element.value} {pattern} "
@@ -128,6 +134,7 @@ def aot_variants():
         yield AotVariant(f"reduce_combine_kernel {kind.value} {element.value} {pattern}",
                          KN.reduce_combine_kernel, sig, const, num_warps=4)
     yield from _backward_variants()
+    yield from ext_variants()
 
 
 def _backward_variants():
@@ -145,7 +152,7 @@ def _backward_variants():
             const = dict(KIND=code, MODE=mode, ACC=state_type(acc),
                          BLOCK_K=block_k, BLOCK_R=block_r, SPLIT_P=64, K_DIMS=1, R_DIMS=1,
                          HAS_X=kind is not K.MAX, HAS_Y=kind in (K.STD_MEAN, K.AMAX),
-                         HAS_Y2=kind is K.MAX, HAS_G2=kind is K.STD_MEAN, STATS=stats,
+                         HAS_Y2=kind is K.MAX, HAS_G2=kind is K.STD_MEAN, STATS=stats, **UNMASKED,
                          **_unit_strides(KB.reduce_bwd_kernel, pattern))
             sig = _sig(KB.reduce_bwd_kernel, ptrs, const)
             yield AotVariant(f"reduce_bwd_kernel {kind.value} {element.value} {pattern} "

@@ -69,4 +69,30 @@ def reduction_benches(quick: bool):
                 torch_eager=lambda x, dy, name=name: torch.autograd.grad(
                     getattr(torch, name)(x, -1), x, dy),
                 bytes=nbytes + moved, quick=quick_row and name == "logsumexp"))
+    out.extend(_norm_benches())
     return out
+
+
+def _norm_benches() -> list[BenchCase]:
+    """The 2-norm (x^2 summed in f32, one sqrt a line): rows of [16384, 4096] bf16, and every
+    element of 2**28 f32."""
+    from .torch_norms import linalg_vector_norm
+
+    shape, dtype = (16384, 4096), torch.bfloat16
+
+    def rows(device):
+        return {"x": torch.randn(shape, device=device, dtype=dtype)}
+
+    def full(device):
+        return {"x": torch.randn(FULL_ELEMENTS, device=device, dtype=torch.float32)}
+
+    return [
+        BenchCase("vector_norm rows", _label(shape, dtype), rows,
+                  ours=lambda x: linalg_vector_norm(x, 2, -1),
+                  torch_eager=lambda x: torch.linalg.vector_norm(x, 2, -1),
+                  bytes=shape[0] * shape[1] * dtype.itemsize, quick=False),
+        BenchCase("vector_norm full", _label((FULL_ELEMENTS,), torch.float32), full,
+                  ours=lambda x: linalg_vector_norm(x),
+                  torch_eager=lambda x: torch.linalg.vector_norm(x),
+                  bytes=FULL_ELEMENTS * 4, quick=False),
+    ]

@@ -100,6 +100,8 @@ def _reduce(kind: K, input: torch.Tensor, dims: list[int], keepdim: bool,
         return reduce_into(kind, input, dims, keepdim, dtype, correction, out, who)
     if dtype is None:
         dtype = default_out_element(kind, ElementKind.of(input.dtype)).torch_dtype
+    elif input.is_floating_point() and not dtype.is_floating_point:
+        input = input.to(dtype)  # torch casts each element, then reduces (no float sum)
     return reduce_op(input, kind.value, dims, bool(keepdim), float(correction), dtype)
 
 

@@ -373,6 +373,10 @@ def scan_kernel(
     end = tl.minimum(start + chunk_len, N)
     if PHASE == 1:
         end = tl.where(chunk == n_chunks - 1, start, end)  # the last total starts no chunk
+    # a sum's chunk total needs no scan: lanes add their elements, one reduction at the end
+    # (the totals pass then streams at a reduction's rate)
+    LANE_SUM: tl.constexpr = PHASE == 1 and (KIND == CUMSUM or KIND >= TRAPEZOID)
+    lane_u = tl.zeros([LINES, BLOCK], idu.dtype)
     for b in range(start, end, BLOCK):
         p = (b + k).to(tl.int64)[None, :]
         mask = line_ok[:, None] & (p < end)
@@ -384,9 +388,12 @@ def scan_kernel(
                         KIND, ACC, REVERSE)
         u = tl.where(mask, u, idu)
         v = tl.where(mask, v, idv)
-        su, sv = _scan(u, v, KIND, LINES, BLOCK)
-        su, sv = _combine(cu[:, None], cv[:, None], su, sv, KIND)
-        cu, cv = _last(su, sv, k[None, :], BLOCK)
+        if LANE_SUM:
+            lane_u += u
+        else:
+            su, sv = _scan(u, v, KIND, LINES, BLOCK)
+            su, sv = _combine(cu[:, None], cv[:, None], su, sv, KIND)
+            cu, cv = _last(su, sv, k[None, :], BLOCK)
         if PHASE == 0:
             r0, r1 = _finish(su, sv, in0, in1, in2, o0, o1, o2, pos, p, mask, an, bn, cn, N,
                              KIND, ACC, REVERSE)
@@ -397,6 +404,8 @@ def scan_kernel(
             tl.store(out0 + q0 + pos * dn, round_to(r0, out0.dtype.element_ty), mask=keep)
             if KIND == CUMMAX or KIND == CUMMIN:
                 tl.store(out1 + q1 + pos * en, r1, mask=mask)
+    if LANE_SUM:
+        cu = cu + tl.sum(lane_u, 1)
     if PHASE == 1:
         keep = line_ok & (chunk < n_chunks - 1)
         tl.store(tot0 + total_at + chunk, cu, mask=keep)

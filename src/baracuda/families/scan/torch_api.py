@@ -1,5 +1,7 @@
 """torch.cumsum / cumprod / cummax / cummin / logcumsumexp / diff / cumulative_trapezoid on
-ScanPlan, differentiable through ScanBackwardPlan."""
+ScanPlan, differentiable through ScanBackwardPlan; their out= as torch's (one helper,
+`_write_out`); torch.masked.cumsum / cumprod (masked-out elements as the identity, then the
+scan); torch.gradient lives in torch_gradient.py (the stencil plans) and is collected here."""
 
 from __future__ import annotations
 
@@ -271,7 +273,11 @@ def _write_out(result: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
     if out.device != result.device:
         raise RuntimeError(f"Expected out tensor to have device {result.device}, but got "
                            f"{out.device} instead")
-    if not torch.can_cast(result.dtype, out.dtype):
+    # torch.can_cast's rule (floats do not cast to integers, nothing but bool to bool), on
+    # the dtypes' attributes: torch.compile traces those, not torch.can_cast
+    src, dst = result.dtype, out.dtype
+    if (src.is_floating_point and not dst.is_floating_point) or \
+            (dst == torch.bool and src != torch.bool):
         raise RuntimeError(f"result type {_SCALAR_NAMES.get(result.dtype, result.dtype)} can't "
                            "be cast to the desired output type "
                            f"{_SCALAR_NAMES.get(out.dtype, out.dtype)}")
