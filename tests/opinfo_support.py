@@ -129,8 +129,12 @@ OURS = (*FLOATS, torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8,
 
 
 def _in_scope(sample) -> bool:
-    """No complex operand, as a tensor or as a Python number (torch.where(c, 2j, x))."""
+    """No complex operand, as a tensor or as a Python number (torch.where(c, 2j, x)), and on
+    the GPU an input on the GPU (a few of torch's reference inputs, logsumexp's 0-dim ones,
+    come on the CPU whatever the device asked for: a CPU call, not a CUDA one)."""
     leaves, _ = tree_flatten((sample.input, sample.args, sample.kwargs))
+    if ON_GPU and isinstance(sample.input, torch.Tensor) and not sample.input.is_cuda:
+        return False
     return all(t.dtype in OURS if isinstance(t, torch.Tensor) else not isinstance(t, complex)
                for t in leaves)
 

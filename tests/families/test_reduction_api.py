@@ -61,8 +61,16 @@ OUT_CALLS = [
 ]
 
 
+#: calls where torch < 2.12 answered otherwise (2.11's CUDA mean writes zeros into an int64
+#: out, its max() refuses to resize an empty out); baracuda follows the newer torch
+_CHANGED_SINCE_2_11 = {("mean", (1,), L), ("max", (), D)}
+_OLD_TORCH = tuple(int(v) for v in torch.__version__.split(".")[:2]) < (2, 12)
+
+
 @pytest.mark.parametrize("name,args,kwargs,spec", OUT_CALLS, ids=lambda v: str(v))
 def test_out_matches_torch(name, args, kwargs, spec):
+    if _OLD_TORCH and (name, args, spec[0][1]) in _CHANGED_SINCE_2_11:
+        pytest.skip("torch < 2.12 answers this call otherwise; baracuda follows torch 2.13")
     x = _x(3, 4, 5)
     if name in ("all", "any"):
         x = (x > -0.5).float()

@@ -127,6 +127,21 @@ def dot_acc(a, b, acc, INTERPRETING: tl.constexpr):
 MAX_OUTER_DIMS = 4
 
 
+@tl.core.builtin
+def reduce_with(input, axis, combine_fn, _semantic=None, _generator=None):
+    """tl.reduce with a combine that arrives as a constexpr kernel argument (a caller's
+    monoid): the compiler hands such a function over wrapped, tl.reduce wants the function."""
+    return tl.reduce(input, axis, tl.core._unwrap_if_constexpr(combine_fn),
+                     _semantic=_semantic, _generator=_generator)
+
+
+@tl.core.builtin
+def scan_with(input, axis, combine_fn, _semantic=None, _generator=None):
+    """tl.associative_scan with a combine that arrives as a constexpr kernel argument."""
+    return tl.associative_scan(input, axis, tl.core._unwrap_if_constexpr(combine_fn),
+                               _semantic=_semantic, _generator=_generator)
+
+
 @triton.jit
 def line_offset(row, S1, S2, S3, st0, st1, st2, st3):
     """Element offset of line `row` (int64) in a tensor whose outer dims, after collapsing,

@@ -192,8 +192,22 @@ def _validate_order(desc, who: str) -> None:
                                f"{desc.kind.value}")
 
 
+class ReducedAxes:
+    """The shapes of a descriptor with `input_shape`, sorted `axes` (rank-0 inputs reduce axis
+    0) and `keepdim`."""
+
+    @property
+    def output_shape(self) -> tuple[int, ...]:
+        return reduced_shape(self.input_shape, self.axes if self.input_shape else (),
+                             self.keepdim)
+
+    @property
+    def reduced_extent(self) -> int:
+        return math.prod(self.input_shape[a] for a in self.axes) if self.input_shape else 1
+
+
 @dataclass(frozen=True)
-class ReductionDescriptor(Descriptor):
+class ReductionDescriptor(ReducedAxes, Descriptor):
     """y = reduce_kind(x) over `axes` (sorted, non-negative; rank-0 inputs reduce axis 0),
     output `out_element`, reduced axes kept as 1 with `keepdim`. `correction` is var/std's
     (divide by N - correction), 0 for every other kind; `order` the norm's p (finite or
@@ -212,15 +226,6 @@ class ReductionDescriptor(Descriptor):
 
     def validate(self, who: str) -> None:
         _validate(self, who)
-
-    @property
-    def output_shape(self) -> tuple[int, ...]:
-        return reduced_shape(self.input_shape, self.axes if self.input_shape else (),
-                             self.keepdim)
-
-    @property
-    def reduced_extent(self) -> int:
-        return math.prod(self.input_shape[a] for a in self.axes) if self.input_shape else 1
 
     @property
     def aux_element(self) -> ElementKind | None:

@@ -48,7 +48,7 @@ from ...core.registry import register_candidate, register_plan
 from ...core.runtime import cdiv
 from ...core.vocab import ElementKind, OpCategory, PrecisionGuarantee
 from . import generic_kernels as GK
-from .descriptors import reduced_shape
+from .descriptors import ReducedAxes
 from .layout import MAX_DIMS, launches, merged_dims
 from .plans import COMBINE_ELEMS, TILE_WARPS, max_split_count, split_count, tile_config
 
@@ -93,7 +93,7 @@ def _check_identity(who: str, identity, element: ElementKind) -> None:
 
 
 @dataclass(frozen=True)
-class GenericReductionDescriptor(Descriptor):
+class GenericReductionDescriptor(ReducedAxes, Descriptor):
     """y = fold of `combine` over `axes` (sorted, non-negative; rank-0 inputs reduce axis 0)
     starting from `identity`, in the input's element, reduced axes kept as 1 with `keepdim`.
     `combine` is a `@triton.jit` function (a, b) -> a . b of a commutative monoid whose
@@ -128,15 +128,6 @@ class GenericReductionDescriptor(Descriptor):
             raise InvalidProblem(f"{who}: keepdim must be a bool, got {self.keepdim!r}")
         V.check_element(who, "element", self.element, ELEMENTS)
         _check_identity(who, self.identity, self.element)
-
-    @property
-    def output_shape(self) -> tuple[int, ...]:
-        return reduced_shape(self.input_shape, self.axes if self.input_shape else (),
-                             self.keepdim)
-
-    @property
-    def reduced_extent(self) -> int:
-        return math.prod(self.input_shape[a] for a in self.axes) if self.input_shape else 1
 
 
 @dataclass

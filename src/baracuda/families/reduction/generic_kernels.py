@@ -18,7 +18,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ...backends.triton_support import INTERP, round_to
+from ...backends.triton_support import INTERP, reduce_with, round_to
 from .kernels import offsets
 
 
@@ -36,7 +36,7 @@ def fold_lanes(a, COMBINE: tl.constexpr):
                 a = COMBINE(p, q).to(a.dtype)
         return tl.reshape(a, [ROWS])
     else:
-        return tl.reduce(a, 1, COMBINE)
+        return reduce_with(a, 1, COMBINE)
 
 
 @triton.jit

@@ -74,13 +74,27 @@ def pow_abs(x, p):
 
 
 @triton.jit
+def half_as_torch(h):
+    """f16 -> f32 as torch converts on the device at hand, NaNs included: the GPU's convert
+    makes every NaN the canonical 0x7FFFFFFF (Triton's keeps the payload), the CPU's keeps it;
+    a hash sees the difference."""
+    if INTERP:
+        return h.to(tl.float32)
+    else:
+        canon = tl.full(h.shape, 0x7FFFFFFF, tl.int32).to(tl.float32, bitcast=True)
+        return tl.where(h != h, canon, h.to(tl.float32))
+
+
+@triton.jit
 def load_elements(ptrs, m_ptrs, valid, PRE: tl.constexpr, ACC: tl.constexpr,
                   MASK: tl.constexpr, IDENT: tl.constexpr):
     """A tile of x in the accumulator type (hash: its widened bits), the mask applied; returns
     (x, valid) with `valid` narrowed where MASK_EXCLUDE leaves elements out."""
     raw = tl.load(ptrs, mask=valid, other=0)
     if PRE == 7:
-        if raw.dtype.is_floating():
+        if raw.dtype == tl.float16:
+            x = half_as_torch(raw).to(tl.float64).to(tl.int64, bitcast=True)
+        elif raw.dtype.is_floating():
             x = raw.to(tl.float64).to(tl.int64, bitcast=True)
         else:
             x = raw.to(tl.int64)

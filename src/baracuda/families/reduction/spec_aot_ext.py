@@ -35,6 +35,7 @@ FORWARD = [(K.NORM, BF16, 2.0, False), (K.NORM, F32, 3.0, False), (K.NORM, F32, 
            (K.NORM, BF16, 0.0, False), (K.LOGMEANEXP, BF16, 0.0, False),
            (K.PTP, F32, 0.0, False), (K.XOR, I32, 0.0, False), (K.AND, I32, 0.0, False),
            (K.OR, ElementKind.U8, 0.0, False), (K.HASH, F32, 0.0, False),
+           (K.HASH, ElementKind.F16, 0.0, False),
            (K.SUM, F32, 0.0, True), (K.AMAX, I32, 0.0, True), (K.VAR, F32, 0.0, True),
            (K.MEAN, BF16, 0.0, True), (K.NORM, F32, -INF, True)]
 BACKWARD = [(K.NORM, BF16, 2.0, False), (K.NORM, F32, INF, False), (K.NORM, F32, 0.5, False),

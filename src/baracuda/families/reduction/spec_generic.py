@@ -11,9 +11,10 @@ import triton.language as tl
 
 from ...core.errors import InvalidProblem, Unsupported
 from ...core.registry import register_spec
-from ...core.spec import Case, Malformed, PlanSpec
+from ...core.spec import AotVariant, Case, Malformed, PlanSpec
 from ...core.testing import poisoned, randn, with_layout
 from ...core.vocab import ElementKind
+from . import generic_kernels as GK
 from .generic import GenericReductionArgs, GenericReductionDescriptor, GenericReductionPlan
 
 F32, F16, BF16, F64 = ElementKind.F32, ElementKind.F16, ElementKind.BF16, ElementKind.F64
@@ -156,6 +157,28 @@ class GenericReductionSpec(PlanSpec):
                                 ((1 << 24,), (0,)), ((512, 128, 33), (0, 2))):
                 yield _case("max", shape, axes, False, "contiguous", BF16)
                 yield _case("or", shape, axes, False, "contiguous", I32)
+
+    def aot_variants(self):
+        """The caller's combine reaches tl.reduce as a constexpr (backends.reduce_with):
+        add on f32 rows, max on bf16 split rows, or on i32 columns, and the chunk fold."""
+        rows = ((add, "*fp32", tl.float32, 0.0, 1, 4096, True, False),
+                (maximum, "*bf16", tl.float32, float("-inf"), 1, 4096, True, True),
+                (bitwise_or, "*i32", tl.int32, 0, 128, 16, False, False))
+        for fn, io, acc, ident, block_k, block_r, row, partial in rows:
+            acc_ptr = "*fp32" if acc == tl.float32 else "*i32"
+            const = dict(COMBINE=fn, IDENTITY=ident, ACC=acc, BLOCK_K=block_k,
+                         BLOCK_R=block_r, K_DIMS=1, R_DIMS=1, PARTIAL=partial)
+            const["xr3" if row else "xk3"] = 1
+            yield AotVariant.auto(
+                f"generic_reduce_kernel {fn.__name__} {io[1:]} {'row' if row else 'column'}"
+                f"{' partial' if partial else ''}", GK.generic_reduce_kernel,
+                {"x_ptr": io, "y_ptr": io, "ws_ptr": acc_ptr}, const, num_warps=8,
+                divisible=("K", "R", "chunk"))
+        yield AotVariant.auto(
+            "generic_combine_kernel maximum bf16", GK.generic_combine_kernel,
+            {"ws_ptr": "*fp32", "y_ptr": "*bf16"},
+            dict(COMBINE=maximum, IDENTITY=float("-inf"), ACC=tl.float32, BLOCK_K=2,
+                 SPLIT_P=1024, K_DIMS=1), num_warps=4)
 
     def malformed_descriptors(self):
         D = GenericReductionDescriptor

@@ -18,15 +18,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ...backends.triton_support import INTERP, line_offset, round_to
-
-
-@tl.core.builtin
-def _scan_with(input, axis, combine_fn, _semantic=None, _generator=None):
-    """tl.associative_scan with a combine that arrives as a constexpr argument: the compiler
-    hands such a function over wrapped, and associative_scan wants the function itself."""
-    return tl.associative_scan(input, axis, tl.core._unwrap_if_constexpr(combine_fn),
-                               _semantic=_semantic, _generator=_generator)
+from ...backends.triton_support import INTERP, line_offset, round_to, scan_with
+from .kernels import tile_lines
 
 
 @triton.jit
@@ -43,7 +36,7 @@ def _prefix(u, COMBINE: tl.constexpr, LINES: tl.constexpr, BLOCK: tl.constexpr):
                 u = tl.where(k >= (1 << i), c, u)
         return u
     else:
-        return _scan_with(u, 1, COMBINE)
+        return scan_with(u, 1, COMBINE)
 
 
 @triton.jit
@@ -67,10 +60,7 @@ def associative_scan_kernel(
     pid = tl.program_id(0).to(tl.int64)
     chunk = pid % n_chunks
     tile = pid // n_chunks
-    n_tiles = tl.cdiv(n_lines, LINES)
-    row = tile // n_tiles
-    lines = (tile % n_tiles) * LINES + tl.arange(0, LINES).to(tl.int64)
-    line_ok = lines < n_lines
+    row, lines, line_ok = tile_lines(tile, n_lines, LINES)
     o = (line_offset(row, S1, S2, S3, a0, a1, a2, a3) + lines * ai)[:, None]
     q = (line_offset(row, S1, S2, S3, d0, d1, d2, d3) + lines * di)[:, None]
     total_at = (row * n_lines + lines) * n_chunks

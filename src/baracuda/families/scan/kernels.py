@@ -56,6 +56,15 @@ _I64_MAX = tl.constexpr(9223372036854775807)
 _I64_MIN = tl.constexpr(-9223372036854775807 - 1)
 
 
+@triton.jit
+def tile_lines(tile, n_lines, LINES: tl.constexpr):
+    """(outer row, its LINES inner lines, which of them exist) of a program's line tile."""
+    n_tiles = tl.cdiv(n_lines, LINES)
+    row = tile // n_tiles
+    lines = (tile % n_tiles) * LINES + tl.arange(0, LINES).to(tl.int64)
+    return row, lines, lines < n_lines
+
+
 # -- combine functions: (earlier, later) -> combined ------------------------------------------
 @triton.jit
 def _logaddexp(a, b):
@@ -340,10 +349,7 @@ def scan_kernel(
     pid = tl.program_id(0).to(tl.int64)
     chunk = pid % n_chunks
     tile = pid // n_chunks
-    n_tiles = tl.cdiv(n_lines, LINES)
-    row = tile // n_tiles
-    lines = (tile % n_tiles) * LINES + tl.arange(0, LINES).to(tl.int64)
-    line_ok = lines < n_lines
+    row, lines, line_ok = tile_lines(tile, n_lines, LINES)
     o0 = (line_offset(row, S1, S2, S3, a0, a1, a2, a3) + lines * ai)[:, None]
     o1 = (line_offset(row, S1, S2, S3, b0, b1, b2, b3) + lines * bi)[:, None]
     o2 = (line_offset(row, S1, S2, S3, c0, c1, c2, c3) + lines * ci)[:, None]

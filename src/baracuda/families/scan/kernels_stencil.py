@@ -19,6 +19,7 @@ import triton
 import triton.language as tl
 
 from ...backends.triton_support import line_offset, round_to
+from .kernels import tile_lines
 
 
 @triton.jit
@@ -61,10 +62,7 @@ def stencil_kernel(
     pid = tl.program_id(0).to(tl.int64)
     blk = pid % n_blocks
     tile = pid // n_blocks
-    n_tiles = tl.cdiv(n_lines, LINES)
-    row = tile // n_tiles
-    lines = (tile % n_tiles) * LINES + tl.arange(0, LINES).to(tl.int64)
-    line_ok = lines < n_lines
+    row, lines, line_ok = tile_lines(tile, n_lines, LINES)
     o = (line_offset(row, S1, S2, S3, a0, a1, a2, a3) + lines * ai)[:, None]
     q = (line_offset(row, S1, S2, S3, d0, d1, d2, d3) + lines * di)[:, None]
     pos = blk * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
