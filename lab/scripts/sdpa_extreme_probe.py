@@ -37,8 +37,10 @@ def main() -> None:
             if len(sample.args) < 2 or sample.kwargs.get("dropout_p", 0.0) > 0:
                 continue
             q = sample.input
-            up = torch.randn(q.shape[:-1] + (sample.args[1].shape[-1],), device="cuda",
-                             dtype=torch.float64)
+            shape = torch.nn.functional.scaled_dot_product_attention(
+                q.detach(), *(a.detach() if isinstance(a, torch.Tensor) else a
+                              for a in sample.args), **sample.kwargs).shape
+            up = torch.randn(shape, device="cuda", dtype=torch.float64)
             ref = _grads(torch.nn.functional.scaled_dot_product_attention, sample, up,
                          torch.float64)
             try:
