@@ -255,6 +255,39 @@ def test_unmergeable_reduced_dims_are_refused():
         plan.can_implement(ReductionArgs(x=x, y=y))
 
 
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_torch_functions_reduce_any_set_of_axes(keepdim):
+    """Reduced axes whose strides never merge into four runs (the plans refuse them): the
+    torch functions reduce a copy with those axes gathered last, forward and gradient as
+    torch's."""
+    base = _x(2, 3, 2, 3, 2, 3, 2, 3, dtype=torch.float64, seed=4)
+    x = base.permute(0, 2, 4, 6, 1, 3, 5, 7)[..., :2].permute(0, 4, 1, 5, 2, 6, 3, 7)
+    axes = (0, 2, 4, 6, 7)
+    calls = [("sum", lambda f, t: f(t, axes, keepdim)),
+             ("var", lambda f, t: f(t, axes, keepdim=keepdim)),
+             ("amax", lambda f, t: f(t, axes, keepdim)),
+             ("logsumexp", lambda f, t: f(t, axes, keepdim)),
+             ("var_mean", lambda f, t: f(t, axes, keepdim=keepdim)),
+             ("vector_norm", lambda f, t: f(t, 3.0, axes, keepdim))]
+    for name, call in calls:
+        ours = bt.linalg.vector_norm if name == "vector_norm" else getattr(bt, name)
+        theirs = torch.linalg.vector_norm if name == "vector_norm" else getattr(torch, name)
+        a = x.detach().requires_grad_()
+        b = x.detach().requires_grad_()
+        ya, yb = call(ours, a), call(theirs, b)
+        _same(ya, yb)
+        outs_a = ya if isinstance(ya, tuple) else (ya,)
+        outs_b = yb if isinstance(yb, tuple) else (yb,)
+        ga = torch.autograd.grad(sum(t.sum() for t in outs_a), a)[0]
+        gb = torch.autograd.grad(sum(t.sum() for t in outs_b), b)[0]
+        _same(ga, gb, 1e-10)
+    mask = torch.rand(x.shape, generator=torch.Generator().manual_seed(1)).to(DEVICE) > 0.3
+    with pytest.raises(Unsupported, match="merge"):  # the Plan API keeps its rule
+        reduce_op(x, "sum", list(axes), keepdim, 0.0, x.dtype)
+    _same(bt.masked.sum(x, axes, keepdim=keepdim, mask=mask),
+          torch.masked.sum(x, axes, keepdim=keepdim, mask=mask))
+
+
 def test_descriptor_errors_say_what_expected_got():
     with pytest.raises(InvalidProblem, match=r"ReductionPlan: axes must be distinct"):
         ReductionPlan.select(ReductionDescriptor(ReductionKind.SUM, (4, 8), (1, 1), False,

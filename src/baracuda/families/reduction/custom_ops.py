@@ -18,6 +18,7 @@ from .descriptors import (
     reduced_shape,
 )
 from .descriptors import ReductionKind as K
+from .layout import gathering
 from .plans import ReductionBackwardPlan, ReductionPlan
 
 
@@ -132,3 +133,6 @@ reduce_op = define_op("reduction", _reduce_impl, _reduce_fake, backward=_grad1,
                       setup_context=_setup)
 reduce2_op = define_op("reduction2", _reduce2_impl, _reduce2_fake, backward=_grad2,
                        setup_context=_setup)
+#: the torch functions' entry points: any set of axes (layout.gathering)
+reduce_any = gathering(reduce_op, 2)
+reduce2_any = gathering(reduce2_op, 2)

@@ -18,6 +18,7 @@ from .descriptors import (
     reduced_shape,
 )
 from .descriptors import ReductionKind as K
+from .layout import gathering
 from .plans import ReductionBackwardPlan, ReductionPlan
 
 
@@ -100,3 +101,5 @@ def _grad(ctx, dy):
 
 reduce_ext_op = define_op("reduction_ext", _ext_impl, _ext_fake, backward=_grad,
                           setup_context=_setup)
+#: the torch functions' entry point: any set of axes, the mask moving with x
+reduce_ext_any = gathering(reduce_ext_op, 3, mask_at=1)

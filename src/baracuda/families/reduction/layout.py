@@ -100,3 +100,44 @@ def launches(shape: Sequence[int], axes: Sequence[int], keepdim: bool,
                           tuple(rshape4), tuple(map(tuple, rst4)),
                           min(len(rest), MAX_DIMS), r_dims))
     return out
+
+
+def _contiguous_strides(shape: Sequence[int]) -> list[int]:
+    out, step = [], 1
+    for d in reversed(shape):
+        out.append(step)
+        step *= max(d, 1)
+    return out[::-1]
+
+
+def gathering(op, dims_at: int, mask_at: int | None = None):
+    """`op`, a reduction custom op taking x first, its dims at `dims_at` and keepdim right
+    after, that reduces a copy with the reduced axes gathered last where x's reduced axes
+    stay more than MAX_DIMS runs apart after merging (for x's strides or for a contiguous
+    gradient's): torch reduces any set of axes, the plans refuse those layouts. A mask at
+    `mask_at` moves with x."""
+
+    def call(*args):
+        x, dims = args[0], [int(d) for d in args[dims_at]]
+        if x.dim() == 0 or all(
+                merged_dims(x.shape, dims, strides, True)[1] <= MAX_DIMS
+                for strides in (x.stride(), _contiguous_strides(x.shape))):
+            return op(*args)
+        kept = [d for d in range(x.dim()) if d not in dims]
+        perm = kept + sorted(dims)
+        args = list(args)
+        args[0] = x.permute(perm).contiguous()
+        if mask_at is not None and args[mask_at] is not None:
+            args[mask_at] = args[mask_at].expand(x.shape).permute(perm).contiguous()
+        keepdim = args[dims_at + 1]
+        args[dims_at] = list(range(len(kept), x.dim()))
+        args[dims_at + 1] = False
+        out = op(*args)
+        if not keepdim:
+            return out
+        shape = [1 if i in dims else d for i, d in enumerate(x.shape)]
+        if isinstance(out, tuple):
+            return tuple(t.reshape(shape) for t in out)
+        return out.reshape(shape)
+
+    return call

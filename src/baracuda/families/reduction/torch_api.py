@@ -10,7 +10,7 @@ import torch
 from ...backends.torch_ops import normalize_dim
 from ...core.errors import Unsupported
 from ...core.vocab import ElementKind
-from .custom_ops import reduce2_op, reduce_op
+from .custom_ops import reduce2_any, reduce_any
 from .descriptors import NO_IDENTITY, default_out_element
 from .descriptors import ReductionKind as K
 from .torch_integrate import trapezoid, trapz
@@ -102,7 +102,7 @@ def _reduce(kind: K, input: torch.Tensor, dims: list[int], keepdim: bool,
         dtype = default_out_element(kind, ElementKind.of(input.dtype)).torch_dtype
     elif input.is_floating_point() and not dtype.is_floating_point:
         input = input.to(dtype)  # torch casts each element, then reduces (no float sum)
-    return reduce_op(input, kind.value, dims, bool(keepdim), float(correction), dtype)
+    return reduce_any(input, kind.value, dims, bool(keepdim), float(correction), dtype)
 
 
 def sum(input: torch.Tensor, dim=None, keepdim: bool = False, *,
@@ -195,7 +195,7 @@ def _max_min(kind_all: K, kind_dim: K, input: torch.Tensor, dim, keepdim, who: s
     _check_nonempty(kind_dim, input, d, who)
     if out is not None:
         return reduce_into(kind_dim, input, d, bool(keepdim), None, 0.0, out, who)
-    values, indices = reduce2_op(input, kind_dim.value, d, bool(keepdim), 0.0)
+    values, indices = reduce2_any(input, kind_dim.value, d, bool(keepdim), 0.0)
     types = torch.return_types.max if kind_dim is K.MAX else torch.return_types.min
     return types((values, indices))
 
@@ -280,7 +280,7 @@ def _moments(kind: K, input: torch.Tensor, dim, unbiased, keepdim, correction, w
     dim, corr = _correction(dim, unbiased, correction, who)
     dims = _dims(input, dim, who)
     if kind in (K.VAR_MEAN, K.STD_MEAN):
-        return reduce2_op(input, kind.value, dims, bool(keepdim), corr)
+        return reduce2_any(input, kind.value, dims, bool(keepdim), corr)
     return _reduce(kind, input, dims, keepdim, correction=corr, out=out, who=who)
 
 
@@ -327,5 +327,5 @@ def aminmax(input: torch.Tensor, *, dim: int | None = None, keepdim: bool = Fals
                            "operation has no identity.")
     if out is not None:
         return reduce_into(K.AMINMAX, input, dims, bool(keepdim), None, 0.0, out, "aminmax")
-    lo, hi = reduce2_op(input, K.AMINMAX.value, dims, bool(keepdim), 0.0)
+    lo, hi = reduce2_any(input, K.AMINMAX.value, dims, bool(keepdim), 0.0)
     return torch.return_types.aminmax((lo, hi))

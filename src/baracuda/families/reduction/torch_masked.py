@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from .custom_ops_ext import reduce_ext_op
+from .custom_ops_ext import reduce_ext_any
 from .descriptors import ReductionKind as K
 from .torch_norms import dims_of, vector_norm_out
 
@@ -51,7 +51,7 @@ def _nonempty(input: torch.Tensor, dims: list[int], who: str) -> None:
 
 
 def _reduce(kind: K, input, dims, keepdim, mask, dtype, correction: float = 0.0):
-    return reduce_ext_op(input, _mask(input, mask), kind.value, dims, bool(keepdim),
+    return reduce_ext_any(input, _mask(input, mask), kind.value, dims, bool(keepdim),
                          float(correction), 0.0, dtype)
 
 

@@ -12,7 +12,7 @@ import torch
 from ...backends.torch_ops import normalize_dim
 from ...core.errors import ArgumentTypeError, Unsupported
 from ...core.vocab import ElementKind
-from .custom_ops_ext import reduce_ext_op
+from .custom_ops_ext import reduce_ext_any
 from .descriptors import ReductionKind as K
 from .descriptors import default_out_element
 
@@ -82,7 +82,7 @@ def vector_norm_out(input: torch.Tensor, ord, dims: list[int], keepdim: bool, dt
             raise RuntimeError(f"linalg.vector_norm cannot compute the {p:g} norm on the "
                                f"dimension {d}because this dimension is empty and the "
                                "operation does not have an identity")
-    return reduce_ext_op(input, mask, K.NORM.value, dims, bool(keepdim), 0.0, p, out)
+    return reduce_ext_any(input, mask, K.NORM.value, dims, bool(keepdim), 0.0, p, out)
 
 
 def linalg_vector_norm(x: torch.Tensor, ord=2, dim=None, keepdim: bool = False, *,
@@ -163,7 +163,7 @@ def logmeanexp(x: torch.Tensor, dim=None, keepdim: bool = False) -> torch.Tensor
     give the default float; an empty reduction gives NaN."""
     dims = dims_of(x, dim, "logmeanexp")
     out = default_out_element(K.LOGMEANEXP, ElementKind.of(x.dtype)).torch_dtype
-    return reduce_ext_op(x, None, K.LOGMEANEXP.value, dims, bool(keepdim), 0.0, 0.0, out)
+    return reduce_ext_any(x, None, K.LOGMEANEXP.value, dims, bool(keepdim), 0.0, 0.0, out)
 
 
 def ptp(x: torch.Tensor, dim=None, keepdim: bool = False) -> torch.Tensor:
@@ -178,7 +178,7 @@ def ptp(x: torch.Tensor, dim=None, keepdim: bool = False) -> torch.Tensor:
         raise ValueError(f"ptp(): zero-size array to reduction operation which has no "
                          f"identity: expected non-empty reduced dims, got shape "
                          f"{tuple(x.shape)} over dims {dims}")
-    return reduce_ext_op(x, None, K.PTP.value, dims, bool(keepdim), 0.0, 0.0, x.dtype)
+    return reduce_ext_any(x, None, K.PTP.value, dims, bool(keepdim), 0.0, 0.0, x.dtype)
 
 
 def _bitwise(kind: K, x: torch.Tensor, dim, keepdim: bool, who: str) -> torch.Tensor:
@@ -186,7 +186,7 @@ def _bitwise(kind: K, x: torch.Tensor, dim, keepdim: bool, who: str) -> torch.Te
         raise ArgumentTypeError(f"{who}(): bitwise reductions take integer or bool tensors; "
                                 f"expected an integer or bool dtype, got {x.dtype}")
     dims = dims_of(x, dim, who)
-    return reduce_ext_op(x, None, kind.value, dims, bool(keepdim), 0.0, 0.0, x.dtype)
+    return reduce_ext_any(x, None, kind.value, dims, bool(keepdim), 0.0, 0.0, x.dtype)
 
 
 def reduce_xor(x: torch.Tensor, dim=None, keepdim: bool = False) -> torch.Tensor:
@@ -213,5 +213,5 @@ def hash_tensor(input: torch.Tensor, dim=None, *, keepdim: bool = False,
     dims = dims_of(input, None if dim == () else dim, "hash_tensor")
     for d in _empty_dims(input, dims):
         raise IndexError(f"hash_tensor: Expected reduction dim {d} to have non-zero size.")
-    y = reduce_ext_op(input, None, K.HASH.value, dims, bool(keepdim), 0.0, 0.0, torch.int64)
+    y = reduce_ext_any(input, None, K.HASH.value, dims, bool(keepdim), 0.0, 0.0, torch.int64)
     return y.view(torch.uint64)

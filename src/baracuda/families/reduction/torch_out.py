@@ -19,7 +19,7 @@ import torch
 from ...backends import launch_replay
 from ...backends.torch_ops import _plain_eager, run_plan
 from ...core.vocab import ElementKind
-from .custom_ops import reduce2_op, reduce_op
+from .custom_ops import reduce2_any, reduce_any
 from .descriptors import (
     DIFFERENTIABLE,
     ELEMENTS,
@@ -225,11 +225,11 @@ def reduce_into(kind: K, input: torch.Tensor, dims: list[int], keepdim: bool,
     if not _writes(kind, input, compute):  # sum into bool: computed as usual, then cast
         compute = default_out_element(kind, ElementKind.of(input.dtype)).torch_dtype
     if two:
-        for o, r in zip(outs, reduce2_op(input, kind.value, dims, bool(keepdim),
+        for o, r in zip(outs, reduce2_any(input, kind.value, dims, bool(keepdim),
                                          float(correction))):
             o.copy_(r)
     else:
-        outs[0].copy_(reduce_op(input, kind.value, dims, bool(keepdim), float(correction),
+        outs[0].copy_(reduce_any(input, kind.value, dims, bool(keepdim), float(correction),
                                 compute))
     return _RESULT_TYPES[kind](outs) if two else outs[0]
 
