@@ -70,7 +70,34 @@ def reduction_benches(quick: bool):
                     getattr(torch, name)(x, -1), x, dy),
                 bytes=nbytes + moved, quick=quick_row and name == "logsumexp"))
     out.extend(_norm_benches())
+    out.extend(_generic_benches())
     return out
+
+
+def _generic_benches() -> list[BenchCase]:
+    """`baracuda.reduce` with a user's `@triton.jit` add, against torch.sum on the same data:
+    the cost of taking the combine as a function rather than a built-in kind."""
+    from .generic import reduce
+    from .spec_generic import add
+
+    shape, dtype = (16384, 4096), torch.bfloat16
+
+    def rows(device):
+        return {"x": torch.randn(shape, device=device, dtype=dtype)}
+
+    def full(device):
+        return {"x": torch.randn(FULL_ELEMENTS, device=device, dtype=torch.float32)}
+
+    return [
+        BenchCase("reduce(add) rows", _label(shape, dtype), rows,
+                  ours=lambda x: reduce(x, add, 0, -1),
+                  torch_eager=lambda x: torch.sum(x, -1),
+                  bytes=shape[0] * shape[1] * dtype.itemsize, quick=False),
+        BenchCase("reduce(add) full", _label((FULL_ELEMENTS,), torch.float32), full,
+                  ours=lambda x: reduce(x, add, 0),
+                  torch_eager=lambda x: torch.sum(x),
+                  bytes=FULL_ELEMENTS * 4, quick=False),
+    ]
 
 
 def _norm_benches() -> list[BenchCase]:

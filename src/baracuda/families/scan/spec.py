@@ -367,6 +367,34 @@ def scan_benches(quick: bool):
                 torch_eager=lambda x, dy, dim=dim: torch.autograd.grad(torch.cumsum(x, dim),
                                                                        x, dy),
                 bytes=4 * nbytes, quick=False))
+    out.extend(_generic_benches())
+    return out
+
+
+def _generic_benches() -> list[BenchCase]:
+    """`baracuda.associative_scan` with a user's add against torch.cumsum, and torch.gradient
+    (central differences: one read, one write) on rows of [4096, 16384]."""
+    from .generic import associative_scan
+    from .spec_generic import combine_add
+    from .torch_gradient import gradient
+
+    shape = (4096, 16384)
+    out = []
+    for dtype in (torch.bfloat16, torch.float32):
+        nbytes = math.prod(shape) * dtype.itemsize
+        label = f"{list(shape)} dim=1 {str(dtype).replace('torch.', '')}"
+
+        def setup(device, dtype=dtype):
+            return {"x": torch.randn(shape, device=device, dtype=dtype)}
+
+        out.append(BenchCase("associative_scan(add) fwd", label, setup,
+                             ours=lambda x: associative_scan(combine_add, x, 1),
+                             torch_eager=lambda x: torch.cumsum(x, 1),
+                             bytes=2 * nbytes, quick=False))
+        out.append(BenchCase("gradient fwd", label, setup,
+                             ours=lambda x: gradient(x, dim=1),
+                             torch_eager=lambda x: torch.gradient(x, dim=1),
+                             bytes=2 * nbytes, quick=False))
     return out
 
 
