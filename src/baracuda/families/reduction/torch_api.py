@@ -7,7 +7,6 @@ import builtins
 
 import torch
 
-from ...backends.torch_ops import normalize_dim
 from ...core.errors import Unsupported
 from ...core.vocab import ElementKind
 from .custom_ops import reduce2_any, reduce_any
@@ -28,6 +27,9 @@ from .torch_masked import (  # noqa: F401
     masked_var,
 )
 from .torch_norms import (  # noqa: F401
+    arg_reduction_dims,
+    check_nonempty,
+    dims_of,
     hash_tensor,
     linalg_norm,
     linalg_vector_norm,
@@ -57,26 +59,6 @@ _FLOAT_ONLY = {
 }
 
 
-def _dims(input: torch.Tensor, dim, who: str) -> list[int]:
-    """torch's dim argument (None, an int, or a sequence; an empty one means every dim) as
-    sorted non-negative dims, with torch's IndexError / RuntimeError."""
-    rank = input.dim()
-    if dim is None:
-        return list(range(rank))
-    if isinstance(dim, torch.Tensor):
-        raise TypeError(f"{who}(): argument 'dim' must be an int or a tuple of ints, "
-                        "not Tensor")
-    if isinstance(dim, int):
-        return [normalize_dim(dim, rank, who)] if rank else []
-    norm = [normalize_dim(d, rank, who) for d in dim]
-    seen = set()
-    for d in norm:
-        if d in seen:
-            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
-        seen.add(d)
-    return sorted(norm) if norm else list(range(rank))
-
-
 def _check_dtype(kind: K, input: torch.Tensor) -> None:
     if kind in _FLOAT_ONLY and not input.is_floating_point():
         name = str(input.dtype).removeprefix("torch.").capitalize()
@@ -86,11 +68,8 @@ def _check_dtype(kind: K, input: torch.Tensor) -> None:
 
 
 def _check_nonempty(kind: K, input: torch.Tensor, dims: list[int], who: str) -> None:
-    if kind not in NO_IDENTITY:
-        return
-    for d in dims:
-        if input.dim() and input.shape[d] == 0:
-            raise IndexError(f"{who}(): Expected reduction dim {d} to have non-zero size.")
+    if kind in NO_IDENTITY:
+        check_nonempty(input, dims, who)
 
 
 def _reduce(kind: K, input: torch.Tensor, dims: list[int], keepdim: bool,
@@ -109,13 +88,13 @@ def sum(input: torch.Tensor, dim=None, keepdim: bool = False, *,
         dtype: torch.dtype | None = None, out=None) -> torch.Tensor:
     """torch.sum on ReductionPlan: integers and bool sum in int64 (with out=, in out's
     dtype, as torch)."""
-    return _reduce(K.SUM, input, _dims(input, dim, "sum"), keepdim, dtype, out=out, who="sum")
+    return _reduce(K.SUM, input, dims_of(input, dim, "sum"), keepdim, dtype, out=out, who="sum")
 
 
 def nansum(input: torch.Tensor, dim=None, keepdim: bool = False, *,
            dtype: torch.dtype | None = None, out=None) -> torch.Tensor:
     """torch.nansum: NaNs count as zero."""
-    return _reduce(K.NANSUM, input, _dims(input, dim, "nansum"), keepdim, dtype, out=out,
+    return _reduce(K.NANSUM, input, dims_of(input, dim, "nansum"), keepdim, dtype, out=out,
                    who="nansum")
 
 
@@ -127,7 +106,7 @@ def mean(input: torch.Tensor, dim=None, keepdim: bool = False, *,
     elif not dtype.is_floating_point:
         raise RuntimeError(f"mean(): could not infer output dtype. Optional dtype must be "
                            f"either a floating point or complex dtype. Got: {dtype}")
-    return _reduce(K.MEAN, input, _dims(input, dim, "mean"), keepdim, dtype, out=out,
+    return _reduce(K.MEAN, input, dims_of(input, dim, "mean"), keepdim, dtype, out=out,
                    who="mean")
 
 
@@ -137,7 +116,7 @@ def nanmean(input: torch.Tensor, dim=None, keepdim: bool = False, *,
     _check_dtype(K.NANMEAN, input)
     if dtype is not None and dtype != input.dtype:
         input = input.to(dtype)
-    return _reduce(K.NANMEAN, input, _dims(input, dim, "nanmean"), keepdim, dtype, out=out,
+    return _reduce(K.NANMEAN, input, dims_of(input, dim, "nanmean"), keepdim, dtype, out=out,
                    who="nanmean")
 
 
@@ -146,13 +125,13 @@ def prod(input: torch.Tensor, dim: int | None = None, keepdim: bool = False, *,
     """torch.prod over every element or one dim; integers and bool multiply in int64."""
     if dim is not None and not isinstance(dim, int):
         raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}")
-    return _reduce(K.PROD, input, _dims(input, dim, "prod"), keepdim, dtype, out=out,
+    return _reduce(K.PROD, input, dims_of(input, dim, "prod"), keepdim, dtype, out=out,
                    who="prod")
 
 
 def _extreme(kind: K, input: torch.Tensor, dim, keepdim: bool, who: str,
              out=None) -> torch.Tensor:
-    dims = _dims(input, None if dim == () or dim == [] else dim, who)
+    dims = dims_of(input, None if dim == () or dim == [] else dim, who)
     _check_nonempty(kind, input, dims, who)
     return _reduce(kind, input, dims, keepdim, out=out, who=who)
 
@@ -191,7 +170,7 @@ def _max_min(kind_all: K, kind_dim: K, input: torch.Tensor, dim, keepdim, who: s
                                "input.numel() == 0. Specify the reduction dim with the 'dim' "
                                "argument.")
         return _reduce(kind_all, input, list(range(input.dim())), False, out=out, who=who)
-    d = _dims(input, int(dim), who)
+    d = dims_of(input, int(dim), who)
     _check_nonempty(kind_dim, input, d, who)
     if out is not None:
         return reduce_into(kind_dim, input, d, bool(keepdim), None, 0.0, out, who)
@@ -215,16 +194,7 @@ def min(input: torch.Tensor, dim=None, keepdim: bool = False, *, other=None, out
 
 def _arg(kind: K, input: torch.Tensor, dim, keepdim: bool, who: str,
          out=None) -> torch.Tensor:
-    if input.dtype == torch.bool:
-        raise RuntimeError(f"{who}(): does not support bool input")
-    if dim is None:
-        if input.numel() == 0:
-            raise IndexError(f"{who}(): Expected reduction dim to be specified for "
-                             "input.numel() == 0.")
-        dims = list(range(input.dim()))
-        return _reduce(kind, input, dims, keepdim, out=out, who=who)
-    dims = _dims(input, int(dim), who)
-    _check_nonempty(kind, input, dims, who)
+    dims = arg_reduction_dims(input, None if dim is None else int(dim), who)
     return _reduce(kind, input, dims, keepdim, out=out, who=who)
 
 
@@ -245,7 +215,7 @@ def _logical(kind: K, input: torch.Tensor, dim, keepdim: bool, who: str,
     if isinstance(dim, (tuple, list)) and not dim:
         # torch reduces no dim here (each element's truth): a reduction over a unit axis
         return _reduce(kind, input.unsqueeze(-1), [input.dim()], False, out=out, who=who)
-    return _reduce(kind, input, _dims(input, dim, who), keepdim, out=out, who=who)
+    return _reduce(kind, input, dims_of(input, dim, who), keepdim, out=out, who=who)
 
 
 def all(input: torch.Tensor, dim=None, keepdim: bool = False, *, out=None) -> torch.Tensor:
@@ -260,7 +230,7 @@ def any(input: torch.Tensor, dim=None, keepdim: bool = False, *, out=None) -> to
 
 def count_nonzero(input: torch.Tensor, dim=None) -> torch.Tensor:
     """torch.count_nonzero: int64."""
-    return _reduce(K.COUNT_NONZERO, input, _dims(input, dim, "count_nonzero"), False)
+    return _reduce(K.COUNT_NONZERO, input, dims_of(input, dim, "count_nonzero"), False)
 
 
 def _correction(dim, unbiased, correction, who: str):
@@ -278,7 +248,7 @@ def _moments(kind: K, input: torch.Tensor, dim, unbiased, keepdim, correction, w
              out=None):
     _check_dtype(K.VAR, input)
     dim, corr = _correction(dim, unbiased, correction, who)
-    dims = _dims(input, dim, who)
+    dims = dims_of(input, dim, who)
     if kind in (K.VAR_MEAN, K.STD_MEAN):
         return reduce2_any(input, kind.value, dims, bool(keepdim), corr)
     return _reduce(kind, input, dims, keepdim, correction=corr, out=out, who=who)
@@ -313,13 +283,13 @@ def logsumexp(input: torch.Tensor, dim, keepdim: bool = False, *, out=None) -> t
     if dim is None:
         raise TypeError("logsumexp(): argument 'dim' (position 2) must be tuple of ints, not "
                         "NoneType")
-    return _reduce(K.LOGSUMEXP, input, _dims(input, dim, "logsumexp"), keepdim, out=out,
+    return _reduce(K.LOGSUMEXP, input, dims_of(input, dim, "logsumexp"), keepdim, out=out,
                    who="logsumexp")
 
 
 def aminmax(input: torch.Tensor, *, dim: int | None = None, keepdim: bool = False, out=None):
     """torch.aminmax: (min, max) in one pass."""
-    dims = _dims(input, dim, "aminmax")
+    dims = dims_of(input, dim, "aminmax")
     empty = input.numel() == 0 if dim is None else (
         input.dim() > 0 and builtins.any(input.shape[d] == 0 for d in dims))
     if empty:

@@ -10,7 +10,7 @@ import torch
 
 from .custom_ops_ext import reduce_ext_any
 from .descriptors import ReductionKind as K
-from .torch_norms import dims_of, vector_norm_out
+from .torch_norms import arg_reduction_dims, check_nonempty, dims_of, vector_norm_out
 
 __all__ = ["masked_sum", "masked_prod", "masked_mean", "masked_amax", "masked_amin",
            "masked_argmax", "masked_argmin", "masked_var", "masked_std", "masked_logsumexp",
@@ -42,12 +42,6 @@ def _mask(input: torch.Tensor, mask) -> torch.Tensor | None:
 def _dims(input: torch.Tensor, dim, who: str) -> list[int]:
     # dim=() reduces every dim in torch.masked (its _canonical_dim)
     return dims_of(input, None if dim == () else dim, who)
-
-
-def _nonempty(input: torch.Tensor, dims: list[int], who: str) -> None:
-    for d in dims:
-        if input.dim() and input.shape[d] == 0:
-            raise IndexError(f"{who}(): Expected reduction dim {d} to have non-zero size.")
 
 
 def _reduce(kind: K, input, dims, keepdim, mask, dtype, correction: float = 0.0):
@@ -87,7 +81,7 @@ def masked_mean(input: torch.Tensor, dim=None, *, keepdim: bool = False,
 
 def _extreme(kind: K, input, dim, keepdim, dtype, mask, who):
     dims = _dims(input, dim, who)
-    _nonempty(input, dims, who)
+    check_nonempty(input, dims, who)
     y = _reduce(kind, input, dims, keepdim, mask, input.dtype)
     return y if dtype is None or dtype == y.dtype else y.to(dtype)
 
@@ -105,18 +99,7 @@ def masked_amin(input: torch.Tensor, dim=None, *, keepdim: bool = False,
 
 
 def _arg(kind: K, input, dim, keepdim, dtype, mask, who):
-    if dim is not None and not isinstance(dim, int):
-        raise TypeError(f"{who}(): argument 'dim' must be int, not {type(dim).__name__}")
-    if input.dtype == torch.bool:
-        raise RuntimeError(f"{who}(): does not support bool input")
-    if dim is None:
-        if input.numel() == 0:
-            raise IndexError(f"{who}(): Expected reduction dim to be specified for "
-                             "input.numel() == 0.")
-        dims = list(range(input.dim()))
-    else:
-        dims = dims_of(input, dim, who)
-        _nonempty(input, dims, who)
+    dims = arg_reduction_dims(input, dim, who)
     y = _reduce(kind, input, dims, keepdim, mask, torch.int64)
     # torch.masked returns the indices in `dtype`, the input's when None
     return y.to(input.dtype if dtype is None else dtype)

@@ -42,6 +42,30 @@ def dims_of(input: torch.Tensor, dim, who: str) -> list[int]:
     return sorted(norm) if norm else list(range(rank))
 
 
+def check_nonempty(input: torch.Tensor, dims, who: str) -> None:
+    """torch's IndexError for a reduction without an identity over an empty dim."""
+    for d in dims:
+        if input.dim() and input.shape[d] == 0:
+            raise IndexError(f"{who}(): Expected reduction dim {d} to have non-zero size.")
+
+
+def arg_reduction_dims(input: torch.Tensor, dim, who: str) -> list[int]:
+    """The dims an argmax / argmin reduces, with torch's errors: every dim for None (refused on
+    an empty input), else the one int `dim`, which must not be empty."""
+    if dim is not None and (not isinstance(dim, int) or isinstance(dim, bool)):
+        raise TypeError(f"{who}(): argument 'dim' must be int, not {type(dim).__name__}")
+    if input.dtype == torch.bool:
+        raise RuntimeError(f"{who}(): does not support bool input")
+    if dim is None:
+        if input.numel() == 0:
+            raise IndexError(f"{who}(): Expected reduction dim to be specified for "
+                             "input.numel() == 0.")
+        return list(range(input.dim()))
+    dims = dims_of(input, dim, who)
+    check_nonempty(input, dims, who)
+    return dims
+
+
 def dtype_name(dtype: torch.dtype) -> str:
     """torch's scalar-type name (Float, Long, Half ...), as its error messages print it."""
     return {torch.float32: "Float", torch.float64: "Double", torch.float16: "Half",
