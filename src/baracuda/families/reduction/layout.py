@@ -10,6 +10,7 @@ index; reduced dims that stay more than four after merging are refused (`Unsuppo
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -110,6 +111,15 @@ def _contiguous_strides(shape: Sequence[int]) -> list[int]:
     return out[::-1]
 
 
+@functools.lru_cache(maxsize=4096)
+def _plans_take(shape: tuple[int, ...], strides: tuple[int, ...],
+                dims: tuple[int, ...]) -> bool:
+    """Whether the reduced axes merge into at most MAX_DIMS runs for x's strides and for a
+    contiguous gradient's (cached: an eager call pays a dict lookup, not the merge)."""
+    return all(merged_dims(shape, dims, st, True)[1] <= MAX_DIMS
+               for st in (strides, _contiguous_strides(shape)))
+
+
 def gathering(op, dims_at: int, mask_at: int | None = None):
     """`op`, a reduction custom op taking x first, its dims at `dims_at` and keepdim right
     after, that reduces a copy with the reduced axes gathered last where x's reduced axes
@@ -119,9 +129,7 @@ def gathering(op, dims_at: int, mask_at: int | None = None):
 
     def call(*args):
         x, dims = args[0], [int(d) for d in args[dims_at]]
-        if x.dim() == 0 or all(
-                merged_dims(x.shape, dims, strides, True)[1] <= MAX_DIMS
-                for strides in (x.stride(), _contiguous_strides(x.shape))):
+        if x.dim() == 0 or _plans_take(tuple(x.shape), x.stride(), tuple(dims)):
             return op(*args)
         kept = [d for d in range(x.dim()) if d not in dims]
         perm = kept + sorted(dims)

@@ -59,6 +59,8 @@ class GradientBackwardPlan(Plan):
 TILE_ELEMS = 2048
 #: Neighbouring lines a tile takes when the axis is not the innermost one (coalesced rows).
 COLUMN_LINES = 64
+#: Lines a tile takes along an innermost axis (sharing the tile's coefficient rows).
+ROW_LINES = 16
 WARPS = 4
 
 
@@ -74,8 +76,10 @@ def launch_config(desc) -> dict:
         per_tile = min(next_pow2(inner), COLUMN_LINES)
         block = max(1, min(next_pow2(n), elems // per_tile))
     else:
-        block = min(next_pow2(n), elems)
-        per_tile = max(1, min(next_pow2(lines), elems // block))
+        # several lines a tile even along the innermost axis: the tile's table rows (16 bytes
+        # a position) are read once for all of its lines, not once a line
+        per_tile = max(1, min(next_pow2(lines), ROW_LINES))
+        block = max(1, min(next_pow2(n), elems // per_tile))
     return {"LINES": per_tile, "BLOCK": block, "blocks": max(cdiv(n, block), 1),
             "num_warps": WARPS}
 

@@ -9,6 +9,7 @@ require one).
 
 from __future__ import annotations
 
+import functools
 import numbers
 
 import torch
@@ -100,9 +101,11 @@ def table_element_dtype(dtype: torch.dtype) -> torch.dtype:
     return table_element(ElementKind.of(dtype)).torch_dtype
 
 
+@functools.lru_cache(maxsize=64)
 def _uniform_table(n: int, h: float, edge_order: int, dtype, device) -> torch.Tensor:
     """Rows (w0, w1, w2, h): (x_{i+1} - x_{i-1}) / 2 / h inside; torch's one-sided
-    differences at the ends."""
+    differences at the ends. Cached (a read-only kernel input): an eager call does not pay
+    its construction and copies to the device again."""
     table = torch.tensor([-0.5, 0.0, 0.5, h], dtype=dtype, device=device).repeat(n, 1)
     if edge_order == 1:
         first, end = [-1.0, 1.0, 0.0, h], [0.0, -1.0, 1.0, h]
@@ -202,7 +205,10 @@ def gradient(input: torch.Tensor, *, spacing=1, dim=None, edge_order: int = 1):
     (edge_order 1 or 2) at the ends; spacing a number, one number per dim, or one coordinate
     tensor per dim. Integer inputs give the default float dtype. Differentiable (in the input,
     and in coordinate tensors). With coordinates of a wider dtype than the input, the end rows
-    are computed in the result's dtype (torch computes them in the input's, then widens)."""
+    are computed in the result's dtype (torch computes them in the input's, then widens).
+    Integer inputs with uniform spacing are differenced in float64, then rounded: exact where
+    torch's are (it subtracts integers), and closer at edge order 2's ends, where torch scales
+    the integers in their own type (int16 / int32 overflow near their limits) or in float32."""
     if input.dtype == torch.uint8:
         raise RuntimeError("torch.gradient does not support uint8 input.")
     if input.dtype == torch.bool:
@@ -235,6 +241,12 @@ def gradient(input: torch.Tensor, *, spacing=1, dim=None, edge_order: int = 1):
             table = table.to(table_element_dtype(dtype))
         else:
             dtype = _result_dtype(input, None)
+            if not input.is_floating_point():
+                # torch subtracts integers exactly before it converts; float64 keeps the
+                # differences exact (to 2**53) where the result type would round the operands
+                table = _uniform_table(n, float(sp), edge_order, torch.float64, input.device)
+                out.append(_stencil(input.to(torch.float64), table, d).to(dtype))
+                continue
             table = _uniform_table(n, float(sp), edge_order, table_element_dtype(dtype),
                                    input.device)
         x = input if input.dtype == dtype else input.to(dtype)
