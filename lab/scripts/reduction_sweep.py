@@ -1,7 +1,8 @@
 # ruff: noqa: B023  (lambdas are timed at once)
 """ReductionPlan's tile and split knobs (plans.TILE_ELEMS, TILE_WARPS, WARPS_PER_SM) on the
 issue's shapes: kernel-only GB/s of input read (CUDA graph replay) per config
-"elems/max_warps/warps_per_sm", next to torch.sum / torch.amax, after a check against torch.
+"elems/max_warps/warps_per_sm[/max_split]", next to torch.sum / torch.amax, after a check
+against torch.
 
     python lab/scripts/reduction_sweep.py
 
@@ -60,8 +61,9 @@ def main() -> None:
                 want = ref(x.float(), axes[0]) if len(shape) > 1 else ref(x.float())
                 t_ms = triton.testing.do_bench_cudagraph(
                     lambda: ref(x, axes[0]) if len(shape) > 1 else ref(x), rep=100)
-                for elems, warps, per_sm in CONFIGS:
+                for elems, warps, per_sm, *cap in CONFIGS:
                     RP.TILE_ELEMS, RP.TILE_WARPS, RP.WARPS_PER_SM = elems, warps, per_sm
+                    RP.MAX_SPLIT = cap[0] if cap else 1024
                     fn, y = _plan(kind, x, axes)
                     fn()
                     torch.cuda.synchronize()
@@ -69,7 +71,7 @@ def main() -> None:
                     ms = triton.testing.do_bench_cudagraph(fn, rep=100)
                     flag = "" if err < 2e-2 else f" WRONG {err:.3g}"
                     print(f"{name:13} {str(dtype)[6:]:9} {kind.value:5} "
-                          f"{elems}/{warps}/{per_sm:<6} {nbytes / ms / 1e6:8.1f}  "
+                          f"{elems}/{warps}/{per_sm}/{RP.MAX_SPLIT:<6} {nbytes / ms / 1e6:8.1f}  "
                           f"{nbytes / t_ms / 1e6:8.1f}{flag}", flush=True)
 
 

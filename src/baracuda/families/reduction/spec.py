@@ -108,8 +108,12 @@ def _input(shape, element: ElementKind, device, gen, special, layout) -> torch.T
     elif element in INT_KINDS:
         lo = 0 if element is U8 else -3
         x = torch.randint(lo, 4, shape, generator=gen).to(dt)
-    elif special == "near_one":  # long products that neither overflow nor underflow
+    elif special in ("near_one", "zeros"):
+        # long products that neither overflow nor underflow (a real-size line of N(0, 4)
+        # values multiplies past float64's range); the zeros' lines with either sign
         x = torch.exp(randn(shape, torch.float64, "cpu", gen, std=0.02))
+        if special == "zeros":
+            x = torch.where(torch.rand(shape, generator=gen) < 0.5, -x, x)
     elif special == "offset":  # a mean far from zero: var's cancellation
         x = randn(shape, torch.float64, "cpu", gen) + 40.0
     else:
