@@ -16,6 +16,7 @@ from .descriptors import ReductionKind as K
 from .plans import (
     BACKWARD_CODES,
     FORWARD_CODES,
+    FULL_MAX_SPLIT,
     MAX_SPLIT,
     TILE_WARPS,
     accumulator,
@@ -126,13 +127,16 @@ def aot_variants():
                              divisible=tuple(n for n in sig if sig[n] == "i32"))
         if not split:
             continue
-        const = dict(OP=op, POST=post, INDEX=kind is K.ARGMAX, ACC=state_type(acc),
-                     IS_FLOAT=True, LOWEST=lowest, HIGHEST=highest,
-                     BLOCK_K=combine_block(K_lines, MAX_SPLIT), SPLIT_P=MAX_SPLIT, K_DIMS=1)
-        sig = _sig(KN.reduce_combine_kernel, {"wsf_ptr": ws, "wsi_ptr": "*i64", "y_ptr": t2,
-                                              "y2_ptr": t2}, const)
-        yield AotVariant(f"reduce_combine_kernel {kind.value} {element.value} {pattern}",
-                         KN.reduce_combine_kernel, sig, const, num_warps=4)
+        # a split of many lines, and a full reduction's (one line, the most chunks)
+        for lines, split_p in ((K_lines, MAX_SPLIT), (1, FULL_MAX_SPLIT)):
+            const = dict(OP=op, POST=post, INDEX=kind is K.ARGMAX, ACC=state_type(acc),
+                         IS_FLOAT=True, LOWEST=lowest, HIGHEST=highest,
+                         BLOCK_K=combine_block(lines, split_p), SPLIT_P=split_p, K_DIMS=1)
+            sig = _sig(KN.reduce_combine_kernel, {"wsf_ptr": ws, "wsi_ptr": "*i64",
+                                                  "y_ptr": t2, "y2_ptr": t2}, const)
+            yield AotVariant(f"reduce_combine_kernel {kind.value} {element.value} {pattern} "
+                             f"split={split_p}", KN.reduce_combine_kernel, sig, const,
+                             num_warps=4)
     yield from _backward_variants()
     yield from ext_variants()
 
