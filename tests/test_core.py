@@ -100,6 +100,11 @@ def test_tensor_device_and_overlap_checks():
     with pytest.raises(InvalidProblem, match="overlapping"):
         V.check_output_writable("P", "y", torch.randn(1, 5).expand(3, 5))
     V.check_output_writable("P", "y", x.t())
+    # step-sliced views whose strides interleave without sharing an element are writable;
+    # views whose rows overlap are not
+    V.check_output_writable("P", "y", torch.zeros(2, 3, 4, 5, 6, 7)[:, ::2, :, :, ::2, 1:])
+    with pytest.raises(InvalidProblem, match="overlapping"):
+        V.check_output_writable("P", "y", torch.zeros(10).as_strided((3, 3), (2, 1)))
     with pytest.raises(WorkspaceTooSmall):
         V.check_workspace("P", torch.empty(3, dtype=torch.uint8), 4)
     with pytest.raises(MisalignedOperand):

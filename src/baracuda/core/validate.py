@@ -192,11 +192,11 @@ def byte_span(t: torch.Tensor) -> tuple[int, int]:
 def has_internal_overlap(t: torch.Tensor) -> bool:
     """True when two indices of `t` can name one element (a stride-0 or overlapping view)."""
     dims = sorted((abs(s), d) for d, s in zip(t.shape, t.stride()) if d > 1)
-    span = 1
+    reach = 0  # the largest offset the smaller-stride dims reach
     for stride, extent in dims:
-        if stride < span:
+        if stride <= reach:
             return True
-        span = stride * extent
+        reach += stride * (extent - 1)
     return False
 
 
