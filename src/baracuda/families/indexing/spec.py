@@ -347,5 +347,8 @@ def indexing_benches(quick: bool):
                   ours=lambda x, idx, g: index_add(x, 0, idx, g),
                   torch_eager=lambda x, idx, g: torch.index_add(x, 0, idx, g),
                   bytes=2 * n * d * 2 + k * d * 2),
-    ]
+    ] + region_benches()
+
+
 from . import spec_mask  # noqa: E402,F401  - registers the mask plans' specs
+from .spec_region import region_benches  # noqa: E402  - registers the region plans' specs

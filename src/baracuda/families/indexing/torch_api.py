@@ -28,6 +28,13 @@ from .torch_mask import masked_fill, masked_scatter, masked_select, nonzero, one
 __all__ = ["index_select", "gather", "take_along_dim", "scatter", "scatter_add",
            "scatter_reduce", "index_add", "index_copy", "index_put", "masked_fill",
            "masked_scatter", "masked_select", "nonzero", "one_hot"]
+# the sibling frontends (they import this module's ops: re-exported at the end)
+__all__ += ["take", "put", "put_", "index_fill", "index_fill_", "index_reduce", "index_reduce_",
+            "unravel_index", "choose", "select", "narrow_copy", "slice_copy",
+            "index_in_dim", "slice_in_dim", "select_scatter", "slice_scatter",
+            "diagonal_scatter", "as_strided_scatter", "dynamic_slice", "dynamic_slice_in_dim",
+            "dynamic_index_in_dim", "dynamic_update_slice", "dynamic_update_slice_in_dim",
+            "dynamic_update_index_in_dim"]
 
 _REDUCE = {"sum": "sum", "prod": "prod", "mean": "mean", "amax": "amax", "amin": "amin"}
 
@@ -483,3 +490,33 @@ def index_put(input: torch.Tensor, indices, values: torch.Tensor,
     vals = values.to(input.dtype).expand(*b, *rest).reshape(rows, *rest)
     out = _index_update(flat, 0, lin.reshape(rows), vals, 1.0, not accumulate)
     return out.reshape(input.shape)
+
+
+from .torch_flat import (  # noqa: E402  - they use this module's ops
+    choose,
+    index_fill,
+    index_fill_,
+    index_reduce,
+    index_reduce_,
+    put,
+    put_,
+    take,
+    unravel_index,
+)
+from .torch_region import (  # noqa: E402
+    as_strided_scatter,
+    diagonal_scatter,
+    dynamic_index_in_dim,
+    dynamic_slice,
+    dynamic_slice_in_dim,
+    dynamic_update_index_in_dim,
+    dynamic_update_slice,
+    dynamic_update_slice_in_dim,
+    index_in_dim,
+    narrow_copy,
+    select,
+    select_scatter,
+    slice_copy,
+    slice_in_dim,
+    slice_scatter,
+)
