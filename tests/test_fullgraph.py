@@ -38,6 +38,10 @@ def _t(*shape):
     return torch.randn(*shape, device=DEVICE, requires_grad=True)
 
 
+def _i32(*shape):
+    return torch.randint(-50, 50, shape, device=DEVICE, dtype=torch.int32)
+
+
 #: functions without an OpInfo: (args, kwargs) makers
 MANUAL = {
     "apply_rotary_emb": _rope_sample,
@@ -77,6 +81,31 @@ MANUAL = {
                                              1), {}),
     "dynamic_update_index_in_dim": lambda: ((_t(4, 6), _t(6), torch.tensor(9, device=DEVICE), 0),
                                             {}),
+    "modf": lambda: ((_t(4, 5),), {}),
+    "spacing": lambda: ((torch.randn(4, 5, device=DEVICE),), {}),
+    "integer_pow": lambda: ((_t(4, 5), 3), {}),
+    "reduce_precision": lambda: ((_t(4, 5), 5, 2), {}),
+    "divmod": lambda: ((_t(4, 5), _t(5)), {}),
+    "shift_right_logical": lambda: ((_i32(4, 5), torch.randint(0, 31, (4, 5), device=DEVICE,
+                                                               dtype=torch.int32)), {}),
+    "mulhi": lambda: ((_i32(4, 5), _i32(4, 5)), {}),
+    "population_count": lambda: ((_i32(4, 5),), {}),
+    "clz": lambda: ((_i32(4, 5),), {}),
+    "piecewise": lambda: ((torch.randn(4, 5, device=DEVICE),
+                           [torch.rand(4, 5, device=DEVICE) > 0.5], [1.0, -1.0]), {}),
+    "view_dtype": lambda: ((torch.randn(4, 6, device=DEVICE), torch.int16), {}),
+    "bitcast_convert_type": lambda: ((torch.randn(4, 6, device=DEVICE), torch.int16), {}),
+    "packbits": lambda: ((torch.randint(0, 2, (4, 13), device=DEVICE, dtype=torch.int32), 1),
+                         {}),
+    "unpackbits": lambda: ((torch.randint(0, 256, (4, 3), device=DEVICE, dtype=torch.uint8), 1),
+                           {}),
+    **{n: (lambda: ((torch.randn(4, 5, device=DEVICE),), {}))
+       for n in ("deg2rad_", "rad2deg_", "nan_to_num_")},
+    "float_power_": lambda: ((torch.rand(4, 5, device=DEVICE, dtype=torch.float64), 2.0), {}),
+    "bitwise_not_": lambda: ((_i32(4, 5),), {}),
+    "logical_not_": lambda: ((torch.randn(4, 5, device=DEVICE) > 0,), {}),
+    "clamp_min_": lambda: ((torch.randn(4, 5, device=DEVICE), 0.0), {}),
+    "clamp_max_": lambda: ((torch.randn(4, 5, device=DEVICE), 0.0), {}),
 }
 
 

@@ -38,7 +38,8 @@ _GC_RANGE = {"sqrt": (0.5, 2), "rsqrt": (0.5, 2), "log": (0.5, 2), "log2": (0.5,
 _PIECEWISE = {"sign", "floor", "ceil", "round", "trunc"}
 
 
-@pytest.mark.parametrize("kind", [k.value for k in UNARY if k.value not in _PIECEWISE])
+@pytest.mark.parametrize("kind", [k.value for k, row in UNARY.items()
+                                  if k.value not in _PIECEWISE and row.diff])
 def test_unary_gradcheck_f64(kind):
     lo, hi = _GC_RANGE.get(kind, (-2.0, 2.0))
     x = _x(7, lo=lo, hi=hi)

@@ -22,6 +22,6 @@ To add a kind:
 """
 
 from ...core.registry import export_public
-from . import descriptors, plans, plans_more, table
+from . import descriptors, isin, packbits, plans, plans_more, table
 
-__all__ = export_public(globals(), table, descriptors, plans, plans_more)
+__all__ = export_public(globals(), table, descriptors, plans, plans_more, isin, packbits)

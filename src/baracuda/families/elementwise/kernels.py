@@ -89,7 +89,7 @@ def _to_acc(v, ACC: tl.constexpr):
 def unary_kernel(
     x_ptr, y_ptr, N, S1, S2, S3,
     xs0, xs1, xs2, xs3, ys0, ys1, ys2, ys3,
-    p0h, p0l, p1h, p1l,
+    p0h, p0l, p1h, p1l, p2h, p2l,
     OP: tl.constexpr, ACC: tl.constexpr, MODE: tl.constexpr, BIG: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
@@ -97,7 +97,8 @@ def unary_kernel(
     xo = _off(c0, c1, c2, c3, xs0, xs1, xs2, xs3, MODE)
     yo = _off(c0, c1, c2, c3, ys0, ys1, ys2, ys3, MODE)
     x = tl.load(x_ptr + xo, mask=m, other=0).to(ACC)
-    y = apply_unary(x, join_f64(p0h, p0l, ACC), join_f64(p1h, p1l, ACC), OP)
+    y = apply_unary(x, join_f64(p0h, p0l, ACC), join_f64(p1h, p1l, ACC),
+                    join_f64(p2h, p2l, ACC), OP)
     tl.store(y_ptr + yo, _out(y, y_ptr), mask=m)
 
 
@@ -105,7 +106,7 @@ def unary_kernel(
 def unary_bwd_kernel(
     dy_ptr, x_ptr, dx_ptr, N, S1, S2, S3,
     gs0, gs1, gs2, gs3, xs0, xs1, xs2, xs3, ds0, ds1, ds2, ds3,
-    p0h, p0l, p1h, p1l,
+    p0h, p0l, p1h, p1l, p2h, p2l,
     OP: tl.constexpr, ACC: tl.constexpr, MODE: tl.constexpr, BIG: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
@@ -115,7 +116,8 @@ def unary_bwd_kernel(
     do = _off(c0, c1, c2, c3, ds0, ds1, ds2, ds3, MODE)
     g = tl.load(dy_ptr + go, mask=m, other=0).to(ACC)
     x = tl.load(x_ptr + xo, mask=m, other=0).to(ACC)
-    dx = grad_unary(x, g, join_f64(p0h, p0l, ACC), join_f64(p1h, p1l, ACC), OP)
+    dx = grad_unary(x, g, join_f64(p0h, p0l, ACC), join_f64(p1h, p1l, ACC),
+                    join_f64(p2h, p2l, ACC), OP)
     tl.store(dx_ptr + do, _out(dx, dx_ptr), mask=m)
 
 

@@ -216,7 +216,7 @@ class Reduction:
         gview = grad.as_strided(kept_shape, gstrides, grad.storage_offset())
         contiguous = src.as_strided(kept_shape, row_major_strides(kept_shape),
                                     src.storage_offset())
-        launch_map(unary_kernel, kept_shape, [contiguous, gview], params(0.0, 0.0),
+        launch_map(unary_kernel, kept_shape, [contiguous, gview], params(0.0, 0.0, 0.0),
                    OP=IDENTITY_CODE, ACC=tl.float64 if src.dtype == torch.float64 else tl.float32)
 
 

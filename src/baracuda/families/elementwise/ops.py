@@ -15,6 +15,7 @@ from ...backends.triton_support import gelu_tanh as _gelu_tanh
 from ...backends.triton_support import gelu_tanh_grad as _gelu_tanh_grad
 from ...backends.triton_support import silu as _silu
 from ...backends.triton_support import silu_grad as _silu_grad
+from . import bits as B
 from . import special as S
 from .codes import *  # noqa: F403
 
@@ -78,9 +79,9 @@ def _pow_scalar(x, e):
 
 
 @triton.jit
-def apply_unary(x, p0, p1, OP: tl.constexpr):
-    """Forward formula of unary kind OP (U_* UnaryKind, U_IDENTITY, P_* UnaryParamKind); p0, p1
-    are the kind's scalar parameters."""
+def apply_unary(x, p0, p1, p2, OP: tl.constexpr):
+    """Forward formula of unary kind OP (U_* UnaryKind, U_IDENTITY, P_* UnaryParamKind); p0, p1,
+    p2 are the kind's scalar parameters."""
     if OP == U_NEG:
         y = -x
     elif OP == U_ABS:
@@ -227,6 +228,8 @@ def apply_unary(x, p0, p1, OP: tl.constexpr):
         y = tl.where(x < 0, x, 0.0) - S.log1p(tl.exp(-tl.abs(x)))
     elif OP == U_IDENTITY:  # casts
         y = x
+    elif OP >= U_DEG2RAD and OP <= U_SPACING:  # the rows from deg2rad on (table order)
+        y = B.apply_unary_more(x, OP)
     elif OP == P_THRESHOLD:  # threshold(threshold=p0, value=p1)
         y = tl.where(x <= p0, p1, x)
     elif OP == P_LEAKY_RELU:  # leaky_relu(negative_slope=p0)
@@ -252,13 +255,21 @@ def apply_unary(x, p0, p1, OP: tl.constexpr):
         y = x + p0
     elif OP == P_MUL:  # x * p0
         y = x * p0
+    elif OP == P_NAN_TO_NUM:  # nan_to_num(nan=p0, posinf=p1, neginf=p2); integers unchanged
+        if x.dtype.is_floating():
+            y = tl.where(x != x, p0, tl.where(x == float("inf"), p1,
+                                              tl.where(x == -float("inf"), p2, x)))
+        else:
+            y = x
+    elif OP == P_REDUCE_PRECISION:  # reduce_precision(exponent_bits=p0, mantissa_bits=p1)
+        y = B.reduce_precision(x, p0, p1)
     else:
         tl.static_assert(False, "unknown unary op")
     return y
 
 
 @triton.jit
-def grad_unary(x, g, p0, p1, OP: tl.constexpr):
+def grad_unary(x, g, p0, p1, p2, OP: tl.constexpr):
     """dL/dx from the forward input x and the upstream gradient g (torch's conventions at
     kinks and singularities)."""
     zero = tl.zeros_like(g)
@@ -279,7 +290,7 @@ def grad_unary(x, g, p0, p1, OP: tl.constexpr):
         r = 1.0 / tl.sqrt(x)
         dx = -0.5 * g * r * r * r
     elif OP == U_CBRT:
-        y = apply_unary(x, p0, p1, U_CBRT)
+        y = apply_unary(x, p0, p1, p2, U_CBRT)
         dx = g / (3.0 * y * y)
     elif OP == U_EXP:
         dx = g * tl.exp(x)
@@ -384,8 +395,8 @@ def grad_unary(x, g, p0, p1, OP: tl.constexpr):
         dx = g * SELU_SCALE * tl.where(x <= 0, tl.exp(x) * SELU_ALPHA, 1.0)  # (as elu's)
     elif OP == U_LOGSIGMOID:
         dx = g * S.sigmoid(-x)
-    elif OP == U_IDENTITY:
-        dx = g
+    elif OP == U_IDENTITY or OP == U_DEG2RAD or OP == U_RAD2DEG:
+        dx = g * B.unary_scale(OP)
     elif OP == P_THRESHOLD:
         dx = tl.where(x <= p0, zero, g)
     elif OP == P_LEAKY_RELU:
@@ -413,6 +424,13 @@ def grad_unary(x, g, p0, p1, OP: tl.constexpr):
         dx = g
     elif OP == P_MUL:
         dx = g * p0
+    elif OP == U_FREXP_MANTISSA:  # torch: grad / 2**exponent (grad at +-0, +-inf, NaN)
+        _, e = B.frexp_parts(x)
+        dx = g / tl.exp2(e.to(g.dtype))
+    elif OP == P_NAN_TO_NUM:  # torch: grad where the input is finite, 0 elsewhere
+        dx = tl.where(tl.abs(x) < float("inf"), g, zero)
+    elif OP == P_REDUCE_PRECISION:  # linear (jax): the incoming gradient, reduced alike
+        dx = B.reduce_precision(g, p0, p1)
     else:
         tl.static_assert(False, "unknown unary op")
     return dx

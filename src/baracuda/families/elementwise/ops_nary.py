@@ -10,6 +10,7 @@ import triton.language as tl
 from triton.language.extra import libdevice
 
 from ...backends.triton_support import INTERP, round_to
+from . import bits as BT
 from . import special as S
 from .codes import *  # noqa: F403
 from .ops import (
@@ -208,6 +209,8 @@ def apply_binary(a, b, p0, p1, OP: tl.constexpr, OUT: tl.constexpr):
     elif OP == B_LERP:  # lerp with the scalar weight p0 (torch's two-sided form)
         d = b - a
         y = tl.where(tl.abs(p0) < 0.5, a + p0 * d, b - d * (1.0 - p0))
+    elif OP >= B_HEAVISIDE and OP <= B_BIT_AT:  # the rows from heaviside on (table order)
+        y = BT.apply_binary_more(a, b, OP)
     elif OP == G_GLU:  # a * sigmoid(b)
         y = a * S.sigmoid(b)
     elif OP == G_SWIGLU:  # silu(a) * b
@@ -321,6 +324,10 @@ def grad_binary(a, b, g, p0, p1, OP: tl.constexpr, TY: tl.constexpr = tl.float32
     elif OP == B_LOGADDEXP2:
         ga = g / (1.0 + tl.exp2(b - a))
         gb = g / (1.0 + tl.exp2(a - b))
+    elif OP == B_LDEXP:  # torch: input * pow(2, other)
+        p = tl.exp2(b)
+        ga = g * p
+        gb = g * a * p * 0.6931471805599453
     elif OP == B_LERP:
         ga = g * (1.0 - p0)
         gb = g * p0

@@ -132,25 +132,32 @@ class TritonUnary(_Triton):
         return _guarantee(desc.out_element)
 
     def launch(self, desc, args, workspace) -> None:
-        run_row(unary_kernel, desc.shape, [args.x, args.y], params(0.0, 0.0), UNARY[desc.kind],
-                compute_type(desc.out_element))
+        # predicate and exponent kinds (bool / int32 results) compute in the input's type
+        out, row = desc.out_element, UNARY[desc.kind]
+        run_row(unary_kernel, desc.shape, [args.x, args.y], params(0.0, 0.0, 0.0), row,
+                compute_type(out if out.is_float else desc.element, row.native))
 
 
 @register_candidate(UnaryBackwardPlan)
 class TritonUnaryBackward(_TritonGrad):
     name = "triton_unary_backward"
 
+    def supports(self, desc, pref, arch):
+        if not UNARY[desc.kind].diff:
+            return f"{desc.kind.value} has no gradient"
+        return super().supports(desc, pref, arch)
+
     def launch(self, desc, args, workspace) -> None:
-        run_row(unary_bwd_kernel, desc.shape, [args.dy, args.x, args.dx], params(0.0, 0.0),
-                UNARY[desc.kind], compute_type(desc.element))
+        run_row(unary_bwd_kernel, desc.shape, [args.dy, args.x, args.dx],
+                params(0.0, 0.0, 0.0), UNARY[desc.kind], compute_type(desc.element))
 
 
 # -- unary with parameters ------------------------------------------------------------------------
 
 
-def _param_values(desc) -> tuple[float, float]:
+def _param_values(desc) -> tuple[float, float, float]:
     ps = tuple(float(p) for p in desc.params)
-    return (ps + (0.0,))[:2]
+    return (ps + (0.0, 0.0))[:3]
 
 
 @register_plan
@@ -227,7 +234,7 @@ class TritonCast(_Triton):
             acc = compute_type(ElementKind.F64 if wide else ElementKind.F32)
         else:
             acc = compute_type(src)
-        launch_map(unary_kernel, desc.shape, [args.x, args.y], params(0.0, 0.0),
+        launch_map(unary_kernel, desc.shape, [args.x, args.y], params(0.0, 0.0, 0.0),
                    OP=IDENTITY_CODE, ACC=acc)
 
 

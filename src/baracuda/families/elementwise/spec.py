@@ -18,7 +18,7 @@ from ...core.registry import register_spec
 from ...core.spec import Case, Malformed, PlanSpec
 from ...core.tolerance import Tolerance, tolerance_for
 from . import reference as ref
-from . import spec_bench, spec_more, spec_nary  # noqa: F401 - they register on import
+from . import spec_bench, spec_bits, spec_more, spec_nary  # noqa: F401 - they register on import
 from .descriptors import (
     CastDescriptor,
     UnaryArgs,
@@ -58,14 +58,20 @@ def _unary_cases(scale, kinds, row_of, desc_of, out_of, fn_of):
     """(kind, element, shape, layout) combinations: every kind x float at N elements, a few
     layouts and integer elements for sample kinds."""
     if scale == "small":
-        for kind in kinds:
+        floats = [k for k in kinds if row_of(k).ints != "int"]
+        for kind in floats:
             for el in FLOATS:
                 yield kind, el, (N,), "contiguous"
-        sample = list(kinds)[:: max(len(kinds) // 6, 1)]
+        sample = floats[:: max(len(floats) // 6, 1)]
         for i, (shape, layout) in enumerate(LAYOUTS):
             yield sample[i % len(sample)], FLOATS[i % 4], shape, layout
         for kind in kinds:
-            if row_of(kind).ints in ("exact", "promote"):
+            if row_of(kind).ints == "int":
+                for el in (E.I8, E.I32, E.I64, E.U8):
+                    yield kind, el, (N,), "contiguous"
+            if row_of(kind).ints == "predicate":
+                yield kind, E.BOOL, (N,), "contiguous"
+            if row_of(kind).ints in ("exact", "promote", "predicate"):
                 # a stable (not hash-seeded) pick, so every test worker collects the same cases
                 int_kind = (E.I32, E.I64, E.I8, E.U8)[zlib.crc32(kind.value.encode()) % 4]
                 yield kind, int_kind, (N,), "contiguous"
@@ -92,7 +98,11 @@ class UnarySpec(PlanSpec):
                 return UnaryArgs(x=x, y=poison(shape, out.torch_dtype, device))
 
             def expect(args, row=row, out=out):
-                return {"y": ref.forward(row.ref, [args.x], out, exact=not out.is_float)}
+                # predicate, exponent and bit-level kinds: the reference sees the input's own
+                # type (not the float64 copy, nor a cast to the result type)
+                own = args.x.dtype if row.native or not out.is_float else None
+                return {"y": ref.forward(row.ref, [args.x], out, exact=not out.is_float,
+                                         native=own)}
 
             yield Case(f"{kind.value} {el.value} {shape} {layout}", desc, make, expect,
                        tol={"y": tolerance_for(out)})
@@ -130,6 +140,7 @@ class UnarySpec(PlanSpec):
                          UnaryKind.LGAMMA):
                 for kernel in (unary_kernel, unary_bwd_kernel):
                     yield aot_variant(kernel, el, UNARY[kind], kind.value)
+        yield from spec_bits.row_variants()
 
 
 class UnaryBackwardSpec(PlanSpec):
@@ -138,7 +149,7 @@ class UnaryBackwardSpec(PlanSpec):
     def cases(self, scale):
         for fw in UnarySpec().cases(scale):
             d = fw.desc
-            if d.element not in FLOATS:
+            if d.element not in FLOATS or not UNARY[d.kind].diff:
                 continue
             desc = UnaryBackwardDescriptor(d.kind, d.shape, d.element)
 

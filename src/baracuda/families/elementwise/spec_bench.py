@@ -1,6 +1,7 @@
 """Elementwise benchmarks: unary (silu), binary (add, mul), lerp and swiglu, forward and
-forward+backward, bf16 and f32, plus a row-broadcast and a transposed layout. `bytes` is the
-fewest bytes each op must move."""
+forward+backward, bf16 and f32, plus a row-broadcast and a transposed layout, and the issue-34
+rows (isnan, signbit, logical_not with bool results; nan_to_num, clamp_min). `bytes` is the
+fewest bytes each op must move (read + written)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,18 @@ import torch.nn.functional as F
 
 from ...core.registry import register_bench
 from ...core.spec import BenchCase
-from .torch_api import add, lerp, mul, silu, swiglu
+from .torch_api import (
+    add,
+    clamp_min,
+    isnan,
+    lerp,
+    logical_not,
+    mul,
+    nan_to_num,
+    signbit,
+    silu,
+    swiglu,
+)
 
 N28 = 1 << 28
 
@@ -61,6 +73,7 @@ def elementwise_benches(quick: bool):
                              torch_eager=lambda a, b, dy: _grad(torch.lerp(a, b, 0.3), (a, b),
                                                                 dy),
                              bytes=6 * N28 * s, quick=q))
+        out += _rows34(dtype, label, one)
     # layouts: a row-broadcast operand and a transposed view
     rows, cols = 16384, 16384
 
@@ -98,3 +111,20 @@ def elementwise_benches(quick: bool):
                              torch_eager=lambda x, dy: _grad(torch_swiglu(x), x, dy),
                              bytes=8 * half * 2, quick=shape == (16384, 4096)))
     return out
+
+
+def _rows34(dtype, label, one):
+    """Forward benches of the issue-34 rows: N28 elements read, N28 bools (1 byte) or
+    elements written."""
+    s = dtype.itemsize
+    predicate = (N28 * s + N28)
+    rows = [("isnan", isnan, torch.isnan, predicate),
+            ("signbit", signbit, torch.signbit, predicate),
+            ("logical_not", logical_not, torch.logical_not, predicate),
+            ("nan_to_num", nan_to_num, torch.nan_to_num, 2 * N28 * s),
+            ("clamp_min", lambda x: clamp_min(x, 0.0), lambda x: torch.clamp_min(x, 0.0),
+             2 * N28 * s)]
+    return [BenchCase(f"{name} fwd", label, one, ours=lambda x, dy, f=ours: f(x),
+                      torch_eager=lambda x, dy, f=eager: f(x), bytes=nbytes,
+                      quick=name in ("isnan", "nan_to_num"))
+            for name, ours, eager, nbytes in rows]

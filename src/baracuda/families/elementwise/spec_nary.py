@@ -39,7 +39,13 @@ PAIR_SPECIALS = [0.0, -0.0, math.inf, -math.inf, math.nan, 1.0, -1.0, 2.5, 1e-40
 DOMAIN = {BinaryKind.POW: ((0.1, 3.0), (-3.0, 3.0)), BinaryKind.XLOGY: ((-3.0, 3.0), (0.0, 3.0))}
 INT_DOMAIN = {BinaryKind.POW: ((-5, 6), (0, 6)),
               BinaryKind.BITWISE_LEFT_SHIFT: ((-20, 20), (0, 12)),
-              BinaryKind.BITWISE_RIGHT_SHIFT: ((-20, 20), (0, 12))}
+              BinaryKind.BITWISE_RIGHT_SHIFT: ((-20, 20), (0, 12)),
+              BinaryKind.SHIFT_RIGHT_LOGICAL: ((-20, 20), (-2, 70)),
+              BinaryKind.GCD: ((-60, 60), (-60, 60)), BinaryKind.LCM: ((-60, 60), (-60, 60)),
+              BinaryKind.MULHI: ((-(1 << 62), 1 << 62), (-(1 << 62), 1 << 62)),
+              BinaryKind.LDEXP: ((-20, 20), (-10, 10)), BinaryKind.BIT_AT: ((-128, 127), (0, 8))}
+#: Kinds torch (or jax) defines for operands of one dtype only.
+SAME_DTYPE = (BinaryKind.HEAVISIDE, BinaryKind.SHIFT_RIGHT_LOGICAL, BinaryKind.MULHI)
 DIVIDES = (BinaryKind.DIV_TRUNC, BinaryKind.DIV_FLOOR, BinaryKind.REMAINDER, BinaryKind.FMOD)
 BROADCAST = [((8, 1, 25), (5, 1), "contiguous"), ((4, 25), (25,), "strided"),
              ((30, 7), (), "transposed"), ((2, 0, 3), (3,), "contiguous"),
@@ -95,7 +101,11 @@ def _binary_combos(scale):
                 yield kind, el, el, (N,), (N,), "contiguous"
         if row.ints in ("exact", "promote", "int", "logical"):
             yield kind, E.I32, E.I32, (N,), (N,), "contiguous"
-            yield kind, E.I64, E.I8, (N,), (N,), "contiguous"
+            if kind in SAME_DTYPE:
+                yield kind, E.I8, E.I8, (N,), (N,), "contiguous"
+                yield kind, E.I64, E.I64, (N,), (N,), "contiguous"
+            else:
+                yield kind, E.I64, E.I8, (N,), (N,), "contiguous"
         if row.bool_ok:
             yield kind, E.BOOL, E.BOOL, (N,), (N,), "contiguous"
     sample = [BinaryKind.ADD, BinaryKind.MUL, BinaryKind.DIV, BinaryKind.POW, BinaryKind.MAXIMUM]

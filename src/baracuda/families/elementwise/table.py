@@ -9,12 +9,13 @@ exposes it. Forward and derivative formulas are the `tl` code of that constant's
 
 dtype rules (`ints`): "exact" integer kernels (result keeps the integer type), "promote"
 (integers compute in and return float32, as torch), "float" (floating inputs only), "int"
-(integer and, where `bool_ok`, bool inputs only), "logical" (bool result). `bool_ok`: bool
-inputs are taken (an "exact" kind keeps bool, a "promote" one returns float32), as torch;
-unary "promote" kinds take them unless torch's composite formula rejects bool (tanhshrink
-subtracts it; softsign's bool / (1 + |bool|) is taken as torch's CUDA does, its CPU abs has no
-bool). `native`: the kind computes in its operands' own floating type, not f32 for halves
-(nextafter steps in its bits).
+(integer and, where `bool_ok`, bool inputs only), "logical" (bool result), "predicate" (any
+input, bool result: isnan, signbit), "exponent" (floating inputs, int32 result: frexp's).
+`bool_ok`: bool inputs are taken (an "exact" kind keeps bool, a "promote" one returns
+float32), as torch; unary "promote" kinds take them unless torch's composite formula rejects
+bool (tanhshrink subtracts it; softsign's bool / (1 + |bool|) is taken as torch's CUDA does,
+its CPU abs has no bool). `native`: the kind computes in its operands' own floating type,
+not f32 for halves (nextafter and spacing step in its bits).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import torch.nn.functional as F
 
 from ...core import validate as V
 from ...core.vocab import ElementKind
+from . import bitrefs
 
 FLOATS = (ElementKind.F32, ElementKind.F16, ElementKind.BF16, ElementKind.F64)
 INTS = (ElementKind.I8, ElementKind.I16, ElementKind.I32, ElementKind.I64, ElementKind.U8)
@@ -83,9 +85,10 @@ def _cbrt(x):
     return torch.sign(x) * x.abs().pow(1.0 / 3.0)
 
 
-def _u(name, ints, ref, lo=-3.0, hi=3.0, diff=True, bool_ok=None, api="", heavy=False):
+def _u(name, ints, ref, lo=-3.0, hi=3.0, diff=True, bool_ok=None, api="", heavy=False,
+       native=False):
     return Row(name, ints, ref, (lo, hi), diff,
-               ints == "promote" if bool_ok is None else bool_ok, api=api, heavy=heavy)
+               ints == "promote" if bool_ok is None else bool_ok, native, api=api, heavy=heavy)
 
 
 def _b(name, ints, ref, a=(-3.0, 3.0), diff=True, bool_ok=False, native=False, numbers="both",
@@ -186,6 +189,22 @@ _UNARY_ROWS = [
     _u("tanhshrink", "promote", F.tanhshrink, bool_ok=False, api="F"),
     _u("selu", "float", F.selu, api="F_inplace"),
     _u("logsigmoid", "float", F.logsigmoid, -30.0, 30.0, api="F"),
+    _u("deg2rad", "promote", torch.deg2rad, -400.0, 400.0, api="torch"),
+    _u("rad2deg", "promote", torch.rad2deg, -7.0, 7.0, api="torch"),
+    _u("isfinite", "predicate", torch.isfinite, diff=False, bool_ok=True, api="torch"),
+    _u("isinf", "predicate", torch.isinf, diff=False, bool_ok=True, api="torch"),
+    _u("isnan", "predicate", torch.isnan, diff=False, bool_ok=True, api="torch"),
+    _u("isposinf", "predicate", torch.isposinf, diff=False, bool_ok=True, api="torch"),
+    _u("isneginf", "predicate", torch.isneginf, diff=False, bool_ok=True, api="torch"),
+    _u("isreal", "predicate", torch.isreal, diff=False, bool_ok=True, api="torch"),
+    _u("signbit", "predicate", torch.signbit, diff=False, bool_ok=True, api="torch"),
+    _u("logical_not", "predicate", torch.logical_not, diff=False, bool_ok=True, api="torch"),
+    _u("bitwise_not", "int", torch.bitwise_not, diff=False, bool_ok=False),
+    _u("population_count", "int", bitrefs.popcount, diff=False),
+    _u("clz", "int", bitrefs.clz, diff=False),
+    _u("frexp_mantissa", "float", lambda x: torch.frexp(x)[0]),
+    _u("frexp_exponent", "exponent", lambda x: torch.frexp(x)[1], diff=False),
+    _u("spacing", "float", bitrefs.spacing, diff=False, native=True),
 ]
 UnaryKind = _kinds("UnaryKind", _UNARY_ROWS, "y = f(x): one member per row of UNARY.")
 UNARY: dict = _table(UnaryKind, _UNARY_ROWS, 0)
@@ -203,12 +222,15 @@ _UNARY_PARAM_ROWS = [  # the parameters, in order, after the row
     _p("clamp", "exact", _clamp_ref, (-1.0, 2.0)),  # (min or -inf, max or +inf)
     _p("add_scalar", "exact", torch.add, (2.5,), member="ADD"),  # (other,)
     _p("mul_scalar", "exact", torch.mul, (-1.5,), member="MUL"),  # (other,)
+    _p("nan_to_num", "exact", torch.nan_to_num, (0.5, 7.0, -9.0)),  # (nan, posinf, neginf)
+    # (exponent_bits, mantissa_bits): jax.lax.reduce_precision
+    _p("reduce_precision", "float", bitrefs.reduce_precision, (4.0, 3.0), (-300.0, 300.0)),
 ]
 UnaryParamKind = _kinds("UnaryParamKind", _UNARY_PARAM_ROWS,
                         "y = f(x; params): one member per row of UNARY_PARAM.")
 #: Unary op codes continue past the kinds with the identity (casts); parameter kinds follow.
 IDENTITY_CODE = len(UNARY)
-UNARY_PARAM: dict = _table(UnaryParamKind, _UNARY_PARAM_ROWS, 60)
+UNARY_PARAM: dict = _table(UnaryParamKind, _UNARY_PARAM_ROWS, 100)
 
 _BINARY_ROWS = [
     _b("add", "exact", torch.add, bool_ok=True, grad_reads=False, grad_passes=(True, True)),
@@ -247,6 +269,13 @@ _BINARY_ROWS = [
     _b("logical_xor", "logical", torch.logical_xor, diff=False, bool_ok=True, numbers="none",
        api="torch"),
     _b("lerp", "float", torch.lerp, grad_reads=False),
+    _b("heaviside", "exact", torch.heaviside, diff=False, bool_ok=True, numbers="none"),
+    _b("ldexp", "promote", torch.ldexp, (-3.0, 3.0), numbers="none", api="torch"),
+    _b("gcd", "int", torch.gcd, diff=False, numbers="none", api="torch"),
+    _b("lcm", "int", torch.lcm, diff=False, numbers="none", api="torch"),
+    _b("shift_right_logical", "int", bitrefs.shift_right_logical, diff=False),
+    _b("mulhi", "int", bitrefs.mulhi, diff=False),
+    _b("bit_at", "int", lambda a, b: (a >> b) & 1, diff=False),  # jnp.unpackbits: bit b of a
 ]
 BinaryKind = _kinds("BinaryKind", _BINARY_ROWS,
                     "y = f(a, b); DIV_FLOOR is also floor_divide; LERP runs in BinaryParamPlan "
@@ -262,7 +291,7 @@ _GATED_ROWS = [  # y = act(first half) * second half (glu: first * sigmoid(secon
     _b("reglu", "float", _gated(torch.relu), api="torch", heavy=True),
 ]
 GatedKind = _kinds("GatedKind", _GATED_ROWS, "y = act(first half) * second half.")
-GATED: dict = _table(GatedKind, _GATED_ROWS, 30)
+GATED: dict = _table(GatedKind, _GATED_ROWS, 100)
 
 _COMPARE_ROWS = [
     _b("eq", "exact", torch.eq, diff=False, bool_ok=True, api="torch"),
@@ -274,7 +303,7 @@ _COMPARE_ROWS = [
     _b("isclose", "exact", torch.isclose, diff=False, bool_ok=True),
 ]
 CompareKind = _kinds("CompareKind", _COMPARE_ROWS, "Boolean y = a <op> b (or isclose).")
-COMPARE: dict = _table(CompareKind, _COMPARE_ROWS, 40)
+COMPARE: dict = _table(CompareKind, _COMPARE_ROWS, 120)
 #: isclose with equal_nan runs the op code after isclose's.
 ISCLOSE_NAN_CODE = COMPARE[CompareKind.ISCLOSE].code + 1
 
@@ -326,6 +355,13 @@ def check_out(who: str, result: ElementKind, out: ElementKind | None) -> Element
 
 def _int_rule(who: str, rule: str, element: ElementKind, bool_ok: bool, what: str) -> ElementKind:
     """Result element of a unary-style rule for one input element."""
+    if rule == "predicate":
+        return ElementKind.BOOL
+    if rule == "exponent":
+        if not element.is_float:
+            raise V.Unsupported(f"{who}: {what} takes floating elements (f32, f16, bf16, f64), "
+                                f"got {element.value}")
+        return ElementKind.I32
     if element.is_float:
         if rule == "int":
             raise V.Unsupported(f"{who}: {what} takes integer or bool elements, got "
@@ -353,10 +389,19 @@ def check_unary_params(who: str, kind: UnaryParamKind, params) -> None:
     if not isinstance(params, tuple) or len(params) != want:
         raise V.InvalidProblem(f"{who}: {kind.value} takes {want} params, got {params!r}")
     for i, p in enumerate(params):
-        if isinstance(p, bool) or not isinstance(p, (int, float)) or math.isnan(p):
+        if isinstance(p, bool) or not isinstance(p, (int, float)):
+            raise V.InvalidProblem(f"{who}: params[{i}] must be a number, got {p!r}")
+        if kind is UnaryParamKind.NAN_TO_NUM:  # any replacement, NaN and +-inf included
+            continue
+        if math.isnan(p):
             raise V.InvalidProblem(f"{who}: params[{i}] must be a number, got {p!r}")
         if kind is not UnaryParamKind.CLAMP:
             V.check_finite(who, f"params[{i}]", p)
+    if kind is UnaryParamKind.REDUCE_PRECISION:
+        e, m = params
+        if not (float(e).is_integer() and float(m).is_integer() and e >= 1 and m >= 0):
+            raise V.InvalidProblem(f"{who}: reduce_precision takes integer exponent_bits >= 1 "
+                                   f"and mantissa_bits >= 0, got {e}, {m}")
     if kind is UnaryParamKind.HARDTANH and params[0] > params[1]:
         raise V.InvalidProblem(f"{who}: hardtanh min_val {params[0]} > max_val {params[1]}")
     if kind is UnaryParamKind.CELU and params[0] == 0:

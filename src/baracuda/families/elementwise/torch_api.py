@@ -11,6 +11,7 @@ import torch
 
 from ...backends.torch_ops import normalize_dim
 from ...core.errors import ArgumentTypeError, InvalidProblem
+from . import torch_api_more
 from .custom_ops import (
     _binary_call,
     _cast,
@@ -396,6 +397,11 @@ def clamp(input: torch.Tensor, min=None, max=None) -> torch.Tensor:  # noqa: A00
             info = torch.iinfo(input.dtype)
             lo = info.min if min is None else lo
             hi = info.max if max is None else hi
+            if input.dtype == torch.int64:
+                # the scalar parameters carry ~48 bits: int64 bounds go as 0-d tensors
+                lo, hi = (torch.full((), math.trunc(v), dtype=input.dtype, device=input.device)
+                          for v in (lo, hi))
+                return _ternary(input, lo, hi, TernaryKind.CLAMP.value, 1.0)
         return _param(P.CLAMP, input, lo, hi)
     # a missing bound beside a tensor one: a 0-d tensor of the result dtype (torch's over the
     # input and the bounds given) holding the dtype's widest value, no bound
@@ -453,8 +459,16 @@ def cast(input: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return _cast(input, dtype)
 
 
+_MORE = ["positive", "deg2rad_", "rad2deg_", "modf", "frexp", "nan_to_num", "nan_to_num_",
+         "spacing", "integer_pow", "reduce_precision", "divmod", "float_power", "float_power_",
+         "heaviside", "shift_right_logical", "mulhi", "bitwise_not", "bitwise_not_",
+         "logical_not_", "population_count", "clz", "clamp_min", "clamp_max", "clamp_min_",
+         "clamp_max_", "piecewise", "isin", "allclose", "equal", "view_dtype",
+         "bitcast_convert_type", "packbits", "unpackbits"]
+globals().update({name: getattr(torch_api_more, name) for name in _MORE})
+
 __all__ = sorted(
-    _GENERATED
+    _MORE + _GENERATED
     + ["negative", "absolute", "arctan2", "square", "round", "relu", "relu6", "gelu", "logit",
        "cbrt", "threshold", "leaky_relu", "elu", "celu", "hardtanh", "softplus", "hardshrink",
        "softshrink", "add", "sub", "mul", "div", "true_divide", "floor_divide", "pow", "lerp",
