@@ -106,6 +106,15 @@ MANUAL = {
     "logical_not_": lambda: ((torch.randn(4, 5, device=DEVICE) > 0,), {}),
     "clamp_min_": lambda: ((torch.randn(4, 5, device=DEVICE), 0.0), {}),
     "clamp_max_": lambda: ((torch.randn(4, 5, device=DEVICE), 0.0), {}),
+    # (in place: the output is the input, which _check's two calls share; the gradient of a
+    # tensor value under compile: tests/families/test_creation.py)
+    "fill_": lambda: ((torch.randn(4, 5, device=DEVICE), 1.5), {}),
+    "slice_scatter": lambda: ((_t(4, 6), _t(4, 2)), {"dim": 1, "start": 1, "end": 5,
+                                                      "step": 2}),
+    "collapse": lambda: ((_t(2, 3, 4), 0, 2), {}),
+    "Tensor.unfold": lambda: ((_t(5, 6), 1, 3, 2), {}),
+    "jnp_delete": lambda: ((_t(3, 4), [0, 2], 1), {}),
+    "jnp_insert": lambda: ((_t(3, 4), [3, 1, 1], _t(3), 1), {}),
 }
 
 

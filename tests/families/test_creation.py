@@ -271,3 +271,16 @@ def test_compile_fullgraph():
     x = _x(3, 4)
     compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
     torch.testing.assert_close(compiled(x), f(x))
+
+
+def test_fill_inplace_value_gradient_under_compile_after_eager_history():
+    """A compiled fill_ on a tensor that an eager fill_ already wrote: the value's gradient
+    is the output gradient's sum once (the old history gets none), as torch's."""
+    x = torch.randn(4, 5, device=DEVICE)
+    v = torch.randn((), device=DEVICE, requires_grad=True)
+    call = lambda: bt.fill_(x, v)  # noqa: E731
+    assert torch.autograd.grad(call().sum(), v)[0].item() == 20.0
+    torch._dynamo.reset()
+    out = torch.compile(call, backend="aot_eager", fullgraph=True)()
+    assert torch.autograd.grad(out.sum(), v)[0].item() == 20.0
+    assert torch.equal(x, v.detach().expand(4, 5))

@@ -233,20 +233,16 @@ class _Fill(torch.autograd.Function):
     """y = value with x's shape: no gradient to x, the gradient's sum to a tensor value."""
 
     @staticmethod
-    def forward(ctx, x, value, inplace):
+    def forward(ctx, x, value):
         ctx.tensor_value = isinstance(value, torch.Tensor)
         ctx.value_dtype = value.dtype if ctx.tensor_value else None
-        if inplace:
-            fill_into(x, value)
-            ctx.mark_dirty(x)
-            return x
         return fill_into(torch.empty_like(x), value)
 
     @staticmethod
     def backward(ctx, grad):
         gx = fill_into(torch.empty_like(grad), 0)
         gv = grad.sum().to(ctx.value_dtype) if ctx.tensor_value else None
-        return gx, gv, None
+        return gx, gv
 
 
 def _needs_grad(*ts) -> bool:
@@ -264,7 +260,7 @@ def fill(input, value) -> torch.Tensor:
     if _host_fill(input):
         return torch.fill(input, value)
     if _needs_grad(input, value):
-        return _Fill.apply(input, value, False)
+        return _Fill.apply(input, value)
     return fill_into(torch.empty_like(input), value)
 
 
@@ -277,7 +273,10 @@ def fill_(input, value) -> torch.Tensor:
         if input.is_leaf and input.requires_grad:
             raise RuntimeError("a leaf Variable that requires grad is being used in an "
                                "in-place operation.")
-        return _Fill.apply(input, value, True)
+        # the filled copy written back by copy_, whose autograd (gradient to the copy, none
+        # to the old input) holds under torch.compile, where an in-place Function marked
+        # dirty sent a second gradient through the input's earlier history
+        return input.copy_(_Fill.apply(input, value))
     return fill_into(input, value)
 
 
