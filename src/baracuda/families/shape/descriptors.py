@@ -117,6 +117,11 @@ class CatDescriptor(Descriptor):
     elements: tuple[ElementKind, ...]
     output_element: ElementKind
 
+    @property
+    def element(self) -> ElementKind:
+        """The element the plan is listed by (`baracuda ops`): the output's."""
+        return self.output_element
+
     def validate(self, who: str) -> None:
         if isinstance(self.rows, bool) or not isinstance(self.rows, int) or self.rows < 0:
             raise V.InvalidProblem(f"{who}: rows must be an int >= 0, got {self.rows!r}")
