@@ -72,6 +72,8 @@ def test_bench_match_selects_cases():
     assert all("float32" in f"{c.name} {c.shape}" for _, c in f32)
     assert not any("float32" in c.shape for _, c in quick)  # the quick set is bf16
     assert select_cases("softmax", quick=False, match="no such case") == []
+    either = select_cases("softmax", quick=False, match="float32|no such case")
+    assert [c.name for _, c in either] == [c.name for _, c in f32]
 
 
 def test_version(capsys):

@@ -57,7 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_bench.add_argument("--quick", action="store_true",
                          help="the headline rows only (the set docs/PERFORMANCE.md reports)")
     p_bench.add_argument("--match", metavar="TEXT",
-                         help="only rows whose 'name shape' contains TEXT")
+                         help="only rows whose 'name shape' contains TEXT (several "
+                              "texts separated by '|': any of them)")
     p_bench.add_argument("--json", dest="json_path", metavar="FILE",
                          help="write every row and the run's device, date and commit as JSON "
                          "(default bench/results/bench-<time>.json)")

@@ -422,9 +422,12 @@ def overhead_cases() -> list[BenchCase]:
 
 def select_cases(family: str | None, quick: bool, match: str | None = None) -> list:
     """[(family, BenchCase)] to run: the quick set or all, of one family or every one, only
-    those whose "name shape" contains `match` (the overhead rows only without a match)."""
+    those whose "name shape" contains `match` (texts separated by "|": any of them; the
+    overhead rows only without a match)."""
+    texts = None if match is None else match.split("|")
     work = [(fam, c) for fam, fn in registry.benches(family).items() for c in fn(quick)
-            if (c.quick or not quick) and (match is None or match in f"{c.name} {c.shape}")]
+            if (c.quick or not quick)
+            and (texts is None or any(t in f"{c.name} {c.shape}" for t in texts))]
     if family in (None, "overhead") and match is None:
         work = [("overhead", c) for c in overhead_cases()] + work
     return work
