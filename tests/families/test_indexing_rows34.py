@@ -52,9 +52,10 @@ def test_take_empty_zero_dim_and_errors(device):
     assert torch.equal(bt.take(s, i0), torch.take(s, i0))
     with pytest.raises(RuntimeError, match="Expected a long tensor"):
         bt.take(x, torch.tensor([1], dtype=torch.int32, device=device))
-    for bad in (12, -13):
-        with pytest.raises(IndexError, match="out of range"):
-            bt.take(x, torch.tensor([0, bad], device=device))
+    if device.type == "cpu":  # CUDA: a device-side assert, as torch's (it ends the process)
+        for bad in (12, -13):
+            with pytest.raises(IndexError, match="out of range"):
+                bt.take(x, torch.tensor([0, bad], device=device))
 
 
 # -- put ----------------------------------------------------------------------------------------

@@ -17,15 +17,28 @@ DEG_TO_RAD = tl.constexpr(0.017453292519943295)
 RAD_TO_DEG = tl.constexpr(57.29577951308232)
 
 
+# compiled Triton materializes a Python float as float32: float64 operands take each factor
+# as a float32 head and tail (head + tail is the float64 factor to ~1e-16)
+DEG_TO_RAD_HEAD = tl.constexpr(0.01745329238474369)
+DEG_TO_RAD_TAIL = tl.constexpr(1.3519960498364902e-10)
+RAD_TO_DEG_HEAD = tl.constexpr(57.295780181884766)
+RAD_TO_DEG_TAIL = tl.constexpr(-6.688024427603523e-07)
+
+
 @triton.jit
-def unary_scale(OP: tl.constexpr):
-    """The constant factor of the linear unary kinds (identity, deg2rad, rad2deg)."""
+def unary_scaled(x, OP: tl.constexpr):
+    """x times the constant factor of the linear unary kinds (identity, deg2rad, rad2deg),
+    the factor's float64 value for float64 x."""
     if OP == U_DEG2RAD:
-        return DEG_TO_RAD
+        if x.dtype == tl.float64:
+            return x * DEG_TO_RAD_HEAD + x * DEG_TO_RAD_TAIL
+        return x * DEG_TO_RAD
     elif OP == U_RAD2DEG:
-        return RAD_TO_DEG
+        if x.dtype == tl.float64:
+            return x * RAD_TO_DEG_HEAD + x * RAD_TO_DEG_TAIL
+        return x * RAD_TO_DEG
     else:
-        return 1.0
+        return x
 
 
 @triton.jit
@@ -136,7 +149,7 @@ def _clz(x):
 def apply_unary_more(x, OP: tl.constexpr):
     """Forward formula of the unary kinds from deg2rad on (table order)."""
     if OP == U_DEG2RAD or OP == U_RAD2DEG:
-        y = x * unary_scale(OP)
+        y = unary_scaled(x, OP)
     elif OP == U_ISFINITE:
         if x.dtype.is_floating():
             y = tl.abs(x) < float("inf")

@@ -396,7 +396,7 @@ def grad_unary(x, g, p0, p1, p2, OP: tl.constexpr):
     elif OP == U_LOGSIGMOID:
         dx = g * S.sigmoid(-x)
     elif OP == U_IDENTITY or OP == U_DEG2RAD or OP == U_RAD2DEG:
-        dx = g * B.unary_scale(OP)
+        dx = B.unary_scaled(g, OP)
     elif OP == P_THRESHOLD:
         dx = tl.where(x <= p0, zero, g)
     elif OP == P_LEAKY_RELU:
