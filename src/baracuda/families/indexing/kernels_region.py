@@ -16,6 +16,7 @@ import triton
 import triton.language as tl
 
 from ...backends.triton_rows import col_offset
+from .kernels import _nanmax, _nanmin
 
 R_PROD: tl.constexpr = tl.constexpr(2)
 R_MEAN: tl.constexpr = tl.constexpr(3)
@@ -62,16 +63,6 @@ def strided_copy_kernel(src_ptr, out_ptr, soff_ptr, ooff_ptr, n_lines, inner, co
     v = tl.load(src_ptr + s_off[:, None] + cols[None, :] * a7, mask=m)
     tl.store(out_ptr + o_off[:, None] + cols[None, :] * b7, v.to(out_ptr.dtype.element_ty),
              mask=m)
-
-
-@triton.jit
-def _nanmax(a, b):
-    return tl.where((a != a) | (a > b), a, b)
-
-
-@triton.jit
-def _nanmin(a, b):
-    return tl.where((a != a) | (a < b), a, b)
 
 
 @triton.jit
