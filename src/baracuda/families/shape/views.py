@@ -93,7 +93,7 @@ def adjoint(input):
 def expand(input, *sizes, implicit: bool = False):
     if len(sizes) == 1 and isinstance(sizes[0], (list, tuple, torch.Size)):
         sizes = tuple(sizes[0])
-    return input.expand(*sizes)
+    return input.expand(sizes)  # as one tuple: a 0-d tensor's expand(()) has no sizes
 
 
 def expand_as(input, other):
