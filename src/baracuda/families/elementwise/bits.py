@@ -31,14 +31,21 @@ def unary_scaled(x, OP: tl.constexpr):
     the factor's float64 value for float64 x."""
     if OP == U_DEG2RAD:
         if x.dtype == tl.float64:
-            return x * DEG_TO_RAD_HEAD + x * DEG_TO_RAD_TAIL
+            return _head_tail(x, DEG_TO_RAD_HEAD, DEG_TO_RAD_TAIL)
         return x * DEG_TO_RAD
     elif OP == U_RAD2DEG:
         if x.dtype == tl.float64:
-            return x * RAD_TO_DEG_HEAD + x * RAD_TO_DEG_TAIL
+            return _head_tail(x, RAD_TO_DEG_HEAD, RAD_TO_DEG_TAIL)
         return x * RAD_TO_DEG
     else:
         return x
+
+
+@triton.jit
+def _head_tail(x, HEAD: tl.constexpr, TAIL: tl.constexpr):
+    """x (HEAD + TAIL); an infinite (or NaN) x HEAD stands alone (inf + -inf would be NaN)."""
+    hi = x * HEAD
+    return tl.where(tl.abs(hi) < float("inf"), hi + x * TAIL, hi)
 
 
 @triton.jit
