@@ -100,6 +100,11 @@ def test_tensor_device_and_overlap_checks():
     with pytest.raises(InvalidProblem, match="overlapping"):
         V.check_output_writable("P", "y", torch.randn(1, 5).expand(3, 5))
     V.check_output_writable("P", "y", x.t())
+    with pytest.raises(InvalidProblem, match="element must be an ElementKind, got 'f32'"):
+        V.check_element("P", "element", "f32", [bc.ElementKind.F32])
+    with pytest.raises(InvalidProblem, match="flag must be a bool, got 1"):
+        V.check_bool("P", "flag", 1)
+    V.check_kind("P", "element", bc.ElementKind.BF16)
     # step-sliced views whose strides interleave without sharing an element are writable;
     # views whose rows overlap are not
     V.check_output_writable("P", "y", torch.zeros(2, 3, 4, 5, 6, 7)[:, ::2, :, :, ::2, 1:])

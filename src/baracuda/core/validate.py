@@ -65,8 +65,21 @@ def check_suffix_axes(who: str, name: str, axes: Sequence[int], rank: int) -> tu
     return norm
 
 
+def check_kind(who: str, name: str, element) -> None:
+    """`element` is an ElementKind (a descriptor field holding a dtype)."""
+    if not isinstance(element, ElementKind):
+        raise InvalidProblem(f"{who}: {name} must be an ElementKind, got {element!r}")
+
+
+def check_bool(who: str, name: str, value) -> None:
+    """`value` is a bool (a descriptor flag: 0 / 1 and other truthy values are refused)."""
+    if not isinstance(value, bool):
+        raise InvalidProblem(f"{who}: {name} must be a bool, got {value!r}")
+
+
 def check_element(who: str, name: str, element: ElementKind,
                   allowed: Iterable[ElementKind]) -> None:
+    check_kind(who, name, element)
     allowed = tuple(allowed)
     if element not in allowed:
         names = ", ".join(k.value for k in allowed)

@@ -22,11 +22,6 @@ INDEX_REDUCE_KINDS = (ScatterKind.PROD, ScatterKind.MEAN, ScatterKind.AMAX, Scat
 MAX_COPY_RANK = 8
 
 
-def _flag(who: str, desc, name: str) -> None:
-    if not isinstance(getattr(desc, name), bool):
-        raise V.InvalidProblem(f"{who}: {name} must be a bool, got {getattr(desc, name)!r}")
-
-
 @dataclass(frozen=True)
 class StridedCopyDescriptor(Descriptor):
     """out[...] = src[...] over `shape` (rank 0..8), both strided. `dynamic_src` /
@@ -42,8 +37,8 @@ class StridedCopyDescriptor(Descriptor):
         shape = V.check_shape(who, "shape", self.shape)
         V.check_rank(who, "shape", shape, lo=0, hi=MAX_COPY_RANK)
         V.check_element(who, "element", self.element, COPY_KINDS + [ElementKind.BOOL])
-        _flag(who, self, "dynamic_src")
-        _flag(who, self, "dynamic_out")
+        V.check_bool(who, "dynamic_src", self.dynamic_src)
+        V.check_bool(who, "dynamic_out", self.dynamic_out)
 
 
 def _one(d) -> tuple[int, ...]:
@@ -72,7 +67,7 @@ class IndexReduceDescriptor(IndexUpdateDescriptor):
         if self.kind not in INDEX_REDUCE_KINDS:
             raise V.InvalidProblem(f"{who}: kind must be one of "
                                    f"{[k.value for k in INDEX_REDUCE_KINDS]}, got {self.kind!r}")
-        _flag(who, self, "include_self")
+        V.check_bool(who, "include_self", self.include_self)
         super().validate(who)
 
     def allowed(self):

@@ -18,11 +18,6 @@ FLOAT_ELEMENTS = (ElementKind.F32, ElementKind.F16, ElementKind.BF16, ElementKin
 MAX_CAT_INPUTS = 8
 
 
-def _check_kind(who: str, name: str, value) -> None:
-    if not isinstance(value, ElementKind):
-        raise V.InvalidProblem(f"{who}: {name} must be an ElementKind, got {value!r}")
-
-
 @dataclass(frozen=True)
 class CopyDescriptor(Descriptor):
     """y[i] = x[src(i)] for y and x of `shape` (any strides each, rank 0..8), where src
@@ -44,8 +39,8 @@ class CopyDescriptor(Descriptor):
     def validate(self, who: str) -> None:
         shape = V.check_shape(who, "shape", self.shape)
         V.check_rank(who, "shape", shape, lo=0)
-        _check_kind(who, "element", self.element)
-        _check_kind(who, "output_element", self.output_element)
+        V.check_kind(who, "element", self.element)
+        V.check_kind(who, "output_element", self.output_element)
         if not isinstance(self.flips, tuple) or \
                 sorted(set(self.flips)) != list(self.flips) or \
                 any(isinstance(d, bool) or not isinstance(d, int) or not 0 <= d < len(shape)
@@ -87,7 +82,7 @@ class SumDimsDescriptor(Descriptor):
     def validate(self, who: str) -> None:
         shape = V.check_shape(who, "input_shape", self.input_shape)
         V.check_rank(who, "input_shape", shape, lo=0)
-        _check_kind(who, "element", self.element)
+        V.check_kind(who, "element", self.element)
         V.check_element(who, "element", self.element, FLOAT_ELEMENTS)
         if not isinstance(self.dims, tuple) or sorted(set(self.dims)) != list(self.dims) or \
                 any(isinstance(d, bool) or not isinstance(d, int) or not 0 <= d < len(shape)
@@ -133,8 +128,8 @@ class CatDescriptor(Descriptor):
             raise V.InvalidProblem(f"{who}: elements must hold one ElementKind per input "
                                    f"({len(widths)}), got {self.elements!r}")
         for i, e in enumerate(self.elements):
-            _check_kind(who, f"elements[{i}]", e)
-        _check_kind(who, "output_element", self.output_element)
+            V.check_kind(who, f"elements[{i}]", e)
+        V.check_kind(who, "output_element", self.output_element)
 
     @property
     def output_shape(self) -> tuple[int, int]:
