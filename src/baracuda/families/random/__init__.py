@@ -1,0 +1,8 @@
+"""Random family: tensors filled with draws (uniform, normal, log-normal, exponential,
+cauchy, geometric, bernoulli, randint, raw bits) and multinomial draws, from the
+counter-based Philox stream of backends/philox.py."""
+
+from ...core.registry import export_public
+from . import descriptors, plans, plans_multinomial
+
+__all__ = [*export_public(globals(), descriptors, plans, plans_multinomial)]
