@@ -298,3 +298,14 @@ def test_index_range_check_wraps_and_traces():
         traced(torch.tensor([7]))
     with pytest.raises(ValueError, match="too few"):
         V.host_check(torch.tensor(False), ValueError, "too few")
+
+
+def test_a_family_may_register_several_bench_functions():
+    from baracuda.core import registry
+
+    registry.register_bench("_test_family")(lambda quick: ["a"])
+    registry.register_bench("_test_family")(lambda quick: ["b", "c"])
+    try:
+        assert registry.benches("_test_family")["_test_family"](True) == ["a", "b", "c"]
+    finally:
+        registry._BENCHES.pop("_test_family")

@@ -17,7 +17,7 @@ C = TypeVar("C", bound=type[Candidate])
 
 _PLANS: dict[str, type[Plan]] = {}
 _SPECS: dict[str, object] = {}
-_BENCHES: dict[str, Callable] = {}
+_BENCHES: dict[str, list[Callable]] = {}
 _DISCOVERED = False
 _IMPORT_ERRORS: dict[str, str] = {}
 
@@ -54,10 +54,13 @@ def register_spec(spec) -> object:
 
 
 def register_bench(family: str) -> Callable[[Callable], Callable]:
-    """Function decorator: `fn(quick: bool) -> list[BenchCase]` for `baracuda bench`."""
+    """Function decorator: `fn(quick: bool) -> list[BenchCase]` for `baracuda bench`; a
+    family's modules may each register one (their rows are listed in registration order)."""
 
     def deco(fn: Callable) -> Callable:
-        _BENCHES[family] = fn
+        fns = _BENCHES.setdefault(family, [])
+        if fn not in fns:
+            fns.append(fn)
         return fn
 
     return deco
@@ -117,7 +120,15 @@ def specs(family: str | None = None) -> list:
 
 def benches(family: str | None = None) -> dict[str, Callable]:
     discover()
-    return {f: fn for f, fn in sorted(_BENCHES.items()) if family is None or f == family}
+    return {f: _joined(fns) for f, fns in sorted(_BENCHES.items())
+            if family is None or f == family}
+
+
+def _joined(fns: list[Callable]) -> Callable:
+    """One bench function listing the rows of every function a family registered."""
+    if len(fns) == 1:
+        return fns[0]
+    return lambda quick: [case for fn in fns for case in fn(quick)]
 
 
 def families() -> list[str]:
