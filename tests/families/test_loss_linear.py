@@ -247,8 +247,9 @@ def test_plan_api_refuses_fused_gradients_for_reduction_none():
     d = bc.LinearCrossEntropyDescriptor(4, 3, 5, torch.float32, reduction="none")
     plan = bc.LinearCrossEntropyPlan.select(d)
     x, w_lin, t, _, _ = _inputs(4, 3, 5, dtype=torch.float32)
-    args = bc.LinearCrossEntropyArgs(x, w_lin, t, None, None, torch.empty(4), torch.empty(4),
-                                     torch.empty(4, 3))
+    args = bc.LinearCrossEntropyArgs(x, w_lin, t, None, None, torch.empty(4, device=DEVICE),
+                                     torch.empty(4, device=DEVICE),
+                                     torch.empty(4, 3, device=DEVICE))
     with pytest.raises(bc.InvalidProblem, match="reduction"):
         plan.can_implement(args)
 

@@ -368,10 +368,15 @@ def cdist(x1: torch.Tensor, x2: torch.Tensor, p: float = 2.0,
         out = _cdist_mm(x, y)
     else:
         if x1.dtype not in _DIRECT_DTYPES:
-            raise NotImplementedError(f'"cdist" not implemented for '
+            raise NotImplementedError(f'"{_kernel_name("cdist", x1)}" not implemented for '
                                       f"'{_scalar_name(x1.dtype)}'")
         out = _cdist_direct(x, y, p)
     return out.reshape(*batch, P, R)
+
+
+def _kernel_name(op: str, t: torch.Tensor) -> str:
+    """torch's name for its kernel in a dtype error: "cdist" on the CPU, "cdist_cuda" there."""
+    return f"{op}_cuda" if t.is_cuda else op
 
 
 def pdist(input: torch.Tensor, p: float = 2) -> torch.Tensor:
@@ -385,7 +390,8 @@ def pdist(input: torch.Tensor, p: float = 2) -> torch.Tensor:
     if math.isnan(p) or p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
     if input.dtype not in _DIRECT_DTYPES:
-        raise NotImplementedError(f"\"pdist\" not implemented for '{_scalar_name(input.dtype)}'")
+        raise NotImplementedError(f'"{_kernel_name("pdist", input)}" not implemented for '
+                                  f"'{_scalar_name(input.dtype)}'")
     return _pdist(input, p)
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from ...backends.triton_support import join_f64
+
 
 @triton.jit
 def _upstream(g_ptr, row, gs, n_rows, GRAD: tl.constexpr, ACC: tl.constexpr):
@@ -52,13 +54,15 @@ def reduce_rows_kernel(ws_ptr, loss_ptr, n_rows, MEAN: tl.constexpr, ACC: tl.con
 @triton.jit
 def multi_margin_kernel(
     x_ptr, t_ptr, w_ptr, g_ptr, loss_ptr, dx_ptr, ws_ptr,
-    n_rows, C, xs0, xs1, ts, ls, gs, ds0, ds1, margin,
+    n_rows, C, xs0, xs1, ts, ls, gs, ds0, ds1, margin, margin_lo,
     HAS_W: tl.constexpr, P: tl.constexpr, LOSS: tl.constexpr, GRAD: tl.constexpr,
     ACC: tl.constexpr, BLOCK: tl.constexpr, CHECK: tl.constexpr = False,
 ):
     """Row loss sum_{c != y} max(0, margin - x[y] + x[c])^P * w[y] / C; backward writes
     d/dx[c] for c != y in the loop and d/dx[y] = -(their sum) after it (no two stores to one
     element). A target outside [0, C) gives NaN (CUDA: a device-side assert with CHECK)."""
+    # float parameters arrive as float32 halves (Triton passes Python floats as fp32)
+    margin = join_f64(margin, margin_lo, ACC)
     row = tl.program_id(0).to(tl.int64)
     y = tl.load(t_ptr + row * ts).to(tl.int64)
     ok = (y >= 0) & (y < C)
@@ -145,12 +149,14 @@ def multilabel_margin_kernel(
 @triton.jit
 def cosine_embedding_kernel(
     a_ptr, b_ptr, t_ptr, g_ptr, loss_ptr, da_ptr, db_ptr, ws_ptr,
-    n_rows, D, as0, as1, bs0, bs1, ts, ls, gs, das0, das1, dbs0, dbs1, margin,
+    n_rows, D, as0, as1, bs0, bs1, ts, ls, gs, das0, das1, dbs0, dbs1, margin, margin_lo,
     LOSS: tl.constexpr, GRAD: tl.constexpr, ACC: tl.constexpr, BLOCK: tl.constexpr,
 ):
     """cos = <a, b> / sqrt((|a|^2 + 1e-12)(|b|^2 + 1e-12)) (torch's EPSILON); row loss
     1 - cos for target 1, max(cos - margin, 0) for target -1, 0 otherwise. The hinge's
     gradient passes where cos - margin >= 0 (torch's clamp_min)."""
+    # float parameters arrive as float32 halves (Triton passes Python floats as fp32)
+    margin = join_f64(margin, margin_lo, ACC)
     row = tl.program_id(0).to(tl.int64)
     a_row = a_ptr + row * as0
     b_row = b_ptr + row * bs0
@@ -231,12 +237,16 @@ def _dnorm(v, d, p, NORM: tl.constexpr):
 def triplet_margin_kernel(
     a_ptr, p_ptr, n_ptr, g_ptr, loss_ptr, da_ptr, dp_ptr, dn_ptr, ws_ptr,
     n_rows, D, as0, as1, ps0, ps1, ns0, ns1, ls, gs,
-    das0, das1, dps0, dps1, dns0, dns1, margin, p, eps,
+    das0, das1, dps0, dps1, dns0, dns1, margin, margin_lo, p, p_lo, eps, eps_lo,
     NORM: tl.constexpr, SWAP: tl.constexpr, LOSS: tl.constexpr, GRAD: tl.constexpr,
     ACC: tl.constexpr, BLOCK: tl.constexpr,
 ):
     """Row loss max(margin + d(a, p) - d(a, n), 0), d(x, y) = ||x - y + eps||_p; SWAP takes
     min(d(a, n), d(p, n)) (a tie splits the gradient in halves, as torch.minimum)."""
+    # float parameters arrive as float32 halves (Triton passes Python floats as fp32)
+    margin = join_f64(margin, margin_lo, ACC)
+    p = join_f64(p, p_lo, ACC)
+    eps = join_f64(eps, eps_lo, ACC)
     row = tl.program_id(0).to(tl.int64)
     s1 = tl.zeros([BLOCK], ACC)
     s2 = tl.zeros([BLOCK], ACC)
@@ -291,10 +301,12 @@ def triplet_margin_kernel(
 @triton.jit
 def margin_hinge_kernel(
     p_ptr, n_ptr, s_ptr, g_ptr, loss_ptr, gp_ptr, gn_ptr, gsw_ptr, ws_ptr,
-    n_rows, ps, ns, ss, ls, gs, gps, gns, gss, margin,
+    n_rows, ps, ns, ss, ls, gs, gps, gns, gss, margin, margin_lo,
     SWAP: tl.constexpr, LOSS: tl.constexpr, GRAD: tl.constexpr, ACC: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
+    # float parameters arrive as float32 halves (Triton passes Python floats as fp32)
+    margin = join_f64(margin, margin_lo, ACC)
     rows = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     m = rows < n_rows
     dp = tl.load(p_ptr + rows * ps, mask=m, other=0.0).to(ACC)

@@ -23,7 +23,7 @@ sums them in a fixed order); backward: 0.
 from __future__ import annotations
 
 from ...backends.rows import ASSERT_LAUNCH
-from ...backends.triton_support import acc_type, next_pow2
+from ...backends.triton_support import acc_type, next_pow2, split_f64
 from ...core.plan import Candidate, Plan
 from ...core.registry import register_candidate, register_plan
 from ...core.runtime import cdiv
@@ -158,7 +158,7 @@ class _TritonMultiMargin(_RowsCandidate):
             x, t, w if w is not None else x, g if g is not None else x,
             loss if loss is not None else x, dx if dx is not None else x, ws,
             desc.rows, desc.width, x.stride(0), x.stride(1), t.stride(0), _s(loss), _s(g),
-            _s(dx), _s(dx, 1), float(desc.margin), HAS_W=w is not None, P=desc.p,
+            _s(dx), _s(dx, 1), *split_f64(desc.margin), HAS_W=w is not None, P=desc.p,
             LOSS=loss_mode, GRAD=grad_mode, ACC=acc_type(desc.element), BLOCK=block,
             num_warps=warps, **ASSERT_LAUNCH)
 
@@ -253,7 +253,7 @@ class _TritonCosine(_RowsCandidate):
             d1 if d1 is not None else x1, d2 if d2 is not None else x1, ws,
             desc.rows, desc.width, x1.stride(0), x1.stride(1), x2.stride(0), x2.stride(1),
             t.stride(0), _s(loss), _s(g), _s(d1), _s(d1, 1), _s(d2), _s(d2, 1),
-            float(desc.margin), LOSS=loss_mode, GRAD=grad_mode, ACC=acc_type(desc.element),
+            *split_f64(desc.margin), LOSS=loss_mode, GRAD=grad_mode, ACC=acc_type(desc.element),
             BLOCK=block, num_warps=warps)
 
 
@@ -305,9 +305,9 @@ class _TritonTriplet(_RowsCandidate):
             dn if dn is not None else x, ws, desc.rows, desc.width,
             x.stride(0), x.stride(1), y.stride(0), y.stride(1), z.stride(0), z.stride(1),
             _s(loss), _s(g), _s(da), _s(da, 1), _s(dp), _s(dp, 1), _s(dn), _s(dn, 1),
-            float(desc.margin), float(desc.p), float(desc.eps), NORM=norm_kind(desc.p),
-            SWAP=desc.swap, LOSS=loss_mode, GRAD=grad_mode, ACC=acc_type(desc.element),
-            BLOCK=block, num_warps=warps)
+            *split_f64(desc.margin), *split_f64(desc.p), *split_f64(desc.eps),
+            NORM=norm_kind(desc.p), SWAP=desc.swap, LOSS=loss_mode, GRAD=grad_mode,
+            ACC=acc_type(desc.element), BLOCK=block, num_warps=warps)
 
 
 @register_candidate(TripletMarginLossPlan)
@@ -353,7 +353,7 @@ class _TritonHinge(_RowsCandidate):
             loss if loss is not None else dp, gp if gp is not None else dp,
             gn if gn is not None else dp, gsw if gsw is not None else dp, ws,
             desc.rows, dp.stride(0), dn.stride(0), _s(dsw), _s(loss), _s(g), _s(gp), _s(gn),
-            _s(gsw), float(desc.margin), SWAP=desc.swap, LOSS=loss_mode, GRAD=grad_mode,
+            _s(gsw), *split_f64(desc.margin), SWAP=desc.swap, LOSS=loss_mode, GRAD=grad_mode,
             ACC=acc_type(desc.element), BLOCK=HINGE_BLOCK, num_warps=4)
 
 

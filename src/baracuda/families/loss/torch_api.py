@@ -331,3 +331,24 @@ def nll_loss(input: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | N
         reduction = _Reduction.legacy_get_string(size_average, reduce)
     _weight_grad_refused("nll_loss_forward", weight)
     return _nll_op(input, target, weight, reduction, int(ignore_index))
+
+
+from . import torch_structured as _structured  # noqa: E402 - margin / triplet losses
+from .torch_structured import *  # noqa: E402,F403
+
+__all__ += _structured.__all__
+from . import torch_pointwise as _pointwise  # noqa: E402 - pointwise losses
+from .torch_pointwise import *  # noqa: E402,F403
+
+__all__ += _pointwise.__all__
+
+
+from . import torch_ctc as _ctc  # noqa: E402 - CTC loss
+from .torch_ctc import *  # noqa: E402,F403
+
+__all__ += _ctc.__all__
+
+
+from .torch_linear import linear_cross_entropy  # noqa: E402 - fused linear + cross-entropy
+
+__all__ += ["linear_cross_entropy"]
