@@ -309,3 +309,15 @@ def test_a_family_may_register_several_bench_functions():
         assert registry.benches("_test_family")["_test_family"](True) == ["a", "b", "c"]
     finally:
         registry._BENCHES.pop("_test_family")
+
+
+def test_broadcast_shapes_traces_under_compile():
+    from baracuda.core.layout import broadcast_shapes
+
+    def f(x):
+        return x.reshape(broadcast_shapes(x.shape, (1, 3)))
+
+    x = torch.ones(2, 3)
+    torch._dynamo.reset()
+    assert torch.compile(f, backend="eager", fullgraph=True)(x).shape == (2, 3)
+    assert broadcast_shapes() == ()

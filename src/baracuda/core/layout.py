@@ -99,7 +99,7 @@ def row_major_strides(shape: Sequence[int]) -> tuple[int, ...]:
 def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
     """torch.broadcast_shapes for concrete int shapes, without its symbolic-shape machinery
     (which costs tens of microseconds per eager call). Same RuntimeError as torch."""
-    rank = max((len(s) for s in shapes), default=0)
+    rank = max([len(s) for s in shapes] or [0])  # (dynamo cannot trace max's default=)
     out = [1] * rank
     for i, s in enumerate(shapes):
         off = rank - len(s)
