@@ -192,6 +192,10 @@ def _call(case: Case, fn, sample):
         return fn(args[0], inp, *args[1:], **kwargs)
     if name == "zero_":  # the OpInfo's op zeroes a clone (its input is a leaf needing grad)
         return fn(inp.clone(), *args, **kwargs)
+    if name == "normal" and case.variant == "in_place":  # the OpInfo's op is Tensor.normal_
+        from baracuda.tools.ops import frontend_function
+
+        return frontend_function("normal_")(inp, *args, **kwargs)
     return fn(inp, *args, **kwargs)
 
 
@@ -336,10 +340,21 @@ def _refuses(case: Case, fn, sample, err: Exception) -> tuple[list[str], str | N
     return [f"torch raises {type(err).__name__} ({str(err)[:80]}), ours returns"], None
 
 
-def _random(sample) -> bool:
+#: functions whose results are draws (the random and dropout families): torch's draws and
+#: ours come from different streams, so values are checked as `_check_random` does (and
+#: tests/test_fullgraph.py compares layouts); their laws are tested in tests/families/
+RANDOM_VALUES = frozenset({
+    "rand", "rand_like", "randn", "randn_like", "normal", "uniform_", "normal_",
+    "exponential_", "cauchy_", "geometric_", "log_normal_", "random_", "randint",
+    "randint_like", "bernoulli", "random_bits", "dropout", "dropout1d", "dropout2d",
+    "dropout3d", "alpha_dropout", "feature_alpha_dropout", "native_dropout", "multinomial",
+    "rrelu", "gumbel_softmax", "randperm", "poisson"})
+
+
+def _random(sample, name: str = "") -> bool:
     """A sample whose result is drawn at random (dropout): torch's draws and ours come from
     different generators, so values cannot be compared."""
-    return float(sample.kwargs.get("dropout_p", 0.0) or 0.0) > 0.0
+    return name in RANDOM_VALUES or float(sample.kwargs.get("dropout_p", 0.0) or 0.0) > 0.0
 
 
 def _check_random(case: Case, fn, ref, ref_g, sample, leaves, ups) -> list[str]:
@@ -389,7 +404,7 @@ def check_sample(case: Case, sample) -> tuple[list[str], str | None]:
         except Exception:  # noqa: BLE001 - torch has no derivative here: forward only
             ref_g = None
     try:
-        if _random(sample):
+        if _random(sample, case.name):
             return _check_random(case, ours_fn, ref, ref_g, sample, leaves, ups), None
         got = _forward(case, ours_fn, sample)
         got_g = _backward(got, leaves, ups) if ref_g is not None else None

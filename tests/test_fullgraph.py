@@ -115,6 +115,25 @@ MANUAL = {
     "Tensor.unfold": lambda: ((_t(5, 6), 1, 3, 2), {}),
     "jnp_delete": lambda: ((_t(3, 4), [0, 2], 1), {}),
     "jnp_insert": lambda: ((_t(3, 4), [3, 1, 1], _t(3), 1), {}),
+    # draws (opinfo_support.RANDOM_VALUES): layouts compared, not values
+    "rand": lambda: ((3, 4), {"device": DEVICE}),
+    "random_bits": lambda: ((3, 4), {"dtype": torch.int64, "device": DEVICE}),
+    "uniform_": lambda: ((torch.empty(4, 5, device=DEVICE), -1.0, 2.0), {}),
+    "normal_": lambda: ((torch.empty(4, 5, device=DEVICE), 1.0, 0.5), {}),
+    "exponential_": lambda: ((torch.empty(4, 5, device=DEVICE), 2.0), {}),
+    "cauchy_": lambda: ((torch.empty(4, 5, device=DEVICE), 0.0, 2.0), {}),
+    "geometric_": lambda: ((torch.empty(4, 5, device=DEVICE), 0.3), {}),
+    "log_normal_": lambda: ((torch.empty(4, 5, device=DEVICE), 0.5, 0.75), {}),
+    "random_": lambda: ((torch.empty(4, 5, device=DEVICE, dtype=torch.int64), 3, 9), {}),
+    "dropout1d": lambda: ((_t(2, 3, 5), 0.5), {}),
+    "native_dropout": lambda: ((_t(4, 5), 0.5, True), {}),
+    "rrelu_": lambda: ((torch.randn(4, 5, device=DEVICE), 0.1, 0.3, True), {}),
+    "gumbel_softmax": lambda: ((_t(4, 5), 0.5, True), {}),
+    "randperm": lambda: ((7,), {"device": DEVICE}),
+    "poisson": lambda: ((torch.rand(4, 5, device=DEVICE) * 20,), {}),
+    "ctc_loss": lambda: ((torch.randn(6, 2, 5, device=DEVICE).log_softmax(2).detach()
+                          .requires_grad_(), torch.tensor([[1, 2, 2], [3, 1, 0]], device=DEVICE),
+                          [6, 5], [3, 2]), {}),
 }
 
 
@@ -141,8 +160,8 @@ def _floats(out) -> list[torch.Tensor]:
 
 
 def _check(eager_call, compiled_call, leaves, values: bool = True):
-    """`values`: compare the outputs' values (not for the factories of uninitialized memory,
-    whose layouts are compared)."""
+    """`values`: compare the outputs' values and gradients (not for the factories of
+    uninitialized memory or for draws, whose layouts are compared)."""
     torch._dynamo.reset()
     want = eager_call()
     got = torch.compile(compiled_call, backend="aot_eager", fullgraph=True)()
@@ -155,7 +174,7 @@ def _check(eager_call, compiled_call, leaves, values: bool = True):
             assert g == w
     outs = [t for t in _floats(got) if t.requires_grad]
     grads = [t for t in leaves if isinstance(t, torch.Tensor) and t.requires_grad]
-    if outs and grads:
+    if values and outs and grads:  # (draws: two calls' gradients differ as their values)
         gw = torch.autograd.grad([t.sum() for t in _floats(want) if t.requires_grad], grads,
                                  allow_unused=True)
         gg = torch.autograd.grad([t.sum() for t in outs], grads, allow_unused=True)
@@ -184,7 +203,7 @@ def test_opinfo_sample_compiles_fullgraph(name):
                 torch.compile(lambda f=f: S._call(case, f, sample), backend="aot_eager",
                               fullgraph=True)()
         return
-    _check(call, call, leaves, values=name not in S.UNSPECIFIED_VALUES)
+    _check(call, call, leaves, values=name not in S.UNSPECIFIED_VALUES | S.RANDOM_VALUES)
 
 
 @pytest.mark.parametrize("name", sorted(MANUAL))
@@ -192,4 +211,4 @@ def test_manual_sample_compiles_fullgraph(name):
     args, kwargs = MANUAL[name]()
     fn = frontend_function(name)
     call = lambda: fn(*args, **kwargs)  # noqa: E731
-    _check(call, call, list(args) + list(kwargs.values()))
+    _check(call, call, list(args) + list(kwargs.values()), values=name not in S.RANDOM_VALUES)

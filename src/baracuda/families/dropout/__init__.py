@@ -6,3 +6,7 @@ from ...core.registry import export_public
 from . import descriptors, plans
 
 __all__ = [*export_public(globals(), descriptors, plans)]
+# randomized leaky ReLU; spec_rrelu registers its spec and bench rows
+from . import descriptors_rrelu, plans_rrelu, spec_rrelu  # noqa: E402,F401
+
+__all__ += export_public(globals(), descriptors_rrelu, plans_rrelu)

@@ -16,9 +16,11 @@ from ...backends.torch_ops import define_op, run_plan
 from ...core.runtime import interpreter_active
 from .descriptors import DropoutArgs, DropoutDescriptor, DropoutMode
 from .plans import DropoutPlan
+from .torch_rrelu import rrelu, rrelu_  # noqa: F401 - the random leaky ReLU
 
 __all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
-           "feature_alpha_dropout", "native_dropout", "native_dropout_backward"]
+           "feature_alpha_dropout", "native_dropout", "native_dropout_backward", "rrelu",
+           "rrelu_"]
 
 M = DropoutMode
 

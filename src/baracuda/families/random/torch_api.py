@@ -25,7 +25,12 @@ from .torch_common import (
 
 __all__ = ["rand", "rand_like", "randn", "randn_like", "normal", "uniform_", "normal_",
            "exponential_", "cauchy_", "geometric_", "log_normal_", "random_", "randint",
-           "randint_like", "bernoulli", "random_bits", "multinomial"]
+           "randint_like", "bernoulli", "random_bits", "multinomial", "gumbel_softmax",
+           "randperm", "poisson"]
+
+from .torch_gumbel import gumbel_softmax  # noqa: E402,F401 - Gumbel noise + softmax
+from .torch_poisson import poisson  # noqa: E402,F401 - PoissonPlan
+from .torch_randperm import randperm  # noqa: E402,F401 - sorted random keys
 
 _DIGITS = {torch.float32: 24, torch.float64: 53, torch.float16: 11, torch.bfloat16: 8}
 
