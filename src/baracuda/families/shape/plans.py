@@ -115,8 +115,10 @@ def copy_config(desc: CopyDescriptor, x_strides, y_strides) -> dict:
     transposed = False
     if len(dims) >= 2:
         a = dims[-1]
-        b_idx = min(range(len(dims) - 1), key=lambda i: (abs(dims[i][1]), -i))
-        if abs(dims[b_idx][1]) < abs(a[1]):
+        # a broadcast dim (x stride 0) reads one element: never the tile's load dim
+        read = [i for i in range(len(dims) - 1) if dims[i][1] != 0]
+        b_idx = min(read, key=lambda i: (abs(dims[i][1]), -i)) if read else None
+        if b_idx is not None and abs(dims[b_idx][1]) < abs(a[1]):
             transposed = True
             dims.append(dims.pop(b_idx))
             dims[-1], dims[-2] = dims[-2], dims[-1]
