@@ -31,7 +31,7 @@ def flip_launch(x, y, desc, force_gather: bool):
     if force_gather and cfg["FLIP_A"]:
         n, xs, ys, r = cfg["dims"][-1]
         cfg["dims"][-1] = (n, -xs, ys, r)
-        cfg["base"] -= (n - 1) * xs
+        cfg["base"] += (n - 1) * xs
         cfg["FLIP_A"] = False
     K.copy_kernel[(cfg["grid"],)](P._shifted(x, cfg["base"]), y, *P.copy_scalars(cfg),
                                   TB=cfg["TB"], TA=cfg["TA"], ROLL=cfg["ROLL"], WIDE=cfg["WIDE"],

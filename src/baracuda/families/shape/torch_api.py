@@ -119,6 +119,9 @@ def _write_out(result: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
     if torch.is_grad_enabled() and (result.requires_grad or out.requires_grad):
         raise RuntimeError("cat(): functions with out=... arguments don't support automatic "
                            "differentiation, but one of the arguments requires grad.")
+    if out.device != result.device:
+        raise RuntimeError(f"Expected out tensor to have device {result.device}, but got "
+                           f"{out.device} instead")
     if out.dtype != result.dtype and not torch.can_cast(result.dtype, out.dtype):
         raise RuntimeError(f"result type {result.dtype} can't be cast to the desired output "
                            f"type {out.dtype}")

@@ -84,7 +84,7 @@ def jnp_insert(arr: torch.Tensor, obj, values, axis: int | None = None) -> torch
     n = x.shape[ax]
     if not isinstance(values, torch.Tensor):
         values = torch.tensor(values, device=x.device)
-    values = values.to(x.dtype)
+    values = values.to(x.device, x.dtype)  # jnp takes values from anywhere
     scalar = isinstance(obj, int) and not isinstance(obj, bool) or (
         isinstance(obj, torch.Tensor) and obj.dim() == 0)
     if isinstance(obj, slice):
