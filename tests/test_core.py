@@ -298,3 +298,38 @@ def test_index_range_check_wraps_and_traces():
         traced(torch.tensor([7]))
     with pytest.raises(ValueError, match="too few"):
         V.host_check(torch.tensor(False), ValueError, "too few")
+
+
+class _CountingPlan:
+    """A stand-in plan writing its call count: `stable` plans write the same value each run."""
+
+    stable = True
+    calls = 0
+
+    @classmethod
+    def select(cls, desc, preference=None):
+        return cls()
+
+    def workspace_size(self):
+        return 0
+
+    def run(self, args, workspace=None):
+        type(self).calls += 1
+        args.y.fill_(1.0 if self.stable else float(type(self).calls))
+
+
+class _FlakyPlan(_CountingPlan):
+    stable = False
+
+
+@pytest.mark.parametrize("plan,identical", [(_CountingPlan, True), (_FlakyPlan, False)])
+def test_reruns_compare_bit_for_bit(plan, identical):
+    from types import SimpleNamespace
+
+    from baracuda.core.spec import _reruns_identical
+
+    y = torch.zeros(3)
+    args = SimpleNamespace(y=y, outputs=lambda: {"y": y}, tensors=lambda: {"y": y})
+    case = SimpleNamespace(desc=None, preference=None)
+    plan.select(None).run(args)
+    assert _reruns_identical(plan, case, args, 2) is identical
