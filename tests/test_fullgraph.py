@@ -115,6 +115,7 @@ MANUAL = {
     "Tensor.unfold": lambda: ((_t(5, 6), 1, 3, 2), {}),
     "jnp_delete": lambda: ((_t(3, 4), [0, 2], 1), {}),
     "jnp_insert": lambda: ((_t(3, 4), [3, 1, 1], _t(3), 1), {}),
+    "jnp_resize": lambda: ((_t(3, 4), (5, 7)), {}),
 }
 
 

@@ -330,3 +330,7 @@ def shape_benches(quick: bool):
     add("repeat(2, 1)", rep, tensor(rep), lambda x: bt.repeat(x, 2, 1),
         lambda x: x.repeat(2, 1), 3 * 2 * math.prod(rep))
     return out
+
+
+# the table gather's specs register on import (discovery imports spec)
+from . import spec_gather  # noqa: E402,F401
