@@ -116,6 +116,8 @@ MANUAL = {
     "jnp_delete": lambda: ((_t(3, 4), [0, 2], 1), {}),
     "jnp_insert": lambda: ((_t(3, 4), [3, 1, 1], _t(3), 1), {}),
     "jnp_resize": lambda: ((_t(3, 4), (5, 7)), {}),
+    "jnp_pad": lambda: ((_t(3, 4, 5), ((1, 2), (0, 3), (2, 1)), "symmetric"), {}),
+    "lax_pad": lambda: ((_t(3, 4), 0.5, [(1, -1, 2), (-1, 2, 1)]), {}),
 }
 
 

@@ -1,5 +1,5 @@
 """Pad kernels: one gather forward for every mode and the gather-form backward of the
-reflect / replicate / circular modes.
+reflect / replicate / circular / symmetric modes.
 
 A program owns ROWS rows of its output and walks their last dim in [ROWS, BLOCK_W] tiles (the
 contiguous run: coalesced stores): every outer dim's index is worked out once per row, the
@@ -16,6 +16,7 @@ CONSTANT: tl.constexpr = tl.constexpr(0)
 REFLECT: tl.constexpr = tl.constexpr(1)
 REPLICATE: tl.constexpr = tl.constexpr(2)
 CIRCULAR: tl.constexpr = tl.constexpr(3)
+SYMMETRIC: tl.constexpr = tl.constexpr(4)
 
 
 @triton.jit
@@ -32,6 +33,9 @@ def _source(o, lo, n, MODE: tl.constexpr):
             t = tl.where(t >= n, 2 * (n - 1) - t, t)
         elif MODE == REPLICATE:
             t = tl.minimum(tl.maximum(t, 0), n - 1)
+        elif MODE == SYMMETRIC:  # the mirror including the edge (pads at most n)
+            t = tl.where(t < 0, -t - 1, t)
+            t = tl.where(t >= n, 2 * n - 1 - t, t)
         else:
             t = t % n
             t = tl.where(t < 0, t + n, t)
@@ -103,6 +107,9 @@ def _image(i, j, lo, n, n_out, shift, MODE: tl.constexpr):
     if MODE == REFLECT:
         o = tl.where(j == 0, i + lo, tl.where(j == 1, lo - i, 2 * (n - 1) - i + lo))
         ok = (j == 0) | ((j == 1) & (i > 0)) | ((j == 2) & (i < n - 1))
+    elif MODE == SYMMETRIC:
+        o = tl.where(j == 0, i + lo, tl.where(j == 1, lo - 1 - i, 2 * n - 1 - i + lo))
+        ok = j < 3
     elif MODE == REPLICATE:
         start = tl.where(i == 0, 0, i + lo)
         end = tl.where(i == n - 1, n_out - 1, i + lo)

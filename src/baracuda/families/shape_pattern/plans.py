@@ -183,6 +183,8 @@ def interior(mode: PadMode, extent: int, n: int, lo: int, n_out: int, shift: int
         return [0, extent]
     if mode is PadMode.REFLECT:  # mirrors reach i in [1, lo] and [n - 1 - hi, n - 2]
         return [lo + 1, n - 1 - (n_out - n - lo)]
+    if mode is PadMode.SYMMETRIC:  # mirrors reach i in [0, lo) and [n - hi, n)
+        return [lo, n - (n_out - n - lo)]
     if mode is PadMode.REPLICATE:  # the edges' bands
         return [1, n - 1]
     # circular: the wrapped images reach i >= shift + n - lo and i < n_out - n - lo + shift

@@ -46,6 +46,8 @@ SMALL = [
     ((2, 2, 30), (_Z, _Z, (5, 70)), "contiguous", M.REPLICATE, E.F32, 0),
     ((2, 5, 6), (_Z, (-1, 2), (1, -2)), "transposed", M.REFLECT, E.F32, 0),
     ((3, 8, 9), (_Z, (2, 1), (1, 2)), "contiguous", M.CONSTANT, E.U8, 200),
+    ((3, 7, 6), (_Z, (3, 2), (1, 6)), "strided", M.SYMMETRIC, E.F32, 0),
+    ((4, 5), (_Z, (5, 5)), "transposed", M.SYMMETRIC, E.F64, 0),
 ]
 REAL = [
     ((16, 64, 512, 512), (_Z, _Z, (3, 3), (3, 3)), "contiguous", m, E.BF16, 0)
@@ -94,6 +96,9 @@ class PadSpec(PlanSpec):
                         InvalidProblem)
         yield Malformed("reflect pad = size",
                         lambda: PadDescriptor(M.REFLECT, (2, 4), (_Z, (4, 0)), F),
+                        InvalidProblem)
+        yield Malformed("symmetric past the size",
+                        lambda: PadDescriptor(M.SYMMETRIC, (2, 4), (_Z, (5, 0)), F),
                         InvalidProblem)
         yield Malformed("circular wraps twice",
                         lambda: PadDescriptor(M.CIRCULAR, (2, 4), (_Z, (-1, 4)), F),
@@ -200,7 +205,7 @@ def aot_variants():
                     dict(MODE=MODE_CODES[mode], BITS=bits_type(element), ROWS=rows,
                          BLOCK_W=bw, xsw=1, ysw=1),
                     scalars={"value_bits": "i64"})
-    for mode in (M.REFLECT, M.REPLICATE, M.CIRCULAR):
+    for mode in (M.REFLECT, M.REPLICATE, M.CIRCULAR, M.SYMMETRIC):
         for element in (E.BF16, E.F32, E.F64):
             rows, bw = tile(512, element.itemsize)
             rows = max(1, rows // 2)
