@@ -47,6 +47,12 @@ def test_combinations_matches_torch_forward_and_gradient(n, r, wr):
                                                      dtype=torch.float64))
 
 
+def test_combinations_gradgradcheck():
+    # the gradient's gradient is the forward gather (few launches: the interpreter is slow)
+    x = _x(4).requires_grad_()
+    assert torch.autograd.gradgradcheck(lambda t: bt.combinations(t, 2, True), (x,))
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.int32, torch.bool])
 def test_combinations_dtypes(dtype):
     x = _x(6).to(dtype)

@@ -74,8 +74,13 @@ def _combinations_backward_fake(dy, n, r, with_replacement):
     return dy.new_empty((n,))
 
 
-_combinations_backward = define_op("shape_combinations_backward", _combinations_backward_impl,
-                                   _combinations_backward_fake)
+def _backward_setup(ctx, inputs, output):
+    _, ctx.n, ctx.r, ctx.with_replacement = inputs
+
+
+def _backward_backward(ctx, grad):
+    # the gradient is linear in dy: its own gradient is the forward gather of `grad`
+    return _combinations(grad, ctx.r, ctx.with_replacement), None, None, None
 
 
 def _setup(ctx, inputs, output):
@@ -89,6 +94,9 @@ def _backward(ctx, grad):
 
 _combinations = define_op("shape_combinations", _combinations_impl, _combinations_fake,
                           backward=_backward, setup_context=_setup)
+_combinations_backward = define_op("shape_combinations_backward", _combinations_backward_impl,
+                                   _combinations_backward_fake, backward=_backward_backward,
+                                   setup_context=_backward_setup)
 
 
 def combinations(input: torch.Tensor, r: int = 2, with_replacement: bool = False
