@@ -39,12 +39,6 @@ KNOWN_FAILURES: dict[tuple[str, str, str], str] = {
             "(tests/families/test_indexing_rows34_region.py); torch also raises an INTERNAL "
             "ASSERT for non-contiguous inputs requiring grad, and leaves the input unchanged "
             "for a 0-d region where ours writes src"),
-    **_each("resize_", "",
-            "harness: the OpInfo's op resizes a clone (x.clone().resize_(shape)) but "
-            "opinfo_support._call passes the sample itself (as it does not for zero_); on the "
-            "non-contiguous sample, resize_ to its own shape makes the view contiguous over "
-            "the same storage (its NaN gaps), exactly as torch's Tensor.resize_ in place, "
-            "which baracuda.torch.resize_ is"),
 }
 
 #: further failures of the full run (every sample, f16 too: BARACUDA_OPINFO_SAMPLES=all, and
