@@ -190,7 +190,8 @@ def _call(case: Case, fn, sample):
         return fn(args[0], inp, *args[1:], **kwargs)
     if name in ("embedding", "embedding_bag"):
         return fn(args[0], inp, *args[1:], **kwargs)
-    if name == "zero_":  # the OpInfo's op zeroes a clone (its input is a leaf needing grad)
+    if name in ("zero_", "resize_", "resize_as_"):
+        # the OpInfo's op works on a clone (its input is a leaf needing grad)
         return fn(inp.clone(), *args, **kwargs)
     if name == "normal" and case.variant == "in_place":  # the OpInfo's op is Tensor.normal_
         from baracuda.tools.ops import frontend_function

@@ -321,3 +321,36 @@ def test_broadcast_shapes_traces_under_compile():
     torch._dynamo.reset()
     assert torch.compile(f, backend="eager", fullgraph=True)(x).shape == (2, 3)
     assert broadcast_shapes() == ()
+class _CountingPlan:
+    """A stand-in plan writing its call count: `stable` plans write the same value each run."""
+
+    stable = True
+    calls = 0
+
+    @classmethod
+    def select(cls, desc, preference=None):
+        return cls()
+
+    def workspace_size(self):
+        return 0
+
+    def run(self, args, workspace=None):
+        type(self).calls += 1
+        args.y.fill_(1.0 if self.stable else float(type(self).calls))
+
+
+class _FlakyPlan(_CountingPlan):
+    stable = False
+
+
+@pytest.mark.parametrize("plan,identical", [(_CountingPlan, True), (_FlakyPlan, False)])
+def test_reruns_compare_bit_for_bit(plan, identical):
+    from types import SimpleNamespace
+
+    from baracuda.core.spec import _reruns_identical
+
+    y = torch.zeros(3)
+    args = SimpleNamespace(y=y, outputs=lambda: {"y": y}, tensors=lambda: {"y": y})
+    case = SimpleNamespace(desc=None, preference=None)
+    plan.select(None).run(args)
+    assert _reruns_identical(plan, case, args, 2) is identical

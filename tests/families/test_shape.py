@@ -167,13 +167,14 @@ def test_empty_and_zero_dim():
 def test_cat_promotes_skips_legacy_empty_and_takes_many_inputs():
     a, b = _x(3, 4, dtype=torch.float32), _x(3, 2, dtype=torch.int32, seed=1)
     _same(bt.cat([a, b], 1), torch.cat([a, b], 1))
-    _same(bt.cat([a, torch.empty(0), a.t().contiguous().t()], 0),
-          torch.cat([a, torch.empty(0), a.t().contiguous().t()], 0))
+    e = torch.empty(0, device=DEVICE)
+    _same(bt.cat([a, e, a.t().contiguous().t()], 0), torch.cat([a, e, a.t().contiguous().t()], 0))
     many = [_x(2, i % 3 + 1, 3, seed=i) for i in range(19)]
     _same(bt.cat(many, 1), torch.cat(many, 1))
-    _same(bt.cat([torch.empty(0), torch.empty(0, dtype=torch.int32)]),
-          torch.cat([torch.empty(0), torch.empty(0, dtype=torch.int32)]))
-    bools = [torch.tensor([True, False]), torch.tensor([1, 2], dtype=torch.uint8)]
+    empties = [e, torch.empty(0, dtype=torch.int32, device=DEVICE)]
+    _same(bt.cat(empties), torch.cat(empties))
+    bools = [torch.tensor([True, False], device=DEVICE),
+             torch.tensor([1, 2], dtype=torch.uint8, device=DEVICE)]
     _same(bt.cat(bools), torch.cat(bools))
 
 
@@ -187,9 +188,12 @@ def test_cat_every_layout(dim):
 
 def test_cat_out_and_errors():
     a = _x(2, 3)
-    out = torch.empty(0, dtype=torch.float64)
+    out = torch.empty(0, dtype=torch.float64, device=DEVICE)
     assert bt.cat([a, a], 0, out=out) is out
     _same(out, torch.cat([a, a]))
+    if DEVICE.type != "cpu":
+        with pytest.raises(RuntimeError, match="Expected out tensor to have device"):
+            bt.cat([a, a], 0, out=torch.empty(0, dtype=torch.float64))
     with pytest.raises(RuntimeError, match="Sizes of tensors must match"):
         bt.cat([a, _x(3, 4)], 0)
     with pytest.raises(RuntimeError, match="same number of dimensions"):

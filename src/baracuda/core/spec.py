@@ -44,6 +44,8 @@ class Case:
 class CaseResult:
     case: Case
     comparisons: dict[str, Comparison]
+    #: with reruns: whether they reproduced the first run bit for bit (None: not rerun)
+    reruns_identical: bool | None = None
 
     @property
     def ok(self) -> bool:
@@ -65,7 +67,11 @@ def execute(plan_cls: type[Plan], case: Case, args: Args) -> Plan:
     return plan
 
 
-def run_case(plan_cls: type[Plan], case: Case, device: torch.device, seed: int = 0) -> CaseResult:
+def run_case(plan_cls: type[Plan], case: Case, device: torch.device, seed: int = 0,
+             reruns: int = 0) -> CaseResult:
+    """Run a case and compare it with its float64 reference; with `reruns`, run the same
+    inputs that many more times (outputs re-poisoned) and record whether every rerun is
+    bit-identical to the first run (`CaseResult.reruns_identical`)."""
     gen = torch.Generator().manual_seed(seed)
     args = case.make_args(device, gen)
     expected = case.reference(args)
@@ -76,7 +82,23 @@ def run_case(plan_cls: type[Plan], case: Case, device: torch.device, seed: int =
         name: compare(outs[name], ref, case.tolerance(name), name, scales.get(name))
         for name, ref in expected.items()
     }
-    return CaseResult(case, comparisons)
+    same = _reruns_identical(plan_cls, case, args, reruns) if reruns else None
+    return CaseResult(case, comparisons, same)
+
+
+def _reruns_identical(plan_cls: type[Plan], case: Case, args: Args, reruns: int) -> bool:
+    """Whether `reruns` more runs on args (outputs re-poisoned) reproduce its current outputs
+    bit for bit."""
+    first = {k: v.clone() for k, v in args.outputs().items()}
+    for _ in range(reruns):
+        for out in args.outputs().values():
+            out.fill_(float("nan") if out.is_floating_point() else 0)
+        execute(plan_cls, case, args)
+        for k, v in args.outputs().items():
+            a = first[k].contiguous().flatten().view(torch.uint8)
+            if not torch.equal(a, v.contiguous().flatten().view(torch.uint8)):
+                return False
+    return True
 
 
 def rerun_bitwise(plan_cls: type[Plan], case: Case, device: torch.device, seed: int = 0,
@@ -84,21 +106,10 @@ def rerun_bitwise(plan_cls: type[Plan], case: Case, device: torch.device, seed: 
     """Run the same inputs several times (outputs re-poisoned); True when all bit-identical."""
     gen = torch.Generator().manual_seed(seed)
     args = case.make_args(device, gen)
-    first = None
-    for _ in range(reruns):
-        for out in args.outputs().values():
-            out.fill_(float("nan") if out.is_floating_point() else 0)
-        execute(plan_cls, case, args)
-        snap = {k: v.clone() for k, v in args.outputs().items()}
-        if first is None:
-            first = snap
-            continue
-        for k in first:
-            a = first[k].contiguous().flatten().view(torch.uint8)
-            b = snap[k].contiguous().flatten().view(torch.uint8)
-            if not torch.equal(a, b):
-                return False
-    return True
+    for out in args.outputs().values():
+        out.fill_(float("nan") if out.is_floating_point() else 0)
+    execute(plan_cls, case, args)
+    return _reruns_identical(plan_cls, case, args, reruns - 1)
 
 
 @dataclasses.dataclass

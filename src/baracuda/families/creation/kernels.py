@@ -77,12 +77,14 @@ def _power(base, x, log2_base):
 @triton.jit
 def range_kernel(y_ptr, stride, n, a_hi, a_lo, b_hi, b_lo, c_hi, c_lo, base_hi, base_lo,
                  lb_hi, lb_lo, half, KIND: tl.constexpr, ACC: tl.constexpr,
-                 INT_ARANGE: tl.constexpr, BLOCK: tl.constexpr, STEPS: tl.constexpr):
+                 INT_ARANGE: tl.constexpr, BLOCK: tl.constexpr, STEPS: tl.constexpr,
+                 HALF_OPS: tl.constexpr = False):
     """y[i * stride] for i < n, STEPS blocks per program. ARANGE: a + c * i (integers: in
     int64, a and c the start and step as ints in a_hi / c_hi); LINSPACE: a + c i below
     `half`, b - c (n - 1 - i) from it (a, b the ends, c the step); LOGSPACE: base ** (the
     LINSPACE value). Float parameters arrive as float64 bit halves, already rounded to ACC on
-    the host."""
+    the host. HALF_OPS (a half-precision LINSPACE): every operation rounded to the half
+    type, index included, as torch's CUDA kernel computes in c10::Half / BFloat16."""
     pid = tl.program_id(0).to(tl.int64)
     out_ty = y_ptr.dtype.element_ty
     for step in tl.static_range(STEPS):
@@ -96,7 +98,13 @@ def range_kernel(y_ptr, stride, n, a_hi, a_lo, b_hi, b_lo, c_hi, c_lo, base_hi, 
                 v = a + c * i.to(ACC)
             else:
                 b = _f64_of(b_hi, b_lo).to(ACC)
-                v = tl.where(i < half, a + c * i.to(ACC), b - c * (n - 1 - i).to(ACC))
+                if HALF_OPS:
+                    up = c * i.to(ACC).to(out_ty).to(ACC)
+                    down = c * (n - 1 - i).to(ACC).to(out_ty).to(ACC)
+                    v = tl.where(i < half, a + up.to(out_ty).to(ACC),
+                                 b - down.to(out_ty).to(ACC))
+                else:
+                    v = tl.where(i < half, a + c * i.to(ACC), b - c * (n - 1 - i).to(ACC))
                 if KIND == 2:
                     v = _power(_f64_of(base_hi, base_lo).to(ACC), v,
                                _f64_of(lb_hi, lb_lo).to(ACC))

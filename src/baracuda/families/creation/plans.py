@@ -205,12 +205,22 @@ def range_params(desc: RangeDescriptor) -> dict:
         with np.errstate(all="ignore"):
             c = (np.float64(b) - np.float64(a)) / np.float64(n - 1) if el in INTEGER_KINDS \
                 else (b - a) / acc(max(n - 1, 1))
+        if half_ops(desc):  # torch's CUDA step: (end - start) / (steps - 1), each rounded
+            h = el.torch_dtype
+            c = acc(float((torch.tensor(float(b), dtype=h) - torch.tensor(float(a), dtype=h))
+                          / torch.tensor(float(max(n - 1, 1)), dtype=h)))
         half = max(n // 2, 1)  # one step: the start, as torch
     base = float(desc.base)  # (integer results keep a fractional base, as torch's)
     with np.errstate(all="ignore"):
         lb = np.log2(np.float64(base)) if base > 0 else (-np.inf if base == 0 else np.nan)
     return dict(a=_halves(a), b=_halves(b), c=_halves(c), base=_halves(acc(base)),
                 lb=_halves(acc(lb)), half=half, INT_ARANGE=False)
+
+
+def half_ops(desc: RangeDescriptor) -> bool:
+    """A half-precision linspace computes in its own type on CUDA (see range_kernel)."""
+    return desc.kind is RangeKind.LINSPACE and desc.element in (ElementKind.F16,
+                                                                ElementKind.BF16)
 
 
 def range_code(desc: RangeDescriptor) -> int:
@@ -231,7 +241,7 @@ def launch_range(desc: RangeDescriptor, y: torch.Tensor) -> None:
     K.range_kernel[(cdiv(desc.n, RANGE_BLOCK * RANGE_STEPS),)](
         y, y.stride(0), desc.n, *p["a"], *p["b"], *p["c"], *p["base"], *p["lb"], p["half"],
         KIND=range_code(desc), ACC=_tl(range_acc(desc)), INT_ARANGE=p["INT_ARANGE"],
-        BLOCK=RANGE_BLOCK, STEPS=RANGE_STEPS, num_warps=4)
+        BLOCK=RANGE_BLOCK, STEPS=RANGE_STEPS, HALF_OPS=half_ops(desc), num_warps=4)
 
 
 @register_candidate(RangePlan)

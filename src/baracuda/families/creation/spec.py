@@ -235,7 +235,8 @@ def _range_variant(kind, element, acc, integer):
         f"range {kind} {element.value} acc={acc} int={integer}", K.range_kernel,
         {"y_ptr": f"*{triton_dtype(element.torch_dtype)}"},
         dict(KIND=kind, ACC=tl.float64 if acc == "fp64" else tl.float32,
-             INT_ARANGE=integer, BLOCK=RANGE_BLOCK, STEPS=RANGE_STEPS),
+             INT_ARANGE=integer, BLOCK=RANGE_BLOCK, STEPS=RANGE_STEPS,
+             HALF_OPS=kind == K.LINSPACE and element in (E.F16, E.BF16)),
         scalars={"n": "i64", "a_hi": "i64" if integer else "i32",
                  "c_hi": "i64" if integer else "i32"}, num_warps=4)
 

@@ -419,8 +419,9 @@ def grad_ternary(a, b, c, g, p0, OP: tl.constexpr, TB: tl.constexpr, TC: tl.cons
     elif OP == T_CLAMP:  # torch's clamp_backward_min_max
         ga = tl.where((a >= b) & (a <= c), g, zero)
         # torch: min takes the gradient only below a non-empty range (min < max); max takes
-        # it above, or always where the range is empty (max < min, where y == max)
-        gb = tl.where((a < b) & (b < c), g, zero)
+        # it above, or always where the range is empty (max < min, where y == max).
+        # p0 == 0: clamp_min, no max (c = +inf): min takes it wherever x < min (min = +inf too)
+        gb = tl.where((a < b) & ((b < c) | ((zero + p0) == 0)), g, zero)
         gc = tl.where((a > c) | (c < b), g, zero)
     elif OP == T_WHERE:
         ga = zero

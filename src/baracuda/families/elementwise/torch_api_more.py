@@ -352,7 +352,8 @@ def _clamp_one(name: str, input, bound, low: bool) -> torch.Tensor:
                                device=input.device)
         lo, hi = (bound, other) if low else (other, bound)
         input, lo, hi = zero_dims_to_result(input, lo, hi)
-        return _ternary(input, lo, hi, TernaryKind.CLAMP.value, 1.0)
+        # parameter 0: one bound, torch's clamp_min gradient rule (ops_nary.grad_ternary)
+        return _ternary(input, lo, hi, TernaryKind.CLAMP.value, 0.0 if low else 1.0)
     if isinstance(bound, complex):
         raise Unsupported(f"{name}: complex bounds are not supported")
     if input.dtype == torch.bool:

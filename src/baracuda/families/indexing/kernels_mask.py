@@ -22,7 +22,7 @@ def masked_fill_kernel(x_ptr, m_ptr, out_ptr, n, value_bits,
                        xs0, xs1, xs2, xs3,
                        ms0, ms1, ms2, ms3,
                        os0, os1, os2, os3,
-                       IS_FLOAT: tl.constexpr, BLOCK: tl.constexpr):
+                       IS_FLOAT: tl.constexpr, BLOCK: tl.constexpr, WIDE: tl.constexpr):
     # the value travels as the int64 bits of a double (float) or as an int64: Triton passes
     # Python floats as fp32, which would round an f64 fill value
     bits = tl.full([BLOCK], value_bits, tl.int64)
@@ -30,7 +30,12 @@ def masked_fill_kernel(x_ptr, m_ptr, out_ptr, n, value_bits,
         v = bits.to(tl.float64, bitcast=True)
     else:
         v = bits
-    e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    # int32 element indices unless an index or offset can pass 2**31 (WIDE): the unravel's
+    # divisions are per element, and 64-bit ones are a slow subroutine
+    if WIDE:
+        e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    else:
+        e = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     em = e < n
     x = tl.load(x_ptr + line_offset(e, S1, S2, S3, xs0, xs1, xs2, xs3), mask=em)
     m = tl.load(m_ptr + line_offset(e, S1, S2, S3, ms0, ms1, ms2, ms3), mask=em, other=0)

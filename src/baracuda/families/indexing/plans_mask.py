@@ -81,8 +81,10 @@ class TritonMaskedFill(ExactCandidate):
             for e in gshape:
                 n *= e
             flat = [s for st in strides for s in st]
+            reach = max(sum((e - 1) * abs(s) for e, s in zip(gshape, st)) for st in strides)
             masked_fill_kernel[(cdiv(n, BLOCK),)](*group, n, value, *gshape[1:], *flat,
                                                   IS_FLOAT=is_float, BLOCK=BLOCK,
+                                                  WIDE=max(n + BLOCK, reach) >= 1 << 31,
                                                   num_warps=WARPS)
 
 

@@ -227,9 +227,13 @@ def _sig(kernel, ptrs, const):
 def mask_aot_variants():
     """sm_90a compile checks of the mask and sorted-scatter kernels."""
     k = masked_fill_kernel
-    yield AotVariant("masked_fill bf16", k, _sig(k, {"x_ptr": "*bf16", "m_ptr": "*i1",
-                                                    "out_ptr": "*bf16"},
-                                              c := dict(IS_FLOAT=True, BLOCK=1024)), c)
+    for wide in (False, True):
+        ints = "i64" if wide else "i32"
+        sig = {n: ("constexpr" if n in ("IS_FLOAT", "BLOCK", "WIDE") else ints)
+               for n in k.arg_names}
+        sig.update({"x_ptr": "*bf16", "m_ptr": "*i1", "out_ptr": "*bf16", "value_bits": "i64"})
+        yield AotVariant(f"masked_fill bf16 wide={wide}", k, sig,
+                         dict(IS_FLOAT=True, BLOCK=1024, WIDE=wide))
     k = one_hot_kernel
     yield AotVariant("one_hot", k, _sig(k, {"x_ptr": "*i64", "out_ptr": "*i64"},
                                         c := dict(BLOCK_N=8, BLOCK_C=256)), c)

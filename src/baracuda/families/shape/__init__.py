@@ -3,6 +3,6 @@ repeat, tile, pixel shuffles) through one copy kernel, the ordered sum that is t
 broadcasts' gradient, concatenation of many inputs in one launch, and torch's views."""
 
 from ...core.registry import export_public
-from . import descriptors, plans
+from . import descriptors, descriptors_gather, plans, plans_gather
 
-__all__ = export_public(globals(), descriptors, plans)
+__all__ = export_public(globals(), descriptors, plans, descriptors_gather, plans_gather)

@@ -50,15 +50,15 @@ def copy_kernel(x_ptr, y_ptr,
                 ys0, ys1, ys2, ys3, ys4, ys5, ysb, ysa,
                 c0, c1, c2, c3, c4, c5, cb, ca,
                 tiles_b, tiles_a,
-                TB: tl.constexpr, TA: tl.constexpr, ROLL: tl.constexpr, WIDE: tl.constexpr,
-                FLIP_A: tl.constexpr):
+                TB: tl.constexpr, TA: tl.constexpr, ROLL: tl.constexpr, WIDE: tl.constexpr):
     """y[o, b, a] = x[wrap(o), wrap(b), wrap(a)] over a [TB, TA] tile of the two inner dims.
 
     A is y's unit-stride dim; B is x's when x's fast dim differs from y's (a transposed copy:
     the tile is loaded along B and stored along A, the compiler converts the layout through
-    shared memory), else the next dim out. FLIP_A: A runs backwards in x (xsa is then its
-    positive stride, xo points at A's first element). The outer dims' offsets are int64
-    scalars; tile offsets are int32 unless a tile can reach past 2**31 elements (WIDE)."""
+    shared memory), else the next dim out. A flipped dim has a negative x stride (a flipped
+    A is read as a descending run: coalesced, and as fast as the ascending copy). The outer
+    dims' offsets are int64 scalars; tile offsets are int32 unless a tile can reach past
+    2**31 elements (WIDE)."""
     pid = tl.program_id(0)
     ta = pid % tiles_a
     r = pid // tiles_a
@@ -75,16 +75,8 @@ def copy_kernel(x_ptr, y_ptr,
     ja = _wrap(a, ca, NA, ROLL)
     jb = _wrap(b, cb, NB, ROLL)
     y_off = b[:, None] * ysb + a[None, :] * ysa
-    if FLIP_A:
-        # A reversed in x: the tile's sources are one ascending run (vector loads), read
-        # forwards and reversed in registers
-        p = NA - (ta + 1) * TA + tl.arange(0, TA)
-        x_off = jb[:, None] * xsb + p[None, :] * xsa
-        v = tl.load(x_ptr + xo + x_off, mask=(b < NB)[:, None] & (p >= 0)[None, :])
-        v = tl.flip(v, 1)
-    else:
-        x_off = jb[:, None] * xsb + ja[None, :] * xsa
-        v = tl.load(x_ptr + xo + x_off, mask=mask)
+    x_off = jb[:, None] * xsb + ja[None, :] * xsa
+    v = tl.load(x_ptr + xo + x_off, mask=mask)
     tl.store(y_ptr + yo + y_off, v.to(y_ptr.dtype.element_ty), mask=mask)
 
 

@@ -115,16 +115,13 @@ def copy_config(desc: CopyDescriptor, x_strides, y_strides) -> dict:
     transposed = False
     if len(dims) >= 2:
         a = dims[-1]
-        b_idx = min(range(len(dims) - 1), key=lambda i: (abs(dims[i][1]), -i))
-        if abs(dims[b_idx][1]) < abs(a[1]):
+        # a broadcast dim (x stride 0) reads one element: never the tile's load dim
+        read = [i for i in range(len(dims) - 1) if dims[i][1] != 0]
+        b_idx = min(read, key=lambda i: (abs(dims[i][1]), -i)) if read else None
+        if b_idx is not None and abs(dims[b_idx][1]) < abs(a[1]):
             transposed = True
             dims.append(dims.pop(b_idx))
             dims[-1], dims[-2] = dims[-2], dims[-1]
-    flip_a = bool(dims) and not transposed and dims[-1][1] < 0 and dims[-1][0] > 1
-    if flip_a:  # read A's run forwards, reverse it in registers (vector loads)
-        n, xs, ys, r = dims[-1]
-        base += (n - 1) * xs
-        dims[-1] = (n, -xs, ys, r)
     pad = K.OUTER_DIMS + 2 - len(dims)
     dims = [(1, 0, 0, 0)] * pad + dims
     (nb, xsb, ysb, _), (na, xsa, ysa, _) = dims[-2], dims[-1]
@@ -143,8 +140,7 @@ def copy_config(desc: CopyDescriptor, x_strides, y_strides) -> dict:
     return {"dims": dims, "base": base, "TB": tb, "TA": ta, "tiles_b": tiles_b,
             "tiles_a": tiles_a, "grid": outer * tiles_b * tiles_a,
             "ROLL": any(d[3] for d in dims), "WIDE": reach >= INT32_LIMIT,
-            "num_warps": 8 if ta * tb >= 4096 else 4, "transposed": transposed,
-            "FLIP_A": flip_a}
+            "num_warps": 8 if ta * tb >= 4096 else 4, "transposed": transposed}
 
 
 def copy_scalars(cfg: dict) -> list[int]:
@@ -167,7 +163,7 @@ def launch_copy(desc: CopyDescriptor, x: torch.Tensor, y: torch.Tensor) -> None:
     cfg = copy_config(desc, x.stride(), y.stride())
     K.copy_kernel[(cfg["grid"],)](_shifted(x, cfg["base"]), y, *copy_scalars(cfg),
                                   TB=cfg["TB"], TA=cfg["TA"], ROLL=cfg["ROLL"],
-                                  WIDE=cfg["WIDE"], FLIP_A=cfg["FLIP_A"],
+                                  WIDE=cfg["WIDE"],
                                   num_warps=cfg["num_warps"])
 
 

@@ -267,10 +267,11 @@ def copy_aot_variants():
         else:
             x_strides = y_strides
         cfg = copy_config(desc, x_strides, y_strides)
-        const = {"TB": cfg["TB"], "TA": cfg["TA"], "ROLL": cfg["ROLL"], "WIDE": cfg["WIDE"],
-                 "FLIP_A": cfg["FLIP_A"]}
+        const = {"TB": cfg["TB"], "TA": cfg["TA"], "ROLL": cfg["ROLL"], "WIDE": cfg["WIDE"]}
         const["ysa"] = 1
-        const["xsb" if cfg["transposed"] else "xsa"] = 1
+        unit = "xsb" if cfg["transposed"] else "xsa"
+        if cfg["dims"][-2 if cfg["transposed"] else -1][1] == 1:  # (a flipped A runs at -1)
+            const[unit] = 1
         ptrs = {"x_ptr": "*" + triton_dtype(desc.element.torch_dtype),
                 "y_ptr": "*" + triton_dtype(desc.output_element.torch_dtype)}
         scalars = {}
@@ -278,7 +279,7 @@ def copy_aot_variants():
             scalars = {n: "i64" for n in ("xsb", "xsa", "ysb")}
         yield AotVariant.auto(
             f"copy_kernel {desc.element.value} {layout} TB={cfg['TB']} TA={cfg['TA']} "
-            f"roll={cfg['ROLL']} wide={cfg['WIDE']} flip_a={cfg['FLIP_A']}", K.copy_kernel,
+            f"roll={cfg['ROLL']} wide={cfg['WIDE']} flips={desc.flips}", K.copy_kernel,
             ptrs, const, scalars=scalars, num_warps=cfg["num_warps"],
             divisible=("NB", "NA", "xs5", "ys5", "xsb", "ysb"))
 
@@ -312,7 +313,8 @@ def shape_benches(quick: bool):
         lambda x: bt.contiguous(x.permute(0, 2, 1, 3)),
         lambda x: x.permute(0, 2, 1, 3).contiguous(), 2 * m)
     clone_shape = (16384, 16384)
-    add("clone", clone_shape, tensor(clone_shape), bt.clone, torch.clone,
+    add("clone", clone_shape, tensor(clone_shape), lambda x: bt.clone(x),
+        lambda x: torch.clone(x),
         2 * 2 * math.prod(clone_shape))
     for parts, shape in ((2, (8192, 8192)), (8, (4096, 4096))):
         def cat_setup(device, parts=parts, shape=shape):
@@ -328,3 +330,7 @@ def shape_benches(quick: bool):
     add("repeat(2, 1)", rep, tensor(rep), lambda x: bt.repeat(x, 2, 1),
         lambda x: x.repeat(2, 1), 3 * 2 * math.prod(rep))
     return out
+
+
+# the table gather's specs register on import (discovery imports spec)
+from . import spec_gather  # noqa: E402,F401

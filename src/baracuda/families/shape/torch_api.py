@@ -10,8 +10,9 @@ import torch
 
 from ...backends.torch_ops import normalize_dim
 from . import views
-from .ops import FORMAT_NAMES, broadcast_copy, cat_op, copy_of
-from .torch_numpy import jnp_delete, jnp_insert  # noqa: F401 - part of this frontend
+from .ops import FORMAT_NAMES, broadcast_copy, cat_op, copy_of, run_copy
+from .torch_gather import combinations  # noqa: F401 - part of this frontend
+from .torch_numpy import jnp_delete, jnp_insert, jnp_resize  # noqa: F401 - this frontend's
 from .views import *  # noqa: F403 - the views are part of this frontend
 
 __all__ = [
@@ -22,7 +23,7 @@ __all__ = [
     "column_stack",
     "flip", "fliplr", "flipud", "roll", "rot90", "tile", "repeat",
     "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "cartesian_prod",
-    "jnp_delete", "jnp_insert",
+    "jnp_delete", "jnp_insert", "jnp_resize", "resize_", "resize_as_", "combinations",
     *views.TORCH_NAMES,
 ]
 
@@ -48,59 +49,121 @@ def contiguous(input: torch.Tensor, memory_format=torch.contiguous_format) -> to
     return copy_of(input, _format_name(memory_format))
 
 
-def view_copy(input, size) -> torch.Tensor:
+def _copy_out(view: torch.Tensor, out: torch.Tensor | None, who: str) -> torch.Tensor:
+    """A copy of `view`; with out=, torch's *_copy.out rules: out's dtype must be the
+    result's (no casting), same device, resized to the result's shape, written without
+    autograd (torch records no gradient into out either)."""
+    if out is None:
+        return copy_of(view)
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(f"{who}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if out.dtype != view.dtype:
+        raise RuntimeError(f"{who}: Expected out tensor to have dtype {view.dtype}, but got "
+                           f"{out.dtype} instead")
+    if out.device != view.device:
+        raise RuntimeError(f"{who}: Expected out tensor to have device {view.device}, but got "
+                           f"{out.device} instead")
+    with torch.no_grad():
+        if tuple(out.shape) != tuple(view.shape):
+            out.resize_(view.shape)
+        if view.numel():
+            run_copy(view.detach(), out)
+    return out
+
+
+def _copies_out(parts, out, who: str) -> None:
+    """torch's list out= (unbind_copy, split_with_sizes_copy): one out tensor per part,
+    each written as _copy_out; returns None as torch."""
+    if isinstance(out, torch.Tensor) or not isinstance(out, (list, tuple)):
+        raise TypeError(f"{who}: argument 'out' must be tuple of Tensors, not "
+                        f"{type(out).__name__}")
+    if len(out) != len(parts):
+        raise RuntimeError(f"{who} expected an out= argument of size {len(parts)}, got size "
+                           f"{len(out)}")
+    for p, o in zip(parts, out):
+        _copy_out(p, o, who)
+    return None
+
+
+def view_copy(input, size, *, out=None) -> torch.Tensor:
     """torch.view_copy: a contiguous copy of input.view(size)."""
-    return copy_of(input.view(size))
+    return _copy_out(input.view(size), out, "view_copy")
 
 
-def permute_copy(input, dims) -> torch.Tensor:
-    return copy_of(torch.permute(input, dims))
+def permute_copy(input, dims, *, out=None) -> torch.Tensor:
+    return _copy_out(torch.permute(input, dims), out, "permute_copy")
 
 
-def transpose_copy(input, dim0: int, dim1: int) -> torch.Tensor:
-    return copy_of(torch.transpose(input, dim0, dim1))
+def transpose_copy(input, dim0: int, dim1: int, *, out=None) -> torch.Tensor:
+    return _copy_out(torch.transpose(input, dim0, dim1), out, "transpose_copy")
 
 
-def t_copy(input) -> torch.Tensor:
-    return copy_of(torch.t(input))
+def t_copy(input, *, out=None) -> torch.Tensor:
+    return _copy_out(torch.t(input), out, "t_copy")
 
 
-def expand_copy(input, size, *, implicit: bool = False) -> torch.Tensor:
+def expand_copy(input, size, *, implicit: bool = False, out=None) -> torch.Tensor:
     """torch.expand_copy; its gradient is the ordered sum over the broadcast dims."""
     view = input.expand(size)
+    if out is not None:
+        return _copy_out(view, out, "expand_copy")
     return broadcast_copy(input, list(view.shape))
 
 
-def squeeze_copy(input, dim=None) -> torch.Tensor:
-    return copy_of(input.squeeze() if dim is None else input.squeeze(dim))
+def squeeze_copy(input, dim=None, *, out=None) -> torch.Tensor:
+    return _copy_out(input.squeeze() if dim is None else input.squeeze(dim), out,
+                     "squeeze_copy")
 
 
-def unsqueeze_copy(input, dim: int) -> torch.Tensor:
-    return copy_of(input.unsqueeze(dim))
+def unsqueeze_copy(input, dim: int, *, out=None) -> torch.Tensor:
+    return _copy_out(input.unsqueeze(dim), out, "unsqueeze_copy")
 
 
-def diagonal_copy(input, offset: int = 0, dim1: int = 0, dim2: int = 1) -> torch.Tensor:
-    return copy_of(torch.diagonal(input, offset, dim1, dim2))
+def diagonal_copy(input, offset: int = 0, dim1: int = 0, dim2: int = 1, *, out=None
+                  ) -> torch.Tensor:
+    return _copy_out(torch.diagonal(input, offset, dim1, dim2), out, "diagonal_copy")
 
 
-def as_strided_copy(input, size, stride, storage_offset=None) -> torch.Tensor:
-    return copy_of(torch.as_strided(input, size, stride, storage_offset))
+def as_strided_copy(input, size, stride, storage_offset=None, *, out=None) -> torch.Tensor:
+    return _copy_out(torch.as_strided(input, size, stride, storage_offset), out,
+                     "as_strided_copy")
 
 
-def unfold_copy(input, dimension: int, size: int, step: int) -> torch.Tensor:
-    return copy_of(input.unfold(dimension, size, step))
+def unfold_copy(input, dimension: int, size: int, step: int, *, out=None) -> torch.Tensor:
+    return _copy_out(input.unfold(dimension, size, step), out, "unfold_copy")
 
 
-def unbind_copy(input, dim: int = 0) -> tuple[torch.Tensor, ...]:
-    return tuple(copy_of(t) for t in torch.unbind(input, dim))
+def unbind_copy(input, dim: int = 0, *, out=None) -> tuple[torch.Tensor, ...] | None:
+    parts = torch.unbind(input, dim)
+    if out is not None:
+        return _copies_out(parts, out, "unbind_copy_int_out")
+    return tuple(copy_of(t) for t in parts)
 
 
-def split_with_sizes_copy(input, split_sizes, dim: int = 0) -> list[torch.Tensor]:
-    return [copy_of(t) for t in torch.split_with_sizes(input, split_sizes, dim)]
+def split_with_sizes_copy(input, split_sizes, dim: int = 0, *, out=None
+                          ) -> list[torch.Tensor] | None:
+    parts = torch.split_with_sizes(input, split_sizes, dim)
+    if out is not None:
+        return _copies_out(parts, out, "split_with_sizes_copy_out")
+    return [copy_of(t) for t in parts]
 
 
-def alias_copy(input) -> torch.Tensor:
-    return copy_of(input)
+def alias_copy(input, *, out=None) -> torch.Tensor:
+    return _copy_out(input, out, "alias_copy")
+
+
+# -- resize_ / resize_as_ -----------------------------------------------------------------------
+def resize_(input: torch.Tensor, size, *, memory_format=None) -> torch.Tensor:
+    """Tensor.resize_ as a function: torch's own, since it is a memory operation (the storage
+    is reused or grown by torch's allocator, new elements unspecified; a tensor that requires
+    grad raises as torch's)."""
+    return input.resize_(size, memory_format=memory_format)
+
+
+def resize_as_(input: torch.Tensor, the_template: torch.Tensor, *, memory_format=None
+               ) -> torch.Tensor:
+    """Tensor.resize_as_ as a function: torch's own (see resize_)."""
+    return input.resize_as_(the_template, memory_format=memory_format)
 
 
 # -- concatenation ------------------------------------------------------------------------------
@@ -119,6 +182,9 @@ def _write_out(result: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
     if torch.is_grad_enabled() and (result.requires_grad or out.requires_grad):
         raise RuntimeError("cat(): functions with out=... arguments don't support automatic "
                            "differentiation, but one of the arguments requires grad.")
+    if out.device != result.device:
+        raise RuntimeError(f"Expected out tensor to have device {result.device}, but got "
+                           f"{out.device} instead")
     if out.dtype != result.dtype and not torch.can_cast(result.dtype, out.dtype):
         raise RuntimeError(f"result type {result.dtype} can't be cast to the desired output "
                            f"type {out.dtype}")

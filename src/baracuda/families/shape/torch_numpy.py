@@ -6,6 +6,8 @@ eight pieces; differentiable through the concatenation."""
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from ...backends.torch_ops import normalize_dim
@@ -84,7 +86,7 @@ def jnp_insert(arr: torch.Tensor, obj, values, axis: int | None = None) -> torch
     n = x.shape[ax]
     if not isinstance(values, torch.Tensor):
         values = torch.tensor(values, device=x.device)
-    values = values.to(x.dtype)
+    values = values.to(x.device, x.dtype)  # jnp takes values from anywhere
     scalar = isinstance(obj, int) and not isinstance(obj, bool) or (
         isinstance(obj, torch.Tensor) and obj.dim() == 0)
     if isinstance(obj, slice):
@@ -128,3 +130,28 @@ def jnp_insert(arr: torch.Tensor, obj, values, axis: int | None = None) -> torch
     if start < n:
         pieces.append(x.narrow(ax, start, n - start))
     return cat(pieces, ax) if len(pieces) > 1 else copy_of(pieces[0])
+
+
+def jnp_resize(a: torch.Tensor, new_shape) -> torch.Tensor:
+    """jnp.resize: the flattened input repeated cyclically to fill `new_shape` (a copy, not
+    numpy's in-place ndarray.resize); zeros when the input or the result is empty, as jax.
+    Built from the family's copies (contiguous, repeat), so differentiable: an element's
+    gradient is the sum over its repeats."""
+    from .torch_api import contiguous, repeat
+
+    if isinstance(new_shape, bool) or not isinstance(new_shape, (int, list, tuple, torch.Size)):
+        raise TypeError(f"jnp_resize: new_shape must be an int or a sequence of ints, got "
+                        f"{type(new_shape).__name__}")
+    shape = (new_shape,) if isinstance(new_shape, int) else tuple(new_shape)
+    for n in shape:
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise TypeError(f"jnp_resize: new_shape must hold ints, got {n!r}")
+    if any(n < 0 for n in shape):
+        raise ValueError(f"jnp_resize: all elements of `new_shape` must be non-negative, got "
+                         f"{shape}")
+    size = math.prod(shape)
+    if a.numel() == 0 or size == 0:
+        return a.new_zeros(shape)
+    flat = contiguous(a).reshape(-1)
+    reps = -(-size // flat.numel())
+    return repeat(flat, reps).narrow(0, 0, size).reshape(shape)

@@ -32,8 +32,9 @@ def view(input: torch.Tensor, *shape) -> torch.Tensor:
     """Tensor.view as a function (a shape, or a dtype to reinterpret the bytes as)."""
     if len(shape) == 1 and isinstance(shape[0], (list, tuple, torch.Size, torch.dtype)):
         shape = shape[0]
-        return input.view(shape) if isinstance(shape, torch.dtype) else input.view(*shape)
-    return input.view(*shape)
+        # one tuple: an empty one is a 0-d view (view() with no arguments is an error)
+        return input.view(shape) if isinstance(shape, torch.dtype) else input.view(tuple(shape))
+    return input.view(shape)
 
 
 def flatten(input, start_dim: int = 0, end_dim: int = -1):

@@ -23,11 +23,13 @@ class PadMode(enum.Enum):
     REFLECT = "reflect"
     REPLICATE = "replicate"
     CIRCULAR = "circular"
+    #: numpy's / jnp.pad's symmetric: the mirror image including the edge (not torch's)
+    SYMMETRIC = "symmetric"
 
 
 #: the kernels' integer code of each mode
 MODE_CODES = {PadMode.CONSTANT: 0, PadMode.REFLECT: 1, PadMode.REPLICATE: 2,
-              PadMode.CIRCULAR: 3}
+              PadMode.CIRCULAR: 3, PadMode.SYMMETRIC: 4}
 
 
 def padded_shape(shape: tuple[int, ...], pads: tuple[tuple[int, int], ...]) -> tuple[int, ...]:
@@ -69,6 +71,9 @@ def _check_mode_pads(who: str, mode: PadMode, shape, pads) -> None:
         if mode is PadMode.REFLECT and (lo >= n or hi >= n):
             raise V.InvalidProblem(f"{who}: reflect pads must be less than the dim's size, "
                                    f"got ({lo}, {hi}) on dim {d} of size {n}")
+        if mode is PadMode.SYMMETRIC and not (0 <= lo <= n and 0 <= hi <= n):
+            raise V.InvalidProblem(f"{who}: symmetric pads must be in [0, the dim's "
+                                   f"size], got ({lo}, {hi}) on dim {d} of size {n}")
         if mode is PadMode.CIRCULAR and circular_overwraps(n, lo, hi):
             raise V.InvalidProblem(f"{who}: circular pads must be at most the size their "
                                    f"negative pads leave (one wrap), got ({lo}, {hi}) on dim "
@@ -134,7 +139,8 @@ class PadBackwardDescriptor(Descriptor):
 
     def validate(self, who: str) -> None:
         V.check_in(who, "mode", self.mode,
-                   (PadMode.REFLECT, PadMode.REPLICATE, PadMode.CIRCULAR))
+                   (PadMode.REFLECT, PadMode.REPLICATE, PadMode.CIRCULAR,
+                    PadMode.SYMMETRIC))
         shape = V.check_shape(who, "input_shape", self.input_shape)
         V.check_rank(who, "input_shape", shape)
         V.check_element(who, "element", self.element, FLOAT_ELEMENTS)

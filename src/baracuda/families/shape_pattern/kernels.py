@@ -1,5 +1,5 @@
 """Pad kernels: one gather forward for every mode and the gather-form backward of the
-reflect / replicate / circular modes.
+reflect / replicate / circular / symmetric modes.
 
 A program owns ROWS rows of its output and walks their last dim in [ROWS, BLOCK_W] tiles (the
 contiguous run: coalesced stores): every outer dim's index is worked out once per row, the
@@ -16,6 +16,7 @@ CONSTANT: tl.constexpr = tl.constexpr(0)
 REFLECT: tl.constexpr = tl.constexpr(1)
 REPLICATE: tl.constexpr = tl.constexpr(2)
 CIRCULAR: tl.constexpr = tl.constexpr(3)
+SYMMETRIC: tl.constexpr = tl.constexpr(4)
 
 
 @triton.jit
@@ -32,6 +33,9 @@ def _source(o, lo, n, MODE: tl.constexpr):
             t = tl.where(t >= n, 2 * (n - 1) - t, t)
         elif MODE == REPLICATE:
             t = tl.minimum(tl.maximum(t, 0), n - 1)
+        elif MODE == SYMMETRIC:  # the mirror including the edge (pads at most n)
+            t = tl.where(t < 0, -t - 1, t)
+            t = tl.where(t >= n, 2 * n - 1 - t, t)
         else:
             t = t % n
             t = tl.where(t < 0, t + n, t)
@@ -103,6 +107,9 @@ def _image(i, j, lo, n, n_out, shift, MODE: tl.constexpr):
     if MODE == REFLECT:
         o = tl.where(j == 0, i + lo, tl.where(j == 1, lo - i, 2 * (n - 1) - i + lo))
         ok = (j == 0) | ((j == 1) & (i > 0)) | ((j == 2) & (i < n - 1))
+    elif MODE == SYMMETRIC:
+        o = tl.where(j == 0, i + lo, tl.where(j == 1, lo - 1 - i, 2 * n - 1 - i + lo))
+        ok = j < 3
     elif MODE == REPLICATE:
         start = tl.where(i == 0, 0, i + lo)
         end = tl.where(i == n - 1, n_out - 1, i + lo)
@@ -119,13 +126,20 @@ def _image(i, j, lo, n, n_out, shift, MODE: tl.constexpr):
 def pad_backward_kernel(dy_ptr, dx_ptr, rows, W, NW, WO, LW, CW, SW, dys_w, dxs_w,
                         B2, D, H, ND, NH, DO, HO, LD, LH, CD, CH, SD, SH,
                         dys_b1, dys_b2, dys_d, dys_h, dxs_b1, dxs_b2, dxs_d, dxs_h,
+                        IWA, IWB, IHA, IHB, IDA, IDB,
                         MODE: tl.constexpr, ACC: tl.constexpr, ROWS: tl.constexpr,
                         BLOCK_W: tl.constexpr):
     """dx[b1, b2, d, h, w] = the sum of dy over the (at most CD x CH x CW) outputs that read
     it, in a fixed order (deterministic, no atomics). D, H, W are dx's extents; ND, NH, NW
     and SD, SH, SW the extents and starts of the part the pads read (circular pads that crop
-    read less; every other mode reads all of dx: N = the extent, S = 0)."""
-    r = tl.program_id(0) * ROWS + tl.arange(0, ROWS)  # int32: extents below 2**31 (host)
+    read less; every other mode reads all of dx: N = the extent, S = 0). [IWA, IWB) and
+    likewise for H and D: the interior, indices read by their direct image only; a tile
+    inside it takes one image per element instead of CD x CH x CW masked ones."""
+    r0 = tl.program_id(0) * ROWS
+    h0 = r0 % H
+    cd = tl.where((h0 + ROWS <= H) & ((r0 // H) % D >= IDA) & ((r0 // H) % D < IDB), 1, CD)
+    ch = tl.where((h0 >= IHA) & (h0 + ROWS <= IHB), 1, CH)
+    r = r0 + tl.arange(0, ROWS)  # int32: extents below 2**31 (host)
     rmask = r < rows
     h = r % H
     r = r // H
@@ -140,11 +154,13 @@ def pad_backward_kernel(dy_ptr, dx_ptr, rows, W, NW, WO, LW, CW, SW, dys_w, dxs_
         w = c0 + tl.arange(0, BLOCK_W)
         wmask = w < W
         acc = tl.zeros([ROWS, BLOCK_W], ACC)
-        # one flat loop over the (jd, jh, jw) images: a single loop-carried accumulator
-        for q in range(CD * CH * CW):
-            jw = q % CW
-            jh = (q // CW) % CH
-            jd = q // (CW * CH)
+        cw = tl.where((c0 >= IWA) & (c0 + BLOCK_W <= IWB), 1, CW)
+        # one flat loop over the (jd, jh, jw) images in a fixed order (deterministic), the
+        # counters stepped by selects (no division; a single loop-carried accumulator)
+        jw = 0
+        jh = 0
+        jd = 0
+        for _ in range(cd * ch * cw):
             od, okd = _image(d, jd, LD, ND, DO, SD, MODE)
             oh, okh = _image(h, jh, LH, NH, HO, SH, MODE)
             ow, okw = _image(w, jw, LW, NW, WO, SW, MODE)
@@ -153,5 +169,12 @@ def pad_backward_kernel(dy_ptr, dx_ptr, rows, W, NW, WO, LW, CW, SW, dys_w, dxs_
             g = tl.load(dy_ptr + row[:, None] + (ow.to(tl.int64) * dys_w)[None, :],
                         mask=rok[:, None] & (okw & wmask)[None, :], other=0)
             acc += g.to(ACC)
+            jw += 1
+            wrap_w = jw == cw
+            jw = tl.where(wrap_w, 0, jw)
+            jh = tl.where(wrap_w, jh + 1, jh)
+            wrap_h = jh == ch
+            jh = tl.where(wrap_h, 0, jh)
+            jd = tl.where(wrap_h, jd + 1, jd)
         tl.store(dx_ptr + out[:, None] + (w.to(tl.int64) * dxs_w)[None, :],
                  acc.to(dx_ptr.dtype.element_ty), mask=rmask[:, None] & wmask[None, :])

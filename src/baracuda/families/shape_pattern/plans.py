@@ -174,6 +174,23 @@ def band_count(mode: PadMode, n: int, lo: int, hi: int) -> int:
     return 3
 
 
+def interior(mode: PadMode, extent: int, n: int, lo: int, n_out: int, shift: int,
+             count: int) -> list[int]:
+    """[start, stop) of the input indices along a dim that only their direct image reads
+    (pad_backward_kernel's images): a tile inside it needs one load per element. n, lo and
+    shift are the read region's extent, low pad and start (read_region)."""
+    if count == 1:
+        return [0, extent]
+    if mode is PadMode.REFLECT:  # mirrors reach i in [1, lo] and [n - 1 - hi, n - 2]
+        return [lo + 1, n - 1 - (n_out - n - lo)]
+    if mode is PadMode.SYMMETRIC:  # mirrors reach i in [0, lo) and [n - hi, n)
+        return [lo, n - (n_out - n - lo)]
+    if mode is PadMode.REPLICATE:  # the edges' bands
+        return [1, n - 1]
+    # circular: the wrapped images reach i >= shift + n - lo and i < n_out - n - lo + shift
+    return [n_out - n - lo + shift, shift + n - lo]
+
+
 def _backward_recipe(desc, dy_strides, dx_strides):
     lead = 5 - len(desc.input_shape)
     shape = (1,) * lead + desc.input_shape
@@ -193,6 +210,8 @@ def _backward_recipe(desc, dy_strides, dx_strides):
             shape[1], shape[2], shape[3], sizes[2], sizes[3], out[2], out[3], lows[2], lows[3],
             counts[2], counts[3], starts[2], starts[3], dys[0], dys[1], dys[2], dys[3],
             dxs[0], dxs[1], dxs[2], dxs[3]]
+    for k in (4, 3, 2):
+        ints += interior(desc.mode, shape[k], sizes[k], lows[k], out[k], starts[k], counts[k])
     const = dict(MODE=MODE_CODES[desc.mode], ROWS=roww, BLOCK_W=bw, num_warps=BACKWARD_WARPS)
     return grid, ints, const
 

@@ -18,6 +18,10 @@ def pad_sources(n: int, lo: int, hi: int, mode: str) -> tuple[torch.Tensor, torc
         t = torch.where(t >= n, 2 * (n - 1) - t, t)
     elif mode == "replicate":
         t = (o - lo).clamp(0, n - 1)
+    elif mode == "symmetric":  # numpy's: the mirror including the edge
+        t = o - lo
+        t = torch.where(t < 0, -t - 1, t)
+        t = torch.where(t >= n, 2 * n - 1 - t, t)
     else:  # circular: negative pads crop first, positive ones wrap inside what is left
         left = n + min(lo, 0) + min(hi, 0)
         t = torch.remainder(o - max(lo, 0), max(left, 1)) + max(-lo, 0)

@@ -46,6 +46,8 @@ SMALL = [
     ((2, 2, 30), (_Z, _Z, (5, 70)), "contiguous", M.REPLICATE, E.F32, 0),
     ((2, 5, 6), (_Z, (-1, 2), (1, -2)), "transposed", M.REFLECT, E.F32, 0),
     ((3, 8, 9), (_Z, (2, 1), (1, 2)), "contiguous", M.CONSTANT, E.U8, 200),
+    ((3, 7, 6), (_Z, (3, 2), (1, 6)), "strided", M.SYMMETRIC, E.F32, 0),
+    ((4, 5), (_Z, (5, 5)), "transposed", M.SYMMETRIC, E.F64, 0),
 ]
 REAL = [
     ((16, 64, 512, 512), (_Z, _Z, (3, 3), (3, 3)), "contiguous", m, E.BF16, 0)
@@ -94,6 +96,9 @@ class PadSpec(PlanSpec):
                         InvalidProblem)
         yield Malformed("reflect pad = size",
                         lambda: PadDescriptor(M.REFLECT, (2, 4), (_Z, (4, 0)), F),
+                        InvalidProblem)
+        yield Malformed("symmetric past the size",
+                        lambda: PadDescriptor(M.SYMMETRIC, (2, 4), (_Z, (5, 0)), F),
                         InvalidProblem)
         yield Malformed("circular wraps twice",
                         lambda: PadDescriptor(M.CIRCULAR, (2, 4), (_Z, (-1, 4)), F),
@@ -200,7 +205,7 @@ def aot_variants():
                     dict(MODE=MODE_CODES[mode], BITS=bits_type(element), ROWS=rows,
                          BLOCK_W=bw, xsw=1, ysw=1),
                     scalars={"value_bits": "i64"})
-    for mode in (M.REFLECT, M.REPLICATE, M.CIRCULAR):
+    for mode in (M.REFLECT, M.REPLICATE, M.CIRCULAR, M.SYMMETRIC):
         for element in (E.BF16, E.F32, E.F64):
             rows, bw = tile(512, element.itemsize)
             rows = max(1, rows // 2)
@@ -250,7 +255,44 @@ def _pad_benches() -> list[BenchCase]:
                                             list(PAD_SHAPE)),
         torch_eager=lambda dy, x: torch.ops.aten.reflection_pad2d_backward(dy, x, pad),
         bytes=moved))
+    rows += _jax_pad_benches(dtype)
     return rows
+
+
+def _jax_pad_benches(dtype) -> list[BenchCase]:
+    """jnp_pad symmetric (torch's peer: the flipped edges concatenated) and lax_pad with
+    interior 1 on H, W (torch's peer: a fill, a strided assignment and F.pad)."""
+    from . import torch_api as bt
+
+    def setup(device):
+        return {"x": torch.randn(PAD_SHAPE, device=device, dtype=dtype)}
+
+    def symmetric_eager(x):
+        x = torch.cat([x[..., :3, :].flip(-2), x, x[..., -3:, :].flip(-2)], -2)
+        return torch.cat([x[..., :3].flip(-1), x, x[..., -3:].flip(-1)], -1)
+
+    n, c, h, w = PAD_SHAPE
+    sym_out = n * c * (h + 6) * (w + 6)
+    dil = (n, c, 2 * h - 1 + 2, 2 * w - 1 + 2)
+
+    def lax_eager(x):
+        y = x.new_full((n, c, 2 * h - 1, 2 * w - 1), 0.5)
+        y[..., ::2, ::2] = x
+        return torch.nn.functional.pad(y, (1, 1, 1, 1), value=0.5)
+
+    return [
+        BenchCase("jnp_pad symmetric fwd", _label(PAD_SHAPE, dtype, " pad 3 on H, W"), setup,
+                  ours=lambda x: bt.jnp_pad(x, ((0, 0), (0, 0), (3, 3), (3, 3)), "symmetric"),
+                  torch_eager=symmetric_eager,
+                  bytes=(math.prod(PAD_SHAPE) + sym_out) * dtype.itemsize),
+        BenchCase("lax_pad interior 1 fwd", _label(PAD_SHAPE, dtype, " (1, 1, 1) on H, W"),
+                  setup,
+                  ours=lambda x: bt.lax_pad(x, 0.5, [(0, 0, 0), (0, 0, 0), (1, 1, 1),
+                                                     (1, 1, 1)]),
+                  torch_eager=lax_eager,
+                  bytes=(math.prod(PAD_SHAPE) + 2 * math.prod(dil)) * dtype.itemsize,
+                  quick=False),
+    ]
 
 
 @register_bench("shape_pattern")

@@ -27,9 +27,9 @@ from .torch_matrix import __all__ as _matrix_names
 from .torch_matrix import block_diag, diag, diag_embed, diagflat, tril, triu  # noqa: F401
 from .torch_repeat import repeat_interleave  # noqa: F401
 
-__all__ = ["pad", "constant_pad_nd", *_matrix_names, "repeat_interleave"]
+__all__ = ["pad", "constant_pad_nd", *_matrix_names, "repeat_interleave", "jnp_pad", "lax_pad"]
 
-_MODES = {m.value: m for m in PadMode}
+_MODES = {m.value: m for m in PadMode if m is not PadMode.SYMMETRIC}  # F.pad's (torch's)
 
 
 def _pairs(flat: list[int] | tuple[int, ...]) -> tuple[tuple[int, int], ...]:
@@ -206,3 +206,6 @@ def constant_pad_nd(input: torch.Tensor, pad, value=0):
     per_dim = _per_dim(flat, input.dim())
     _check_sizes(input, per_dim, who)
     return _run(input, per_dim, PadMode.CONSTANT, value)
+
+
+from .torch_jax_pad import jnp_pad, lax_pad  # noqa: E402,F401 - jax's pads, on these ops
