@@ -203,6 +203,8 @@ class BenchCase:
     compile_peer: bool = True
     extra_peers: dict[str, Callable[..., Any]] = dataclasses.field(default_factory=dict)
     quick: bool = True
+    #: compare ours with torch before timing (False for draws: two generators' values differ)
+    compare: bool = True
 
 
 def single_threaded_autograd(case: BenchCase) -> BenchCase:
