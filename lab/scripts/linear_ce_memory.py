@@ -67,6 +67,8 @@ def main() -> None:
     p.add_argument("--hidden", type=int, default=4096)
     p.add_argument("--vocab", type=int, default=128256)
     p.add_argument("--reps", type=int, default=10)
+    p.add_argument("--chunk-mib", type=int, nargs="*", default=[],
+                   help="also run ours with these logits-chunk budgets (MiB)")
     a = p.parse_args()
     torch.manual_seed(0)
     x = torch.randn(a.tokens, a.hidden, device="cuda", dtype=torch.bfloat16, requires_grad=True)
@@ -74,7 +76,17 @@ def main() -> None:
          ).requires_grad_()
     t = torch.randint(0, a.vocab, (a.tokens,), device="cuda")
     rows = {}
-    for name, fn in _peers().items():
+    peers = _peers()
+    for mib in a.chunk_mib:
+        def ours(x, w, t, mib=mib):
+            from baracuda.families.loss import plans_linear
+            saved, plans_linear.CHUNK_BYTES = plans_linear.CHUNK_BYTES, mib * 2**20
+            try:
+                return peers["baracuda"](x, w, t)
+            finally:
+                plans_linear.CHUNK_BYTES = saved
+        peers[f"baracuda {mib} MiB"] = ours
+    for name, fn in peers.items():
         try:
             rows[name] = measure(fn, x, w, t, a.reps)
         except torch.cuda.OutOfMemoryError:
