@@ -4,50 +4,21 @@ parameters are tensors (normal, bernoulli), differentiable as torch's (zero grad
 
 from __future__ import annotations
 
-import numbers
-
 import torch
 
+from ...backends.factory_args import (  # noqa: F401 - the family's modules import them here
+    check_options,
+    finish,
+    on_host,
+    size_of,
+)
 from ...backends.philox import draw_state
 from ...backends.torch_ops import define_op, run_plan
-from ...core.errors import ArgumentTypeError, Unsupported
-from ...core.runtime import interpreter_active
 from .descriptors import Dist, MultinomialArgs, MultinomialDescriptor, RandomArgs, RandomDescriptor
 from .plans import RandomPlan
 from .plans_multinomial import MultinomialPlan
 
-_SIZE_TYPES = (tuple, list, torch.Size)
 _U64 = 1 << 64
-
-
-def size_of(who: str, size) -> tuple[int, ...]:
-    """torch's size arguments: ints, or one tuple / list / torch.Size of them."""
-    if len(size) == 1 and isinstance(size[0], _SIZE_TYPES):
-        size = size[0]
-    out = []
-    for d in size:
-        if isinstance(d, torch.Tensor) and d.dim() == 0 and not d.is_floating_point():
-            d = int(d)
-        if isinstance(d, bool) or not isinstance(d, numbers.Integral):
-            raise ArgumentTypeError(f"{who}: size must be a tuple of ints, got {tuple(size)!r}")
-        if d < 0:
-            raise RuntimeError(f"{who}: Trying to create tensor with negative dimension {d}: "
-                               f"{list(size)}")
-        out.append(int(d))
-    return tuple(out)
-
-
-def check_options(who: str, layout=None, pin_memory=False) -> None:
-    if layout is not None and layout != torch.strided:
-        raise Unsupported(f"{who}: only layout=torch.strided is supported, got {layout}")
-    if pin_memory:
-        raise Unsupported(f"{who}: pin_memory=True is not supported; allocate with torch and "
-                          "pin it")
-
-
-def on_host(device: torch.device) -> bool:
-    """A CPU tensor outside the interpreter: torch's own CPU generator fills it."""
-    return device.type == "cpu" and not interpreter_active()
 
 
 def new_tensor(shape, dtype, device, out) -> torch.Tensor:
@@ -59,10 +30,6 @@ def new_tensor(shape, dtype, device, out) -> torch.Tensor:
     if tuple(out.shape) != tuple(shape):
         out.resize_(shape)
     return out
-
-
-def finish(t: torch.Tensor, requires_grad: bool) -> torch.Tensor:
-    return t.requires_grad_() if requires_grad else t
 
 
 # -- the ops --------------------------------------------------------------------------------
