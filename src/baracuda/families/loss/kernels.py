@@ -316,6 +316,19 @@ def nll_bwd_kernel(
 
 
 @triton.jit
+def kept_weight(t, ok, w_ptr, C, ignore_index, HAS_W: tl.constexpr, ACC: tl.constexpr):
+    """(kept, weight) of class-index targets t: kept where in the batch and not ignored; the
+    class weight (1 without weights; an out-of-range class reads none)."""
+    valid = ok & (t != ignore_index)
+    if HAS_W:
+        inb = (t >= 0) & (t < C)
+        w = tl.load(w_ptr + t, mask=valid & inb, other=0.0).to(ACC)
+    else:
+        w = tl.full(t.shape, 1.0, ACC)
+    return valid, w
+
+
+@triton.jit
 def weight_total_kernel(
     t_ptr, w_ptr, ws_ptr, n_rows, C, ignore_index, S1, S2, S3, ts0, ts1, ts2, ts3,
     HAS_W: tl.constexpr, PROB: tl.constexpr, ACCUMULATE: tl.constexpr, ACC: tl.constexpr,
@@ -332,12 +345,7 @@ def weight_total_kernel(
             ok = rows < n_rows
             t = tl.load(t_ptr + line_offset(rows, S1, S2, S3, ts0, ts1, ts2, ts3), mask=ok,
                         other=ignore_index).to(tl.int64)
-            valid = ok & (t != ignore_index)
-            if HAS_W:
-                inb = (t >= 0) & (t < C)
-                w = tl.load(w_ptr + t, mask=valid & inb, other=0.0).to(ACC)
-            else:
-                w = tl.full([BLOCK], 1.0, ACC)
+            valid, w = kept_weight(t, ok, w_ptr, C, ignore_index, HAS_W, ACC)
             acc += tl.where(valid, w, 0.0)
         total = tl.sum(acc, 0)
     if ACCUMULATE:

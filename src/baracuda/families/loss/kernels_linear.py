@@ -18,6 +18,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from .kernels import kept_weight
+
 WS_HEAD = 4  # first per-token slot in the workspace
 
 
@@ -30,12 +32,7 @@ def lce_totals_kernel(t_ptr, w_ptr, ws_ptr, n_rows, C, ts, ignore_index,
         rows = start + tl.arange(0, BLOCK).to(tl.int64)
         ok = rows < n_rows
         t = tl.load(t_ptr + rows * ts, mask=ok, other=ignore_index).to(tl.int64)
-        valid = ok & (t != ignore_index)
-        if HAS_W:
-            inb = (t >= 0) & (t < C)
-            w = tl.load(w_ptr + t, mask=valid & inb, other=0.0).to(ACC)
-        else:
-            w = tl.full([BLOCK], 1.0, ACC)
+        valid, w = kept_weight(t, ok, w_ptr, C, ignore_index, HAS_W, ACC)
         wsum += tl.where(valid, w, 0.0)
         count += tl.where(valid, 1.0, 0.0)
     tl.store(ws_ptr, tl.sum(wsum, 0))
