@@ -352,5 +352,26 @@ def test_reruns_compare_bit_for_bit(plan, identical):
     y = torch.zeros(3)
     args = SimpleNamespace(y=y, outputs=lambda: {"y": y}, tensors=lambda: {"y": y})
     case = SimpleNamespace(desc=None, preference=None)
+    start = {"y": y.clone()}
     plan.select(None).run(args)
-    assert _reruns_identical(plan, case, args, 2) is identical
+    assert _reruns_identical(plan, case, args, start, 2) is identical
+
+
+class _AccumulatingPlan(_CountingPlan):
+    """An in-out output (a running statistic): y += 1, deterministic from a given start."""
+
+    def run(self, args, workspace=None):
+        args.y.add_(1.0)
+
+
+def test_reruns_start_from_the_first_runs_state():
+    from types import SimpleNamespace
+
+    from baracuda.core.spec import _reruns_identical
+
+    y = torch.zeros(3)
+    args = SimpleNamespace(y=y, outputs=lambda: {"y": y}, tensors=lambda: {"y": y})
+    case = SimpleNamespace(desc=None, preference=None)
+    start = {"y": y.clone()}
+    _AccumulatingPlan().run(args)
+    assert _reruns_identical(_AccumulatingPlan, case, args, start, 2)
